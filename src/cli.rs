@@ -1,0 +1,173 @@
+//! The command line (clap derive). Options are turned into plain settings structs here;
+//! nothing below this module sees clap.
+
+use crate::harness;
+use crate::probes::{read, syscalls};
+use crate::report::Format;
+use crate::units::{parse_duration, parse_size};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// ioprobe: what I/O system calls really cost on this machine, and which buffer size
+/// and method to use.
+#[derive(Debug, Parser)]
+#[command(name = "ioprobe", version, about, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Short budget per case (default): ±1% CI or 0.6 s per case, whichever comes first.
+    #[arg(long, global = true, conflicts_with = "thorough")]
+    pub quick: bool,
+    /// Longer warm-up, at least 20 samples and up to 5 s per case.
+    #[arg(long, global = true)]
+    pub thorough: bool,
+    /// Minimum length of one sample, e.g. 10ms.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub sample_time: Option<Duration>,
+    /// Time budget per case, warm-up included, e.g. 2s.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub budget: Option<Duration>,
+    /// Pin the measuring thread to this CPU.
+    #[arg(long, global = true, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Directory in which ioprobe creates (and removes) its scratch directory; its
+    /// filesystem is the one measured.
+    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// Print only JSON (schema version 1) on stdout.
+    #[arg(long, global = true, conflicts_with_all = ["csv", "markdown"])]
+    pub json: bool,
+    /// Print only CSV, one row per measurement, on stdout.
+    #[arg(long, global = true, conflicts_with = "markdown")]
+    pub csv: bool,
+    /// Print only Markdown tables on stdout.
+    #[arg(long, global = true)]
+    pub markdown: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every probe (syscalls, then read) behind one progress display.
+    Run,
+    /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
+    Syscalls(SyscallsArgs),
+    /// read(2) throughput from the page cache versus block size (seed 000).
+    Read(ReadArgs),
+    /// Print the machine facts recorded with every run.
+    Sysinfo,
+}
+
+#[derive(Debug, Args)]
+pub struct SyscallsArgs {
+    /// Cases to run (comma-separated): null, open_close, open_write_close,
+    /// open_read_close, lseek_write, lseek_read, pwrite, pread, mmap_store, mmap_load,
+    /// fstat, stat. Default: all.
+    #[arg(long, value_name = "CASE", value_delimiter = ',', value_parser = syscalls::Case::parse)]
+    pub case: Vec<syscalls::Case>,
+    /// Bytes per read/write/store/load.
+    #[arg(long, value_name = "SIZE", default_value = "8", value_parser = parse_size)]
+    pub io_size: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// Size of the file read from the page cache.
+    #[arg(long, value_name = "SIZE", default_value = "10MiB", value_parser = parse_size)]
+    pub file_size: u64,
+    /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub block_sizes: Vec<u64>,
+    /// How each pass reads the file: read, pread, mmap (comma-separated).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', default_value = "read", value_parser = read::Method::parse)]
+    pub method: Vec<read::Method>,
+}
+
+/// Settings shared by every command, free of clap.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub harness: harness::Config,
+    pub mode: &'static str,
+    pub cpu: Option<usize>,
+    pub dir: PathBuf,
+    pub format: Format,
+}
+
+impl Common {
+    /// Plain settings from the flags.
+    pub fn settings(&self) -> Settings {
+        let (mut h, mode) = if self.thorough {
+            (harness::Config::thorough(), "thorough")
+        } else {
+            (harness::Config::quick(), "quick")
+        };
+        if let Some(t) = self.sample_time {
+            h.sample_time = t;
+        }
+        if let Some(b) = self.budget {
+            h.budget = b;
+            h.warmup = h.warmup.min(b / 4);
+        }
+        let format = if self.json {
+            Format::Json
+        } else if self.csv {
+            Format::Csv
+        } else if self.markdown {
+            Format::Markdown
+        } else {
+            Format::Table
+        };
+        Settings {
+            harness: h,
+            mode,
+            cpu: self.cpu,
+            dir: self.dir.clone(),
+            format,
+        }
+    }
+}
+
+impl SyscallsArgs {
+    pub fn options(&self) -> syscalls::Options {
+        let mut cases: Vec<syscalls::Case> = Vec::new();
+        for c in &self.case {
+            if !cases.contains(c) {
+                cases.push(*c);
+            }
+        }
+        if cases.is_empty() {
+            cases = syscalls::Case::ALL.to_vec();
+        }
+        syscalls::Options {
+            cases,
+            io_size: self.io_size,
+        }
+    }
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> read::Options {
+        let mut methods: Vec<read::Method> = Vec::new();
+        for m in &self.method {
+            if !methods.contains(m) {
+                methods.push(*m);
+            }
+        }
+        read::Options {
+            file_size: self.file_size,
+            block_sizes: if self.block_sizes.is_empty() {
+                read::default_block_sizes()
+            } else {
+                self.block_sizes.clone()
+            },
+            methods,
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Error kinds that decide the exit status: usage (2), interrupted (130), anything else (1).
+
+use thiserror::Error;
+
+/// Bad input from the user: a flag value, a directory, a size that cannot work.
+/// `main` maps it to exit status 2.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// The run was stopped by SIGINT, SIGTERM or SIGHUP; `main` maps it to exit status 130.
+#[derive(Debug, Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// Shorthand for returning a usage error.
+pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(msg.into()).into())
+}
+
+/// Exit status for an error chain: 2 for usage errors, 130 for interruption, 1 otherwise.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    if err.chain().any(|e| e.is::<UsageError>()) {
+        2
+    } else if err.chain().any(|e| e.is::<Interrupted>()) {
+        130
+    } else {
+        1
+    }
+}

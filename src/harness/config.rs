@@ -1,0 +1,46 @@
+//! How long and how often to sample.
+
+use std::time::Duration;
+
+/// Sampling settings for one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Minimum duration of one sample; iterations per sample are calibrated to reach it.
+    pub sample_time: Duration,
+    /// Time spent running the case (discarded) before sampling.
+    pub warmup: Duration,
+    /// Time after which sampling stops even if the CI is still wide.
+    pub budget: Duration,
+    /// Never fewer samples than this.
+    pub min_samples: usize,
+    /// Never more samples than this.
+    pub max_samples: usize,
+    /// Stop once the 95% CI of the median is within ± this fraction of the median.
+    pub target_rel_ci: f64,
+}
+
+impl Config {
+    /// `--quick` (the default): enough for a ±1% CI on a quiet machine in well under a second.
+    pub fn quick() -> Self {
+        Config {
+            sample_time: Duration::from_millis(10),
+            warmup: Duration::from_millis(50),
+            budget: Duration::from_millis(600),
+            min_samples: 5,
+            max_samples: 10_000,
+            target_rel_ci: 0.01,
+        }
+    }
+
+    /// `--thorough`: longer warm-up, more samples, more time per case.
+    pub fn thorough() -> Self {
+        Config {
+            sample_time: Duration::from_millis(10),
+            warmup: Duration::from_millis(500),
+            budget: Duration::from_secs(5),
+            min_samples: 20,
+            max_samples: 100_000,
+            target_rel_ci: 0.01,
+        }
+    }
+}

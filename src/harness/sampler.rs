@@ -1,0 +1,197 @@
+//! Calibration and sampling: warm up, find iterations per sample, then take timed
+//! samples (each with its rusage delta) until the median's 95% CI is within the target
+//! or the budget is spent, never fewer than `min_samples`.
+
+use super::Workload;
+use super::clock::{now, ns_between};
+use super::config::Config;
+use super::interrupt;
+use super::rusage::{RusageDelta, thread_now};
+use super::stats::{Summary, summarize};
+use anyhow::Result;
+use std::time::Duration;
+
+/// One timed sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub iters: u64,
+    pub elapsed_ns: u64,
+    pub rusage: RusageDelta,
+}
+
+/// The outcome of sampling one workload.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    pub samples: Vec<Sample>,
+    /// Iterations run before sampling (calibration and warm-up), all discarded.
+    pub warmup_iters: u64,
+    /// True when the CI target was met; false when the budget ran out first.
+    pub converged: bool,
+    /// Wall time spent on this workload, warm-up included.
+    pub wall: Duration,
+}
+
+impl Sampled {
+    /// Nanoseconds per iteration, one value per sample.
+    pub fn ns_per_iter(&self) -> Vec<f64> {
+        self.samples
+            .iter()
+            .map(|s| s.elapsed_ns as f64 / s.iters as f64)
+            .collect()
+    }
+
+    /// Iterations across all timed samples.
+    pub fn total_iters(&self) -> u64 {
+        self.samples.iter().map(|s| s.iters).sum()
+    }
+
+    /// Sum of the samples' rusage deltas.
+    pub fn rusage_total(&self) -> RusageDelta {
+        let mut t = RusageDelta::default();
+        for s in &self.samples {
+            t.add(&s.rusage);
+        }
+        t
+    }
+
+    /// Statistics of ns per iteration.
+    pub fn summary(&self) -> Option<Summary> {
+        summarize(&self.ns_per_iter())
+    }
+}
+
+fn timed(w: &mut dyn Workload, iters: u64) -> Result<Sample> {
+    w.before_sample()?;
+    let r0 = thread_now()?;
+    let t0 = now();
+    w.run(iters)?;
+    let t1 = now();
+    let r1 = thread_now()?;
+    w.after_sample()?;
+    Ok(Sample {
+        iters,
+        elapsed_ns: ns_between(t0, t1).max(1),
+        rusage: RusageDelta::between(&r0, &r1),
+    })
+}
+
+fn iters_for(target: Duration, ns_per_iter: f64) -> u64 {
+    let want = target.as_nanos() as f64 / ns_per_iter.max(0.01);
+    (want.ceil() as u64).clamp(1, 1 << 40)
+}
+
+/// Calibrates and samples `w` under `cfg`.
+pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
+    let start = now();
+    let mut warmup_iters = 0u64;
+    // Calibration: grow the iteration count until one run lasts a fifth of a sample.
+    let mut iters = 1u64;
+    let per_iter = loop {
+        interrupt::check()?;
+        let s = timed(w, iters)?;
+        warmup_iters += iters;
+        let per = s.elapsed_ns as f64 / iters as f64;
+        if s.elapsed_ns as u128 * 5 >= cfg.sample_time.as_nanos() || iters >= 1 << 40 {
+            break per;
+        }
+        iters = if s.elapsed_ns > 2_000 {
+            iters_for(cfg.sample_time, per)
+                .min(iters.saturating_mul(100))
+                .max(iters * 2)
+        } else {
+            iters.saturating_mul(10)
+        };
+    };
+    // Warm-up: run full-size samples (discarded) until the warm-up time has passed,
+    // re-estimating the cost per iteration from the latest one.
+    let mut per_iter = per_iter;
+    iters = iters_for(cfg.sample_time, per_iter);
+    while start.elapsed() < cfg.warmup {
+        interrupt::check()?;
+        let s = timed(w, iters)?;
+        warmup_iters += iters;
+        per_iter = s.elapsed_ns as f64 / iters as f64;
+        iters = iters_for(cfg.sample_time, per_iter);
+    }
+    let mut out = Sampled {
+        samples: Vec::new(),
+        warmup_iters,
+        converged: false,
+        wall: Duration::ZERO,
+    };
+    loop {
+        interrupt::check()?;
+        out.samples.push(timed(w, iters)?);
+        let n = out.samples.len();
+        if n >= cfg.min_samples {
+            let s = out.summary();
+            if s.is_some_and(|s| s.rel_ci_halfwidth() <= cfg.target_rel_ci) && n >= 6 {
+                out.converged = true;
+                break;
+            }
+            if start.elapsed() >= cfg.budget || n >= cfg.max_samples {
+                break;
+            }
+        }
+    }
+    out.wall = start.elapsed();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Spin {
+        calls: u64,
+        iters: u64,
+    }
+
+    impl Workload for Spin {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            self.calls += 1;
+            self.iters += iters;
+            let mut x = 0u64;
+            for i in 0..iters {
+                x = std::hint::black_box(x.wrapping_add(i));
+            }
+            std::hint::black_box(x);
+            Ok(())
+        }
+    }
+
+    fn tiny() -> Config {
+        Config {
+            sample_time: Duration::from_micros(200),
+            warmup: Duration::from_millis(2),
+            budget: Duration::from_millis(30),
+            min_samples: 5,
+            max_samples: 50,
+            target_rel_ci: 0.01,
+        }
+    }
+
+    #[test]
+    fn takes_at_least_min_samples_and_counts_iterations() {
+        let mut w = Spin { calls: 0, iters: 0 };
+        let s = measure(&mut w, &tiny()).unwrap();
+        assert!(s.samples.len() >= 5);
+        assert!(s.samples.len() <= 50);
+        assert_eq!(w.iters, s.total_iters() + s.warmup_iters);
+        assert!(s.samples.iter().all(|x| x.iters >= 1 && x.elapsed_ns >= 1));
+        assert!(s.summary().unwrap().median > 0.0);
+    }
+
+    struct Failing;
+    impl Workload for Failing {
+        fn run(&mut self, _: u64) -> Result<()> {
+            anyhow::bail!("read failed: boom")
+        }
+    }
+
+    #[test]
+    fn a_failing_workload_gives_an_error_not_a_figure() {
+        let e = measure(&mut Failing, &tiny()).unwrap_err();
+        assert!(e.to_string().contains("boom"));
+    }
+}

@@ -1,0 +1,18 @@
+//! ioprobe: measures what I/O system calls cost on this machine and which buffer size
+//! and method to use.
+//!
+//! Layers, top to bottom: [`cli`] (flags → settings), [`app`] (runs probes), [`probes`]
+//! (experiments as named cases), [`harness`] (timing and statistics, knows no I/O),
+//! [`sys`] (the only `unsafe`: syscalls, mappings, machine facts, scratch files),
+//! [`results`] (data model and JSON schema) and [`report`] (output formats, advice).
+
+pub mod app;
+pub mod cli;
+pub mod error;
+pub mod harness;
+pub mod probes;
+pub mod progress;
+pub mod report;
+pub mod results;
+pub mod sys;
+pub mod units;

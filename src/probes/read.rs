@@ -1,0 +1,338 @@
+//! Seed 000: read(2) cost versus block size.
+//!
+//! A file of `file_size` bytes is made in the scratch directory, verified fully resident
+//! in the page cache with mincore(2) before (and after) every case, then read start to
+//! end at each block size. One iteration is one whole pass: `read` = lseek(0) + read
+//! until EOF (the seed's loop), `pread` = pread at increasing offsets, `mmap` = memcpy
+//! out of a shared mapping made once per case. Every pass checks it moved exactly
+//! `file_size` bytes. The figure is the copy from page cache into a user buffer.
+
+use super::{Context, Probe};
+use crate::error::usage;
+use crate::harness::Workload;
+use crate::results::{Measurement, Metric};
+use crate::sys::calls::{self, short};
+use crate::sys::machine::Environment;
+use crate::sys::mapping::{Mapping, file_residency};
+use crate::sys::scratch::Scratch;
+use crate::units::format_size;
+use anyhow::{Result, bail};
+use rustix::fd::OwnedFd;
+use serde_json::{Map, json};
+use std::hint::black_box;
+
+/// How a pass reads the file. Names are a contract (`--method`, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Read,
+    Pread,
+    Mmap,
+}
+
+impl Method {
+    pub const ALL: [Method; 3] = [Method::Read, Method::Pread, Method::Mmap];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Read => "read",
+            Method::Pread => "pread",
+            Method::Mmap => "mmap",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Method, String> {
+        Method::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown method '{s}' (valid: read, pread, mmap)"))
+    }
+
+    /// System calls (or chunk copies, for mmap) in one pass over `size` bytes.
+    pub fn calls_per_pass(self, size: u64, block: u64) -> u64 {
+        let chunks = size.div_ceil(block);
+        match self {
+            Method::Read => chunks + 2, // lseek + reads + the read that returns 0 at EOF
+            Method::Pread | Method::Mmap => chunks,
+        }
+    }
+
+    fn note(self) -> &'static str {
+        match self {
+            Method::Read => {
+                "one pass = lseek(0) + read(block) until EOF (seed 000's loop); ns/call = pass time ÷ (reads + EOF read + lseek)"
+            }
+            Method::Pread => {
+                "one pass = pread(block) at increasing offsets; ns/call = pass time ÷ preads"
+            }
+            Method::Mmap => {
+                "one pass = memcpy of block-size chunks out of a shared mapping made once per case (faulted in during warm-up); no syscall, ns/call = ns per chunk copy"
+            }
+        }
+    }
+}
+
+/// Options of `ioprobe read`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub file_size: u64,
+    pub block_sizes: Vec<u64>,
+    pub methods: Vec<Method>,
+}
+
+/// 1 KiB … 8 MiB in powers of two.
+pub fn default_block_sizes() -> Vec<u64> {
+    (10..=23).map(|p| 1u64 << p).collect()
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            file_size: 10 << 20,
+            block_sizes: default_block_sizes(),
+            methods: vec![Method::Read],
+        }
+    }
+}
+
+/// Largest block size accepted.
+pub const MAX_BLOCK: u64 = 1 << 30;
+
+/// The read probe.
+pub struct ReadProbe {
+    opts: Options,
+}
+
+impl ReadProbe {
+    pub fn new(opts: Options) -> Self {
+        ReadProbe { opts }
+    }
+}
+
+struct Pass<'a> {
+    method: Method,
+    fd: &'a OwnedFd,
+    size: u64,
+    buf: Vec<u8>,
+    map: Option<Mapping>,
+}
+
+impl Workload for Pass<'_> {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        let size = self.size;
+        for _ in 0..iters {
+            let mut total = 0u64;
+            match self.method {
+                Method::Read => {
+                    let off = calls::lseek_set(self.fd, 0)?;
+                    if off != 0 {
+                        bail!("lseek returned {off}, expected 0");
+                    }
+                    loop {
+                        let n = calls::read(self.fd, &mut self.buf)?;
+                        if n == 0 {
+                            break;
+                        }
+                        total += n as u64;
+                    }
+                }
+                Method::Pread => {
+                    while total < size {
+                        let want = (size - total).min(self.buf.len() as u64) as usize;
+                        let n = calls::pread(self.fd, &mut self.buf[..want], total)?;
+                        if n == 0 {
+                            break;
+                        }
+                        total += n as u64;
+                    }
+                }
+                Method::Mmap => {
+                    let map = self
+                        .map
+                        .as_ref()
+                        .ok_or_else(|| anyhow::anyhow!("mmap: no mapping"))?;
+                    while total < size {
+                        let n = map.copy_out(total as usize, &mut self.buf);
+                        black_box(&mut self.buf);
+                        if n == 0 {
+                            break;
+                        }
+                        total += n as u64;
+                    }
+                }
+            }
+            if total != size {
+                return Err(short(self.method.name(), total as usize, size as usize));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which cache level a block of `bytes` fits in: `L1`, `L2`, `L3` or `RAM`.
+pub fn fits_in(env: &Environment, bytes: u64) -> String {
+    env.data_caches()
+        .into_iter()
+        .find(|&(_, size)| bytes <= size)
+        .map_or_else(|| "RAM".to_string(), |(l, _)| format!("L{l}"))
+}
+
+/// Makes sure the whole file is in the page cache; returns (resident, total) pages.
+fn ensure_resident(fd: &OwnedFd, size: u64) -> Result<(usize, usize)> {
+    let (res, total) = file_residency(fd, size)?;
+    if res == total {
+        return Ok((res, total));
+    }
+    // Read it once to pull it in, then check again.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while off < size {
+        let n = calls::pread(fd, &mut buf, off)?;
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+    let (res, total) = file_residency(fd, size)?;
+    if res != total {
+        bail!(
+            "the page cache would not hold the file: {res} of {total} pages resident after reading it"
+        );
+    }
+    Ok((res, total))
+}
+
+impl Probe for ReadProbe {
+    fn name(&self) -> &'static str {
+        "read"
+    }
+
+    fn case_count(&self) -> usize {
+        self.opts.block_sizes.len() * self.opts.methods.len()
+    }
+
+    fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
+        let size = self.opts.file_size;
+        let avail = match crate::sys::machine::memory_available() {
+            0 => env.memory_available_bytes,
+            fresh => fresh,
+        };
+        if size > avail / 2 {
+            return usage(format!(
+                "--file-size {} cannot stay in the page cache: only {} of memory is available (limit: half)",
+                format_size(size),
+                format_size(avail)
+            ));
+        }
+        for &b in &self.opts.block_sizes {
+            if b > MAX_BLOCK || b > avail / 4 {
+                return usage(format!(
+                    "block size {} is too large for this machine",
+                    format_size(b)
+                ));
+            }
+        }
+        if self.opts.methods.is_empty() || self.opts.block_sizes.is_empty() {
+            return usage("nothing to measure: no block sizes or methods");
+        }
+        scratch.ensure_space(size + size / 10, "the read probe's file")
+    }
+
+    fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
+        let size = self.opts.file_size;
+        let stop = crate::harness::interrupt::requested;
+        let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
+        let mut out = Vec::new();
+        for &method in &self.opts.methods {
+            for &block in &self.opts.block_sizes {
+                let case = format!("{}/{}", method.name(), format_size(block).replace(' ', ""));
+                let (res, pages) = ensure_resident(&fd, size)?;
+                let map = match method {
+                    Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),
+                    _ => None,
+                };
+                let mut w = Pass {
+                    method,
+                    fd: &fd,
+                    size,
+                    buf: vec![1u8; block as usize], // written, so its pages exist before timing
+                    map,
+                };
+                let sampled = ctx
+                    .measure(self.name(), &case, &mut w)
+                    .map_err(|e| e.context(format!("read case {case}")))?;
+                let (res_after, _) = file_residency(&fd, size)?;
+                let mut params = Map::new();
+                params.insert("method".into(), json!(method.name()));
+                params.insert("block_size".into(), json!(block));
+                params.insert("file_size".into(), json!(size));
+                params.insert(
+                    "page_cache".into(),
+                    json!(format!(
+                        "resident {res}/{pages} pages before, {res_after}/{pages} after (mincore)"
+                    )),
+                );
+                let mut m = Measurement::from_sampled(
+                    self.name(),
+                    &case,
+                    params,
+                    Metric::Throughput {
+                        bytes_per_iter: size as f64,
+                    },
+                    &sampled,
+                    &ctx.overhead,
+                    method.note(),
+                )?;
+                if res_after != pages {
+                    m.warnings.push(format!(
+                        "pages left the page cache during the case: {res_after}/{pages} resident afterwards"
+                    ));
+                }
+                let calls = method.calls_per_pass(size, block) as f64;
+                let pass_ns = size as f64 * 1e9 / m.median;
+                m.derived.insert(
+                    "s_per_10gib".into(),
+                    json!(10.0 * (1u64 << 30) as f64 / m.median),
+                );
+                m.derived
+                    .insert("ns_per_call".into(), json!(pass_ns / calls));
+                m.derived.insert("calls_per_pass".into(), json!(calls));
+                m.derived
+                    .insert("fits_in".into(), json!(fits_in(ctx.env, block)));
+                let per = &m.rusage.normalised;
+                m.derived
+                    .insert("voluntary_cs_per_gib".into(), json!(per.voluntary_cs));
+                m.derived
+                    .insert("involuntary_cs_per_gib".into(), json!(per.involuntary_cs));
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_sweep_is_1k_to_8m() {
+        let v = default_block_sizes();
+        assert_eq!(v.first(), Some(&1024));
+        assert_eq!(v.last(), Some(&(8 << 20)));
+        assert_eq!(v.len(), 14);
+    }
+
+    #[test]
+    fn calls_per_pass_counts_eof_and_lseek() {
+        assert_eq!(Method::Read.calls_per_pass(10 << 20, 1 << 20), 12);
+        assert_eq!(Method::Pread.calls_per_pass(10 << 20, 1 << 20), 10);
+        assert_eq!(Method::Pread.calls_per_pass(1000, 4096), 1);
+    }
+
+    #[test]
+    fn methods_parse() {
+        assert_eq!(Method::parse("pread"), Ok(Method::Pread));
+        assert!(Method::parse("aio").is_err());
+    }
+}

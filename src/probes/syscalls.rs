@@ -1,0 +1,352 @@
+//! Seed 004: the bare cost of I/O system calls, made honest.
+//!
+//! Every case works on one small file in the scratch directory, opened O_RDWR as the
+//! seed did, at offset 0, `io_size` bytes per call. Each call's result is checked
+//! (byte counts included). The mmap cases use a shared mapping made once before timing
+//! and touch it with volatile stores or loads on every iteration, because the seed's
+//! memcpy loop compiled to one register move.
+
+use super::{Context, Probe};
+use crate::error::usage;
+use crate::harness::Workload;
+use crate::results::{Measurement, Metric};
+use crate::sys::calls::{self, short};
+use crate::sys::machine::Environment;
+use crate::sys::mapping::Mapping;
+use crate::sys::scratch::Scratch;
+use anyhow::Result;
+use rustix::fd::OwnedFd;
+use serde_json::{Map, json};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+/// The cases, in table order. Their names are a contract (`--case`, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    Null,
+    OpenClose,
+    OpenWriteClose,
+    OpenReadClose,
+    LseekWrite,
+    LseekRead,
+    Pwrite,
+    Pread,
+    MmapStore,
+    MmapLoad,
+    Fstat,
+    Stat,
+}
+
+impl Case {
+    pub const ALL: [Case; 12] = [
+        Case::Null,
+        Case::OpenClose,
+        Case::OpenWriteClose,
+        Case::OpenReadClose,
+        Case::LseekWrite,
+        Case::LseekRead,
+        Case::Pwrite,
+        Case::Pread,
+        Case::MmapStore,
+        Case::MmapLoad,
+        Case::Fstat,
+        Case::Stat,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Null => "null",
+            Case::OpenClose => "open_close",
+            Case::OpenWriteClose => "open_write_close",
+            Case::OpenReadClose => "open_read_close",
+            Case::LseekWrite => "lseek_write",
+            Case::LseekRead => "lseek_read",
+            Case::Pwrite => "pwrite",
+            Case::Pread => "pread",
+            Case::MmapStore => "mmap_store",
+            Case::MmapLoad => "mmap_load",
+            Case::Fstat => "fstat",
+            Case::Stat => "stat",
+        }
+    }
+
+    /// Parses a case name; the error lists the valid names.
+    pub fn parse(s: &str) -> Result<Case, String> {
+        Case::ALL
+            .iter()
+            .copied()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Case::ALL.iter().map(|c| c.name()).collect();
+                format!("unknown case '{s}' (valid: {})", names.join(", "))
+            })
+    }
+
+    /// What one operation does, stated plainly.
+    fn note(self, io: usize) -> String {
+        match self {
+            Case::Null => "getppid(2) raw syscall: the floor of any syscall".into(),
+            Case::OpenClose => "open(O_RDWR) + close, result of each checked".into(),
+            Case::OpenWriteClose => format!("open(O_RDWR) + write {io} B at offset 0 + close"),
+            Case::OpenReadClose => format!("open(O_RDWR) + read {io} B at offset 0 + close"),
+            Case::LseekWrite => format!("lseek(0) + write {io} B on a reused descriptor"),
+            Case::LseekRead => format!("lseek(0) + read {io} B on a reused descriptor"),
+            Case::Pwrite => format!("pwrite {io} B at offset 0"),
+            Case::Pread => format!("pread {io} B at offset 0"),
+            Case::MmapStore => format!(
+                "{io} B of volatile stores into a shared file mapping made once and pre-faulted: no syscall, a memory write"
+            ),
+            Case::MmapLoad => format!(
+                "{io} B of volatile loads from a shared file mapping made once and pre-faulted: no syscall, a memory read"
+            ),
+            Case::Fstat => "fstat on a reused descriptor".into(),
+            Case::Stat => "stat on the file's path (path lookup included)".into(),
+        }
+    }
+}
+
+/// Options of `ioprobe syscalls`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub cases: Vec<Case>,
+    pub io_size: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cases: Case::ALL.to_vec(),
+            io_size: 8,
+        }
+    }
+}
+
+/// Largest `--io-size`: a per-call cost probe, not a bandwidth test.
+pub const MAX_IO_SIZE: u64 = 64 << 20;
+
+/// The syscalls probe.
+pub struct Syscalls {
+    opts: Options,
+}
+
+impl Syscalls {
+    pub fn new(opts: Options) -> Self {
+        Syscalls { opts }
+    }
+}
+
+struct CaseRun<'a> {
+    case: Case,
+    path: &'a Path,
+    fd: &'a OwnedFd,
+    buf: Vec<u8>,
+    map: Option<Mapping>,
+}
+
+impl CaseRun<'_> {
+    #[inline]
+    fn check_len(call: &'static str, n: usize, want: usize) -> Result<()> {
+        if n == want {
+            Ok(())
+        } else {
+            Err(short(call, n, want))
+        }
+    }
+}
+
+impl Workload for CaseRun<'_> {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        let io = self.buf.len();
+        let path = self.path;
+        match self.case {
+            Case::Null => {
+                for _ in 0..iters {
+                    black_box(calls::getppid());
+                }
+            }
+            Case::OpenClose => {
+                for _ in 0..iters {
+                    let fd = calls::open_rdwr(path)?;
+                    calls::close(black_box(fd))?;
+                }
+            }
+            Case::OpenWriteClose => {
+                for _ in 0..iters {
+                    let fd = calls::open_rdwr(path)?;
+                    let n = calls::write(&fd, &self.buf)?;
+                    Self::check_len("write", n, io)?;
+                    calls::close(fd)?;
+                }
+            }
+            Case::OpenReadClose => {
+                for _ in 0..iters {
+                    let fd = calls::open_rdwr(path)?;
+                    let n = calls::read(&fd, &mut self.buf)?;
+                    Self::check_len("read", n, io)?;
+                    black_box(&mut self.buf);
+                    calls::close(fd)?;
+                }
+            }
+            Case::LseekWrite => {
+                for _ in 0..iters {
+                    let off = calls::lseek_set(self.fd, 0)?;
+                    Self::check_len("lseek", off as usize, 0)?;
+                    let n = calls::write(self.fd, &self.buf)?;
+                    Self::check_len("write", n, io)?;
+                }
+            }
+            Case::LseekRead => {
+                for _ in 0..iters {
+                    let off = calls::lseek_set(self.fd, 0)?;
+                    Self::check_len("lseek", off as usize, 0)?;
+                    let n = calls::read(self.fd, &mut self.buf)?;
+                    Self::check_len("read", n, io)?;
+                    black_box(&mut self.buf);
+                }
+            }
+            Case::Pwrite => {
+                for _ in 0..iters {
+                    let n = calls::pwrite(self.fd, &self.buf, 0)?;
+                    Self::check_len("pwrite", n, io)?;
+                }
+            }
+            Case::Pread => {
+                for _ in 0..iters {
+                    let n = calls::pread(self.fd, &mut self.buf, 0)?;
+                    Self::check_len("pread", n, io)?;
+                    black_box(&mut self.buf);
+                }
+            }
+            Case::MmapStore => {
+                let map = self
+                    .map
+                    .as_mut()
+                    .ok_or_else(|| anyhow::anyhow!("mmap_store: no mapping"))?;
+                for i in 0..iters {
+                    map.store_volatile(0, io, i);
+                }
+            }
+            Case::MmapLoad => {
+                let map = self
+                    .map
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("mmap_load: no mapping"))?;
+                let mut acc = 0u64;
+                for _ in 0..iters {
+                    acc = acc.wrapping_add(map.load_volatile(0, io));
+                }
+                black_box(acc);
+            }
+            Case::Fstat => {
+                for _ in 0..iters {
+                    black_box(calls::fstat_size(self.fd)?);
+                }
+            }
+            Case::Stat => {
+                for _ in 0..iters {
+                    black_box(calls::stat_size(path)?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Probe for Syscalls {
+    fn name(&self) -> &'static str {
+        "syscalls"
+    }
+
+    fn case_count(&self) -> usize {
+        self.opts.cases.len()
+    }
+
+    fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
+        let io = self.opts.io_size;
+        if io == 0 || io > MAX_IO_SIZE {
+            return usage(format!(
+                "--io-size must be between 1 B and {}",
+                crate::units::format_size(MAX_IO_SIZE)
+            ));
+        }
+        if io > env.memory_available_bytes / 4 {
+            return usage("--io-size is larger than a quarter of available memory");
+        }
+        scratch.ensure_space(io, "the syscalls probe's file")
+    }
+
+    fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
+        let io = self.opts.io_size as usize;
+        let stop = crate::harness::interrupt::requested;
+        let (path, fd): (PathBuf, OwnedFd) =
+            ctx.scratch.create_file("syscalls.dat", io as u64, &stop)?;
+        let mut out = Vec::new();
+        for &case in &self.opts.cases {
+            let map = match case {
+                Case::MmapStore | Case::MmapLoad => {
+                    let mut m = Mapping::map_file(&fd, io, true)?;
+                    m.store_volatile(0, io, 1); // fault the pages in before timing
+                    Some(m)
+                }
+                _ => None,
+            };
+            let mut w = CaseRun {
+                case,
+                path: &path,
+                fd: &fd,
+                buf: crate::sys::scratch::pattern_chunk(io),
+                map,
+            };
+            let sampled = ctx
+                .measure(self.name(), case.name(), &mut w)
+                .map_err(|e| e.context(format!("syscalls case {}", case.name())))?;
+            let mut params = Map::new();
+            params.insert("io_size".into(), json!(io));
+            params.insert("file_size".into(), json!(io));
+            let m = Measurement::from_sampled(
+                self.name(),
+                case.name(),
+                params,
+                Metric::PerOp { ops_per_iter: 1.0 },
+                &sampled,
+                &ctx.overhead,
+                case.note(io),
+            )?;
+            out.push(m);
+        }
+        add_derived(&mut out);
+        Ok(out)
+    }
+}
+
+/// ops/s, × null syscall and context switches per million operations.
+fn add_derived(rows: &mut [Measurement]) {
+    let null = rows.iter().find(|m| m.case == "null").map(|m| m.median);
+    for m in rows.iter_mut() {
+        m.derived.insert("ops_per_s".into(), json!(1e9 / m.median));
+        if let Some(n) = null {
+            m.derived.insert("x_null".into(), json!(m.median / n));
+        }
+        let per = &m.rusage.normalised;
+        m.derived
+            .insert("voluntary_cs_per_mop".into(), json!(per.voluntary_cs * 1e6));
+        m.derived.insert(
+            "involuntary_cs_per_mop".into(),
+            json!(per.involuntary_cs * 1e6),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for c in Case::ALL {
+            assert_eq!(Case::parse(c.name()), Ok(c));
+        }
+        let e = Case::parse("nope").unwrap_err();
+        assert!(e.contains("open_close") && e.contains("nope"));
+    }
+}

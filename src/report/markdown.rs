@@ -1,0 +1,62 @@
+//! GitHub-flavoured Markdown tables (`--markdown`).
+
+use super::grid::{Grid, environment_grid, probe_grids, run_header};
+use crate::results::Run;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// One grid as a Markdown section.
+pub fn render_grid(g: &Grid) -> String {
+    let mut out = format!("### {}\n\n", g.title);
+    out.push_str(&format!(
+        "| {} |\n",
+        g.headers
+            .iter()
+            .map(|h| cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    ));
+    let align: Vec<&str> = (0..g.headers.len())
+        .map(|i| if i == 0 { "---" } else { "---:" })
+        .collect();
+    out.push_str(&format!("| {} |\n", align.join(" | ")));
+    for r in &g.rows {
+        out.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    if !g.footnotes.is_empty() {
+        out.push('\n');
+        for f in &g.footnotes {
+            out.push_str(&format!("- {f}\n"));
+        }
+    }
+    out
+}
+
+/// The whole run as Markdown.
+pub fn render_run(run: &Run, advice: &[String]) -> String {
+    let mut out = format!("## ioprobe {}\n\n{}\n\n", run.command, run_header(run));
+    for w in &run.warnings {
+        out.push_str(&format!("> warning: {w}\n\n"));
+    }
+    for g in probe_grids(run) {
+        out.push_str(&render_grid(&g));
+        out.push('\n');
+    }
+    if !advice.is_empty() {
+        out.push_str("### advice\n\n");
+        for a in advice {
+            out.push_str(&format!("- {a}\n"));
+        }
+    }
+    out
+}
+
+/// Machine facts as Markdown.
+pub fn render_environment(env: &crate::sys::machine::Environment) -> String {
+    render_grid(&environment_grid(env))
+}

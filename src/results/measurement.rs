@@ -1,0 +1,146 @@
+//! One measured row: a probe's case with its parameters, the statistics of its samples
+//! in the reported unit, and its resource usage normalised per operation or per GiB.
+
+use crate::harness::rusage::{RusageDelta, RusagePer};
+use crate::harness::{Overhead, Sampled, summarize};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What one iteration of a workload amounts to.
+#[derive(Debug, Clone, Copy)]
+pub enum Metric {
+    /// Each iteration performs this many operations; reported as ns/op.
+    PerOp { ops_per_iter: f64 },
+    /// Each iteration moves this many bytes; reported as bytes/s.
+    Throughput { bytes_per_iter: f64 },
+}
+
+/// Resource usage of a measurement: normalised, and the raw totals over timed samples.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Rusage {
+    #[serde(flatten)]
+    pub normalised: RusagePer,
+    pub total: RusageDelta,
+}
+
+/// One row of results, as it appears in the JSON `measurements` list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measurement {
+    pub probe: String,
+    pub case: String,
+    pub params: Map<String, Value>,
+    /// `ns/op` or `bytes/s`.
+    pub unit: String,
+    pub median: f64,
+    pub ci95: [f64; 2],
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub cv: f64,
+    pub mad: f64,
+    pub outliers: usize,
+    /// Confidence the CI actually has (order statistics; ≥ 0.95 from 6 samples).
+    pub ci_level: f64,
+    /// Whether the ±1% CI target was met before the budget ran out.
+    pub converged: bool,
+    pub samples: usize,
+    /// Timed iterations across all samples (warm-up excluded).
+    pub iterations: u64,
+    pub warmup_iterations: u64,
+    pub rusage: Rusage,
+    /// Figures computed from the median (ops/s, ns per call, × null, ...).
+    pub derived: Map<String, Value>,
+    /// What one operation or pass actually did.
+    pub note: String,
+    pub warnings: Vec<String>,
+    /// Every sample's value in `unit`, in the order taken.
+    pub raw: Vec<f64>,
+}
+
+impl Measurement {
+    /// Builds a measurement from sampled data. Fails only when there are no samples.
+    pub fn from_sampled(
+        probe: &str,
+        case: &str,
+        params: Map<String, Value>,
+        metric: Metric,
+        sampled: &Sampled,
+        overhead: &Overhead,
+        note: impl Into<String>,
+    ) -> anyhow::Result<Measurement> {
+        let ns = sampled.ns_per_iter();
+        let (raw, unit): (Vec<f64>, &str) = match metric {
+            Metric::PerOp { ops_per_iter } => {
+                (ns.iter().map(|v| v / ops_per_iter).collect(), "ns/op")
+            }
+            Metric::Throughput { bytes_per_iter } => (
+                ns.iter().map(|v| bytes_per_iter * 1e9 / v).collect(),
+                "bytes/s",
+            ),
+        };
+        let s =
+            summarize(&raw).ok_or_else(|| anyhow::anyhow!("{probe}/{case}: no valid samples"))?;
+        let iterations = sampled.total_iters();
+        let total = sampled.rusage_total();
+        let normalised = match metric {
+            Metric::PerOp { ops_per_iter } => total.per(iterations as f64 * ops_per_iter, "op"),
+            Metric::Throughput { bytes_per_iter } => total.per(
+                iterations as f64 * bytes_per_iter / (1u64 << 30) as f64,
+                "GiB",
+            ),
+        };
+        let mut warnings = Vec::new();
+        if let Some(ns_summary) = sampled.summary()
+            && let Some(w) = overhead.warning_for(ns_summary.median)
+        {
+            warnings.push(w);
+        }
+        if !sampled.converged {
+            warnings.push(format!(
+                "95% CI is ±{:.1}% of the median, wider than the ±1% target (time budget spent)",
+                s.rel_ci_halfwidth() * 100.0
+            ));
+        }
+        Ok(Measurement {
+            probe: probe.into(),
+            case: case.into(),
+            params,
+            unit: unit.into(),
+            median: s.median,
+            ci95: [s.ci95.0, s.ci95.1],
+            min: s.min,
+            max: s.max,
+            mean: s.mean,
+            stddev: s.stddev,
+            cv: s.cv,
+            mad: s.mad,
+            outliers: s.outliers,
+            ci_level: s.ci_level,
+            converged: sampled.converged,
+            samples: s.n,
+            iterations,
+            warmup_iterations: sampled.warmup_iters,
+            rusage: Rusage { normalised, total },
+            derived: Map::new(),
+            note: note.into(),
+            warnings,
+            raw,
+        })
+    }
+
+    /// Numeric parameter `key`, if present.
+    pub fn param_u64(&self, key: &str) -> Option<u64> {
+        self.params.get(key).and_then(Value::as_u64)
+    }
+
+    /// String parameter `key`, if present.
+    pub fn param_str(&self, key: &str) -> Option<&str> {
+        self.params.get(key).and_then(Value::as_str)
+    }
+
+    /// Numeric derived figure `key`, if present.
+    pub fn derived_f64(&self, key: &str) -> Option<f64> {
+        self.derived.get(key).and_then(Value::as_f64)
+    }
+}

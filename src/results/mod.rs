@@ -1,0 +1,79 @@
+//! The data model of a run: tool, environment, harness settings and a flat list of
+//! measurements, serialised as the `--json` schema (version 1).
+
+pub mod measurement;
+pub mod time;
+
+pub use measurement::{Measurement, Metric};
+
+use crate::harness::Overhead;
+use crate::sys::machine::Environment;
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON document; bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Name and version of the tool that produced a document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn this() -> Tool {
+        Tool {
+            name: "ioprobe".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// The sampling settings and measured harness overheads of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HarnessInfo {
+    /// `quick` or `thorough`.
+    pub mode: String,
+    pub sample_time_s: f64,
+    pub warmup_s: f64,
+    pub budget_per_case_s: f64,
+    pub min_samples: usize,
+    pub target_rel_ci: f64,
+    pub overhead: Overhead,
+    /// How the 95% CI of the median is computed.
+    pub ci_method: String,
+}
+
+/// One run: everything a report needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    /// The command line's probe (`run`, `syscalls`, `read`).
+    pub command: String,
+    pub environment: Environment,
+    pub harness: HarnessInfo,
+    pub measurements: Vec<Measurement>,
+    /// Run-wide warnings (debug build, unpinned noisy machine, ...).
+    pub warnings: Vec<String>,
+}
+
+impl Run {
+    /// Measurements of one probe, in run order.
+    pub fn of_probe<'a>(&'a self, probe: &'a str) -> impl Iterator<Item = &'a Measurement> + 'a {
+        self.measurements.iter().filter(move |m| m.probe == probe)
+    }
+
+    /// Probe names in the order they first appear.
+    pub fn probes(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in &self.measurements {
+            if !out.contains(&m.probe) {
+                out.push(m.probe.clone());
+            }
+        }
+        out
+    }
+}

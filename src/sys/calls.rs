@@ -1,0 +1,170 @@
+//! Checked system-call wrappers used inside timed loops.
+//!
+//! Every wrapper returns `Result<_, SysError>` naming the call and its errno, so a
+//! failing call stops a case with a message instead of producing a figure.
+
+use rustix::fd::{AsFd, IntoRawFd, OwnedFd};
+use rustix::fs::{Mode, OFlags, SeekFrom};
+use std::fmt;
+use std::path::Path;
+
+/// A system call that failed: its name and errno.
+#[derive(Debug, Clone)]
+pub struct SysError {
+    pub call: &'static str,
+    pub errno: i32,
+}
+
+impl SysError {
+    pub fn new(call: &'static str, errno: rustix::io::Errno) -> Self {
+        SysError {
+            call,
+            errno: errno.raw_os_error(),
+        }
+    }
+
+    /// True when the error says the filesystem is full or a file limit was hit.
+    pub fn is_no_space(&self) -> bool {
+        self.errno == libc::ENOSPC || self.errno == libc::EFBIG || self.errno == libc::EDQUOT
+    }
+}
+
+impl fmt::Display for SysError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let os = std::io::Error::from_raw_os_error(self.errno);
+        write!(f, "{} failed: {}", self.call, os)
+    }
+}
+
+impl std::error::Error for SysError {}
+
+/// A result of one checked system call.
+pub type SysResult<T> = Result<T, SysError>;
+
+fn check<T>(call: &'static str, r: rustix::io::Result<T>) -> SysResult<T> {
+    r.map_err(|e| SysError::new(call, e))
+}
+
+/// A short transfer: the call returned fewer bytes than asked, which no figure may hide.
+pub fn short(call: &'static str, got: usize, want: usize) -> anyhow::Error {
+    anyhow::anyhow!("{call} transferred {got} bytes, expected {want}")
+}
+
+/// The raw getppid(2) system call (rustix issues it directly, nothing is cached).
+#[inline]
+pub fn getppid() -> i32 {
+    rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get())
+}
+
+/// open(2) with the given flags; `mode` matters only with O_CREAT.
+#[inline]
+pub fn open(path: &Path, flags: OFlags, mode: u32) -> SysResult<OwnedFd> {
+    check(
+        "open",
+        rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)),
+    )
+}
+
+/// open(2) read-write on an existing file, as seed 004 did (O_RDWR).
+#[inline]
+pub fn open_rdwr(path: &Path) -> SysResult<OwnedFd> {
+    open(path, OFlags::RDWR, 0)
+}
+
+/// close(2) with its result checked (a plain drop would ignore errors).
+#[inline]
+pub fn close(fd: OwnedFd) -> SysResult<()> {
+    let raw = fd.into_raw_fd();
+    // SAFETY: `raw` came from an OwnedFd we own and just released; nothing else
+    // refers to it, and it is not used after this call.
+    let r = unsafe { rustix::io::try_close(raw) };
+    check("close", r)
+}
+
+/// read(2) into `buf`; returns bytes read.
+#[inline]
+pub fn read<Fd: AsFd>(fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
+    check("read", rustix::io::read(fd, buf))
+}
+
+/// write(2) from `buf`; returns bytes written.
+#[inline]
+pub fn write<Fd: AsFd>(fd: Fd, buf: &[u8]) -> SysResult<usize> {
+    check("write", rustix::io::write(fd, buf))
+}
+
+/// pread(2) at `offset`.
+#[inline]
+pub fn pread<Fd: AsFd>(fd: Fd, buf: &mut [u8], offset: u64) -> SysResult<usize> {
+    check("pread", rustix::io::pread(fd, buf, offset))
+}
+
+/// pwrite(2) at `offset`.
+#[inline]
+pub fn pwrite<Fd: AsFd>(fd: Fd, buf: &[u8], offset: u64) -> SysResult<usize> {
+    check("pwrite", rustix::io::pwrite(fd, buf, offset))
+}
+
+/// lseek(2) to an absolute offset.
+#[inline]
+pub fn lseek_set<Fd: AsFd>(fd: Fd, offset: u64) -> SysResult<u64> {
+    check("lseek", rustix::fs::seek(fd, SeekFrom::Start(offset)))
+}
+
+/// fstat(2); returns st_size so the caller can consume it.
+#[inline]
+pub fn fstat_size<Fd: AsFd>(fd: Fd) -> SysResult<i64> {
+    check("fstat", rustix::fs::fstat(fd)).map(|s| s.st_size)
+}
+
+/// stat(2) on a path; returns st_size.
+#[inline]
+pub fn stat_size(path: &Path) -> SysResult<i64> {
+    check("stat", rustix::fs::stat(path)).map(|s| s.st_size)
+}
+
+/// fdatasync(2).
+pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
+    check("fdatasync", rustix::fs::fdatasync(fd))
+}
+
+/// ftruncate(2).
+pub fn ftruncate<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<()> {
+    check("ftruncate", rustix::fs::ftruncate(fd, len))
+}
+
+/// Writes all of `buf` at `offset`, retrying short writes; fails on a zero-byte write.
+pub fn pwrite_all<Fd: AsFd>(fd: Fd, mut buf: &[u8], mut offset: u64) -> SysResult<()> {
+    while !buf.is_empty() {
+        let n = pwrite(fd.as_fd(), buf, offset)?;
+        if n == 0 {
+            return Err(SysError {
+                call: "pwrite",
+                errno: libc::EIO,
+            });
+        }
+        buf = &buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Free bytes available to an unprivileged user on the filesystem holding `path`.
+pub fn free_space(path: &Path) -> SysResult<u64> {
+    let s = check("statvfs", rustix::fs::statvfs(path))?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// True when the calling process may write into `dir` (access(2) with W_OK|X_OK).
+pub fn can_write_dir(dir: &Path) -> bool {
+    rustix::fs::access(
+        dir,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok()
+}
+
+/// The system's page size.
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}

@@ -1,0 +1,11 @@
+//! Everything that touches the operating system directly, and the only module allowed
+//! `unsafe` (every block carries a `// SAFETY:` comment).
+//!
+//! rustix is used first; libc where rustix lacks a call (getrusage, mincore).
+
+pub mod affinity;
+pub mod calls;
+pub mod machine;
+pub mod mapping;
+pub mod rusage;
+pub mod scratch;

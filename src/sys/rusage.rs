@@ -1,0 +1,54 @@
+//! getrusage(2) for the calling thread (RUSAGE_THREAD), so helper threads (signal
+//! handler, progress display) never pollute a case's counters.
+
+/// Raw counters from one getrusage call.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RawRusage {
+    pub user_us: u64,
+    pub sys_us: u64,
+    pub voluntary_cs: u64,
+    pub involuntary_cs: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    pub blocks_in: u64,
+    pub blocks_out: u64,
+}
+
+/// Which resource-usage record to read.
+#[derive(Debug, Clone, Copy)]
+pub enum Who {
+    /// The calling thread only.
+    Thread,
+    /// Waited-for children (for probes that run child processes).
+    Children,
+}
+
+/// Reads resource usage; fails only if the kernel refuses the call.
+pub fn getrusage(who: Who) -> Result<RawRusage, super::calls::SysError> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    let w = match who {
+        Who::Thread => libc::RUSAGE_THREAD,
+        Who::Children => libc::RUSAGE_CHILDREN,
+    };
+    // SAFETY: `ru` is a properly sized, zeroed rusage buffer owned by this frame.
+    let r = unsafe { libc::getrusage(w, ru.as_mut_ptr()) };
+    if r != 0 {
+        return Err(super::calls::SysError {
+            call: "getrusage",
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        });
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (which was zeroed anyway).
+    let ru = unsafe { ru.assume_init() };
+    let us = |tv: libc::timeval| (tv.tv_sec as u64) * 1_000_000 + tv.tv_usec as u64;
+    Ok(RawRusage {
+        user_us: us(ru.ru_utime),
+        sys_us: us(ru.ru_stime),
+        voluntary_cs: ru.ru_nvcsw as u64,
+        involuntary_cs: ru.ru_nivcsw as u64,
+        minor_faults: ru.ru_minflt as u64,
+        major_faults: ru.ru_majflt as u64,
+        blocks_in: ru.ru_inblock as u64,
+        blocks_out: ru.ru_oublock as u64,
+    })
+}
