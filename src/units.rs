@@ -19,9 +19,13 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         return Err(format!("size '{text}' is negative"));
     }
     let cfg = parse_size::Config::new().with_binary();
-    let v = cfg
-        .parse_size(t)
-        .map_err(|e| format!("size '{text}' is not a size ({e}); try 4k, 64KiB, 1m, 1.5G"))?;
+    let v = cfg.parse_size(t).map_err(|e| {
+        if e.to_string().contains("too large") {
+            format!("size '{text}' is absurdly large")
+        } else {
+            format!("size '{text}' is not a size ({e}); try 4k, 64KiB, 1m, 1.5G")
+        }
+    })?;
     if v == 0 {
         return Err(format!("size '{text}' is zero"));
     }

@@ -33,8 +33,10 @@ impl Scratch {
             .prefix(".ioprobe-")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir_in(parent)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) | Some(libc::ENOENT) => {
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::PermissionDenied
+                | std::io::ErrorKind::ReadOnlyFilesystem
+                | std::io::ErrorKind::NotFound => {
                     anyhow::Error::new(UsageError(format!(
                         "--dir {}: not writable ({})",
                         parent.display(),

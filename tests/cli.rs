@@ -1,0 +1,308 @@
+//! Integration tests: run the real binary with tiny budgets. They check behaviour (shape
+//! of output, errors, exit codes, clean-up), never timings.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ioprobe");
+const TINY: [&str; 4] = ["--sample-time", "1ms", "--budget", "30ms"];
+
+fn ioprobe(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--dir").arg(dir).env_remove("NO_COLOR");
+    c
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn assert_empty(dir: &Path) {
+    assert_eq!(entries(dir), Vec::<String>::new(), "scratch left behind in {}", dir.display());
+}
+
+fn json_of(out: &[u8]) -> Value {
+    serde_json::from_slice(out).expect("stdout is exactly one JSON document")
+}
+
+const CASES: [&str; 12] = [
+    "null",
+    "open_close",
+    "open_write_close",
+    "open_read_close",
+    "lseek_write",
+    "lseek_read",
+    "pwrite",
+    "pread",
+    "mmap_store",
+    "mmap_load",
+    "fstat",
+    "stat",
+];
+
+fn check_measurement(m: &Value) {
+    for key in [
+        "probe", "case", "params", "unit", "median", "ci95", "min", "max", "mean", "stddev", "samples",
+        "iterations", "rusage",
+    ] {
+        assert!(m.get(key).is_some(), "measurement lacks {key}: {m}");
+    }
+    let ci = m["ci95"].as_array().unwrap();
+    assert_eq!(ci.len(), 2);
+    let (lo, hi, med) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap(), m["median"].as_f64().unwrap());
+    assert!(lo <= med && med <= hi, "CI must contain the median: {m}");
+    assert!(m["min"].as_f64().unwrap() <= lo && hi <= m["max"].as_f64().unwrap());
+    assert!(med > 0.0);
+    assert!(m["samples"].as_u64().unwrap() >= 5);
+    assert!(m["iterations"].as_u64().unwrap() >= 5);
+    let r = &m["rusage"];
+    for key in ["voluntary_cs", "involuntary_cs", "user_s", "sys_s", "minor_faults", "major_faults", "blocks_in", "blocks_out", "per", "total"] {
+        assert!(r.get(key).is_some(), "rusage lacks {key}: {r}");
+    }
+    assert_eq!(m["raw"].as_array().unwrap().len() as u64, m["samples"].as_u64().unwrap());
+}
+
+#[test]
+fn syscalls_json_has_every_contract_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path()).arg("syscalls").args(TINY).arg("--json").assert().success();
+    let v = json_of(&out.get_output().stdout);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["tool"]["name"], "ioprobe");
+    assert!(v["tool"]["version"].is_string());
+    assert!(v["environment"]["kernel"].is_string());
+    assert!(v["environment"]["filesystem"]["fs_type"].is_string());
+    let ms = v["measurements"].as_array().unwrap();
+    let names: Vec<&str> = ms.iter().map(|m| m["case"].as_str().unwrap()).collect();
+    assert_eq!(names, CASES);
+    for m in ms {
+        check_measurement(m);
+        assert_eq!(m["probe"], "syscalls");
+        assert_eq!(m["unit"], "ns/op");
+        assert_eq!(m["params"]["io_size"], 8);
+        assert_eq!(m["rusage"]["per"], "op");
+    }
+    assert!(v["harness"]["overhead"]["timer_ns"].as_f64().unwrap() > 0.0);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn syscalls_case_and_io_size_select() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "pread,mmap_load", "--io-size", "4k", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let ms = v["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 2);
+    assert_eq!(ms[0]["case"], "pread");
+    assert_eq!(ms[1]["case"], "mmap_load");
+    assert_eq!(ms[0]["params"]["io_size"], 4096);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn read_json_every_method_verifies_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["read", "--file-size", "256k", "--block-sizes", "4k,64KiB,1m", "--method", "read,pread,mmap", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let ms = v["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 9);
+    for m in ms {
+        check_measurement(m);
+        assert_eq!(m["unit"], "bytes/s");
+        assert_eq!(m["params"]["file_size"], 262_144);
+        assert!(m["params"]["page_cache"].as_str().unwrap().starts_with("resident 64/64 pages before"));
+        assert!(m["derived"]["s_per_10gib"].as_f64().unwrap() > 0.0);
+        assert!(m["derived"]["fits_in"].is_string());
+        assert_eq!(m["rusage"]["per"], "GiB");
+    }
+    let methods: Vec<&str> = ms.iter().map(|m| m["params"]["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["read", "read", "read", "pread", "pread", "pread", "mmap", "mmap", "mmap"]);
+    let blocks: Vec<u64> = ms.iter().take(3).map(|m| m["params"]["block_size"].as_u64().unwrap()).collect();
+    assert_eq!(blocks, [4096, 65536, 1 << 20]);
+    let advice = v["advice"].as_array().unwrap();
+    assert!(advice.iter().any(|a| a.as_str().unwrap().contains("the smallest within 5% of the best")));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn run_table_csv_and_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = ["--sample-time", "1ms", "--budget", "10ms"];
+    let out = ioprobe(dir.path()).arg("run").args(small).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("syscalls: cost per call"));
+    assert!(text.contains("read: 10 MiB file from the page cache"));
+    assert!(text.contains("advice:"));
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(!stderr.contains('\r'), "progress must be hidden when stderr is not a terminal");
+
+    let out = ioprobe(dir.path()).args(["syscalls", "--case", "null,pread", "--csv"]).args(small).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let headers = rdr.headers().unwrap().clone();
+    assert_eq!(&headers[0], "probe");
+    assert!(headers.iter().any(|h| h == "voluntary_cs") && headers.iter().any(|h| h == "involuntary_cs"));
+    assert_eq!(rdr.records().count(), 2);
+
+    let out = ioprobe(dir.path()).args(["syscalls", "--case", "null", "--markdown"]).args(small).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("| case | ns/op |"));
+    assert!(text.contains("| null |"));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn sysinfo_reports_machine_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path()).args(["sysinfo", "--json"]).assert().success();
+    let v = json_of(&out.get_output().stdout);
+    for key in [
+        "os", "kernel", "cpu_model", "logical_cpus", "caches", "memory_bytes", "page_size", "hypervisor",
+        "mitigations", "clocksource", "filesystem", "pipe_max_size", "ioprobe_version",
+    ] {
+        assert!(v.get(key).is_some(), "sysinfo lacks {key}");
+    }
+    ioprobe(dir.path()).arg("sysinfo").assert().success().stdout(predicate::str::contains("page size"));
+    assert_empty(dir.path());
+}
+
+/// Runs a command that must fail with `code` and a single-line error naming `needle`.
+fn fails(dir: &Path, args: &[&str], code: i32, needle: &str) {
+    let out = ioprobe(dir).args(args).args(TINY).assert().code(code);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("ioprobe: measuring in")).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: expected one error line, got {stderr:?}");
+    assert!(lines[0].starts_with("ioprobe: error:"), "{args:?}: {stderr:?}");
+    assert!(lines[0].contains(needle), "{args:?}: {stderr:?} lacks {needle:?}");
+    assert!(!stderr.contains("panicked"));
+    assert!(out.get_output().stdout.is_empty(), "{args:?}: nothing on stdout on error");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fails(d, &["syscalls", "--io-size", "0"], 2, "zero");
+    fails(d, &["syscalls", "--io-size=-4k"], 2, "negative");
+    fails(d, &["syscalls", "--io-size", "abc"], 2, "not a size");
+    fails(d, &["syscalls", "--io-size", "99999P"], 2, "absurdly large");
+    fails(d, &["syscalls", "--io-size", "2P"], 2, "absurdly large");
+    fails(d, &["syscalls", "--io-size", "1T"], 2, "--io-size");
+    fails(d, &["syscalls", "--case", "nope"], 2, "unknown case 'nope'");
+    fails(d, &["read", "--method", "aio"], 2, "unknown method 'aio'");
+    fails(d, &["read", "--file-size", "1.5G", "--block-sizes", "0"], 2, "zero");
+    fails(d, &["read", "--file-size", "1T"], 2, "cannot stay in the page cache");
+    fails(d, &["read", "--block-sizes", "2G"], 2, "too large");
+    fails(d, &["run", "--json", "--csv"], 2, "cannot be used with");
+    fails(d, &["run", "--cpu", "4096"], 2, "--cpu 4096");
+    fails(d, &["run", "--sample-time", "0ms"], 2, "positive");
+    fails(d, &["frobnicate"], 2, "frobnicate");
+    assert_empty(d);
+}
+
+#[test]
+fn bad_directories_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    fails(dir.path(), &["syscalls", "--dir", missing.to_str().unwrap()], 2, "No such file or directory");
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    fails(dir.path(), &["syscalls", "--dir", file.to_str().unwrap()], 2, "not a directory");
+    // /proc refuses new directories even for root.
+    fails(dir.path(), &["syscalls", "--dir", "/proc"], 2, "not writable");
+    assert_eq!(entries(dir.path()), vec!["file".to_string()]);
+    assert_eq!(std::fs::read(&file).unwrap(), b"x", "a file named by --dir is never touched");
+}
+
+#[test]
+fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
+    // A file-size limit makes writes fail with EFBIG like a full disk would fail with
+    // ENOSPC; SIGXFSZ is ignored so the write returns the error instead of killing us.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "trap '' XFSZ; exec prlimit --fsize=65536 {BIN} read --dir {} --file-size 1m --block-sizes 4k --sample-time 1ms --budget 20ms",
+        dir.path().display()
+    );
+    let out = Command::new("sh").arg("-c").arg(script).assert().code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("ioprobe: error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("File too large") || errors[0].contains("No space"), "{stderr}");
+    assert_empty(dir.path());
+}
+
+fn interrupt_with(signal: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args(["run", "--thorough", "--sample-time", "100ms", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while entries(dir.path()).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(20), "scratch directory never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn sigint_removes_scratch_and_exits_130() {
+    interrupt_with("-INT");
+}
+
+#[test]
+fn sigterm_removes_scratch_and_exits_130() {
+    interrupt_with("-TERM");
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args(["syscalls", "--case", "null", "--sample-time", "1ms", "--budget", "10ms", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("error"));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn help_and_version() {
+    Command::new(BIN).arg("--help").assert().success().stdout(predicate::str::contains("syscalls"));
+    Command::new(BIN).arg("--version").assert().success().stdout(predicate::str::contains("ioprobe"));
+    Command::new(BIN).assert().code(2);
+}
