@@ -25,7 +25,12 @@ fn entries(dir: &Path) -> Vec<String> {
 }
 
 fn assert_empty(dir: &Path) {
-    assert_eq!(entries(dir), Vec::<String>::new(), "scratch left behind in {}", dir.display());
+    assert_eq!(
+        entries(dir),
+        Vec::<String>::new(),
+        "scratch left behind in {}",
+        dir.display()
+    );
 }
 
 fn json_of(out: &[u8]) -> Value {
@@ -49,30 +54,64 @@ const CASES: [&str; 12] = [
 
 fn check_measurement(m: &Value) {
     for key in [
-        "probe", "case", "params", "unit", "median", "ci95", "min", "max", "mean", "stddev", "samples",
-        "iterations", "rusage",
+        "probe",
+        "case",
+        "params",
+        "unit",
+        "median",
+        "ci95",
+        "min",
+        "max",
+        "mean",
+        "stddev",
+        "samples",
+        "iterations",
+        "rusage",
     ] {
         assert!(m.get(key).is_some(), "measurement lacks {key}: {m}");
     }
     let ci = m["ci95"].as_array().unwrap();
     assert_eq!(ci.len(), 2);
-    let (lo, hi, med) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap(), m["median"].as_f64().unwrap());
+    let (lo, hi, med) = (
+        ci[0].as_f64().unwrap(),
+        ci[1].as_f64().unwrap(),
+        m["median"].as_f64().unwrap(),
+    );
     assert!(lo <= med && med <= hi, "CI must contain the median: {m}");
     assert!(m["min"].as_f64().unwrap() <= lo && hi <= m["max"].as_f64().unwrap());
     assert!(med > 0.0);
     assert!(m["samples"].as_u64().unwrap() >= 5);
     assert!(m["iterations"].as_u64().unwrap() >= 5);
     let r = &m["rusage"];
-    for key in ["voluntary_cs", "involuntary_cs", "user_s", "sys_s", "minor_faults", "major_faults", "blocks_in", "blocks_out", "per", "total"] {
+    for key in [
+        "voluntary_cs",
+        "involuntary_cs",
+        "user_s",
+        "sys_s",
+        "minor_faults",
+        "major_faults",
+        "blocks_in",
+        "blocks_out",
+        "per",
+        "total",
+    ] {
         assert!(r.get(key).is_some(), "rusage lacks {key}: {r}");
     }
-    assert_eq!(m["raw"].as_array().unwrap().len() as u64, m["samples"].as_u64().unwrap());
+    assert_eq!(
+        m["raw"].as_array().unwrap().len() as u64,
+        m["samples"].as_u64().unwrap()
+    );
 }
 
 #[test]
 fn syscalls_json_has_every_contract_case() {
     let dir = tempfile::tempdir().unwrap();
-    let out = ioprobe(dir.path()).arg("syscalls").args(TINY).arg("--json").assert().success();
+    let out = ioprobe(dir.path())
+        .arg("syscalls")
+        .args(TINY)
+        .arg("--json")
+        .assert()
+        .success();
     let v = json_of(&out.get_output().stdout);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["tool"]["name"], "ioprobe");
@@ -97,7 +136,14 @@ fn syscalls_json_has_every_contract_case() {
 fn syscalls_case_and_io_size_select() {
     let dir = tempfile::tempdir().unwrap();
     let out = ioprobe(dir.path())
-        .args(["syscalls", "--case", "pread,mmap_load", "--io-size", "4k", "--json"])
+        .args([
+            "syscalls",
+            "--case",
+            "pread,mmap_load",
+            "--io-size",
+            "4k",
+            "--json",
+        ])
         .args(TINY)
         .assert()
         .success();
@@ -114,7 +160,16 @@ fn syscalls_case_and_io_size_select() {
 fn read_json_every_method_verifies_page_cache() {
     let dir = tempfile::tempdir().unwrap();
     let out = ioprobe(dir.path())
-        .args(["read", "--file-size", "256k", "--block-sizes", "4k,64KiB,1m", "--method", "read,pread,mmap", "--json"])
+        .args([
+            "read",
+            "--file-size",
+            "256k",
+            "--block-sizes",
+            "4k,64KiB,1m",
+            "--method",
+            "read,pread,mmap",
+            "--json",
+        ])
         .args(TINY)
         .assert()
         .success();
@@ -125,17 +180,38 @@ fn read_json_every_method_verifies_page_cache() {
         check_measurement(m);
         assert_eq!(m["unit"], "bytes/s");
         assert_eq!(m["params"]["file_size"], 262_144);
-        assert!(m["params"]["page_cache"].as_str().unwrap().starts_with("resident 64/64 pages before"));
+        assert!(
+            m["params"]["page_cache"]
+                .as_str()
+                .unwrap()
+                .starts_with("resident 64/64 pages before")
+        );
         assert!(m["derived"]["s_per_10gib"].as_f64().unwrap() > 0.0);
         assert!(m["derived"]["fits_in"].is_string());
         assert_eq!(m["rusage"]["per"], "GiB");
     }
-    let methods: Vec<&str> = ms.iter().map(|m| m["params"]["method"].as_str().unwrap()).collect();
-    assert_eq!(methods, ["read", "read", "read", "pread", "pread", "pread", "mmap", "mmap", "mmap"]);
-    let blocks: Vec<u64> = ms.iter().take(3).map(|m| m["params"]["block_size"].as_u64().unwrap()).collect();
+    let methods: Vec<&str> = ms
+        .iter()
+        .map(|m| m["params"]["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "read", "read", "read", "pread", "pread", "pread", "mmap", "mmap", "mmap"
+        ]
+    );
+    let blocks: Vec<u64> = ms
+        .iter()
+        .take(3)
+        .map(|m| m["params"]["block_size"].as_u64().unwrap())
+        .collect();
     assert_eq!(blocks, [4096, 65536, 1 << 20]);
     let advice = v["advice"].as_array().unwrap();
-    assert!(advice.iter().any(|a| a.as_str().unwrap().contains("the smallest within 5% of the best")));
+    assert!(advice.iter().any(|a| {
+        a.as_str()
+            .unwrap()
+            .contains("the smallest within 5% of the best")
+    }));
     assert_empty(dir.path());
 }
 
@@ -143,23 +219,41 @@ fn read_json_every_method_verifies_page_cache() {
 fn run_table_csv_and_markdown() {
     let dir = tempfile::tempdir().unwrap();
     let small = ["--sample-time", "1ms", "--budget", "10ms"];
-    let out = ioprobe(dir.path()).arg("run").args(small).assert().success();
+    let out = ioprobe(dir.path())
+        .arg("run")
+        .args(small)
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(text.contains("syscalls: cost per call"));
     assert!(text.contains("read: 10 MiB file from the page cache"));
     assert!(text.contains("advice:"));
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    assert!(!stderr.contains('\r'), "progress must be hidden when stderr is not a terminal");
+    assert!(
+        !stderr.contains('\r'),
+        "progress must be hidden when stderr is not a terminal"
+    );
 
-    let out = ioprobe(dir.path()).args(["syscalls", "--case", "null,pread", "--csv"]).args(small).assert().success();
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null,pread", "--csv"])
+        .args(small)
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let mut rdr = csv::Reader::from_reader(text.as_bytes());
     let headers = rdr.headers().unwrap().clone();
     assert_eq!(&headers[0], "probe");
-    assert!(headers.iter().any(|h| h == "voluntary_cs") && headers.iter().any(|h| h == "involuntary_cs"));
+    assert!(
+        headers.iter().any(|h| h == "voluntary_cs")
+            && headers.iter().any(|h| h == "involuntary_cs")
+    );
     assert_eq!(rdr.records().count(), 2);
 
-    let out = ioprobe(dir.path()).args(["syscalls", "--case", "null", "--markdown"]).args(small).assert().success();
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null", "--markdown"])
+        .args(small)
+        .assert()
+        .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(text.contains("| case | ns/op |"));
     assert!(text.contains("| null |"));
@@ -169,15 +263,33 @@ fn run_table_csv_and_markdown() {
 #[test]
 fn sysinfo_reports_machine_facts() {
     let dir = tempfile::tempdir().unwrap();
-    let out = ioprobe(dir.path()).args(["sysinfo", "--json"]).assert().success();
+    let out = ioprobe(dir.path())
+        .args(["sysinfo", "--json"])
+        .assert()
+        .success();
     let v = json_of(&out.get_output().stdout);
     for key in [
-        "os", "kernel", "cpu_model", "logical_cpus", "caches", "memory_bytes", "page_size", "hypervisor",
-        "mitigations", "clocksource", "filesystem", "pipe_max_size", "ioprobe_version",
+        "os",
+        "kernel",
+        "cpu_model",
+        "logical_cpus",
+        "caches",
+        "memory_bytes",
+        "page_size",
+        "hypervisor",
+        "mitigations",
+        "clocksource",
+        "filesystem",
+        "pipe_max_size",
+        "ioprobe_version",
     ] {
         assert!(v.get(key).is_some(), "sysinfo lacks {key}");
     }
-    ioprobe(dir.path()).arg("sysinfo").assert().success().stdout(predicate::str::contains("page size"));
+    ioprobe(dir.path())
+        .arg("sysinfo")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("page size"));
     assert_empty(dir.path());
 }
 
@@ -185,12 +297,28 @@ fn sysinfo_reports_machine_facts() {
 fn fails(dir: &Path, args: &[&str], code: i32, needle: &str) {
     let out = ioprobe(dir).args(args).args(TINY).assert().code(code);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("ioprobe: measuring in")).collect();
-    assert_eq!(lines.len(), 1, "{args:?}: expected one error line, got {stderr:?}");
-    assert!(lines[0].starts_with("ioprobe: error:"), "{args:?}: {stderr:?}");
-    assert!(lines[0].contains(needle), "{args:?}: {stderr:?} lacks {needle:?}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("ioprobe: measuring in"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{args:?}: expected one error line, got {stderr:?}"
+    );
+    assert!(
+        lines[0].starts_with("ioprobe: error:"),
+        "{args:?}: {stderr:?}"
+    );
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
     assert!(!stderr.contains("panicked"));
-    assert!(out.get_output().stdout.is_empty(), "{args:?}: nothing on stdout on error");
+    assert!(
+        out.get_output().stdout.is_empty(),
+        "{args:?}: nothing on stdout on error"
+    );
 }
 
 #[test]
@@ -205,8 +333,18 @@ fn bad_input_is_one_line_and_exit_2() {
     fails(d, &["syscalls", "--io-size", "1T"], 2, "--io-size");
     fails(d, &["syscalls", "--case", "nope"], 2, "unknown case 'nope'");
     fails(d, &["read", "--method", "aio"], 2, "unknown method 'aio'");
-    fails(d, &["read", "--file-size", "1.5G", "--block-sizes", "0"], 2, "zero");
-    fails(d, &["read", "--file-size", "1T"], 2, "cannot stay in the page cache");
+    fails(
+        d,
+        &["read", "--file-size", "1.5G", "--block-sizes", "0"],
+        2,
+        "zero",
+    );
+    fails(
+        d,
+        &["read", "--file-size", "1T"],
+        2,
+        "cannot stay in the page cache",
+    );
     fails(d, &["read", "--block-sizes", "2G"], 2, "too large");
     fails(d, &["run", "--json", "--csv"], 2, "cannot be used with");
     fails(d, &["run", "--cpu", "4096"], 2, "--cpu 4096");
@@ -219,14 +357,33 @@ fn bad_input_is_one_line_and_exit_2() {
 fn bad_directories_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing");
-    fails(dir.path(), &["syscalls", "--dir", missing.to_str().unwrap()], 2, "No such file or directory");
+    fails(
+        dir.path(),
+        &["syscalls", "--dir", missing.to_str().unwrap()],
+        2,
+        "No such file or directory",
+    );
     let file = dir.path().join("file");
     std::fs::write(&file, b"x").unwrap();
-    fails(dir.path(), &["syscalls", "--dir", file.to_str().unwrap()], 2, "not a directory");
+    fails(
+        dir.path(),
+        &["syscalls", "--dir", file.to_str().unwrap()],
+        2,
+        "not a directory",
+    );
     // /proc refuses new directories even for root.
-    fails(dir.path(), &["syscalls", "--dir", "/proc"], 2, "not writable");
+    fails(
+        dir.path(),
+        &["syscalls", "--dir", "/proc"],
+        2,
+        "not writable",
+    );
     assert_eq!(entries(dir.path()), vec!["file".to_string()]);
-    assert_eq!(std::fs::read(&file).unwrap(), b"x", "a file named by --dir is never touched");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        b"x",
+        "a file named by --dir is never touched"
+    );
 }
 
 #[test]
@@ -240,15 +397,21 @@ fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
     );
     let out = Command::new("sh").arg("-c").arg(script).assert().code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("ioprobe: error:")).collect();
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("ioprobe: error:"))
+        .collect();
     assert_eq!(errors.len(), 1, "{stderr}");
-    assert!(errors[0].contains("File too large") || errors[0].contains("No space"), "{stderr}");
+    assert!(
+        errors[0].contains("File too large") || errors[0].contains("No space"),
+        "{stderr}"
+    );
     assert_empty(dir.path());
 }
 
 fn interrupt_with(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(BIN)
+    let child = std::process::Command::new(BIN)
         .args(["run", "--thorough", "--sample-time", "100ms", "--dir"])
         .arg(dir.path())
         .stdout(Stdio::piped())
@@ -257,7 +420,10 @@ fn interrupt_with(signal: &str) {
         .unwrap();
     let start = Instant::now();
     while entries(dir.path()).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "scratch directory never appeared");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -267,7 +433,12 @@ fn interrupt_with(signal: &str) {
         .unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     assert_empty(dir.path());
@@ -287,7 +458,16 @@ fn sigterm_removes_scratch_and_exits_130() {
 fn closed_stdout_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(BIN)
-        .args(["syscalls", "--case", "null", "--sample-time", "1ms", "--budget", "10ms", "--dir"])
+        .args([
+            "syscalls",
+            "--case",
+            "null",
+            "--sample-time",
+            "1ms",
+            "--budget",
+            "10ms",
+            "--dir",
+        ])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -295,14 +475,76 @@ fn closed_stdout_is_not_an_error() {
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("error"));
     assert_empty(dir.path());
 }
 
 #[test]
 fn help_and_version() {
-    Command::new(BIN).arg("--help").assert().success().stdout(predicate::str::contains("syscalls"));
-    Command::new(BIN).arg("--version").assert().success().stdout(predicate::str::contains("ioprobe"));
+    Command::new(BIN)
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("syscalls"));
+    Command::new(BIN)
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ioprobe"));
     Command::new(BIN).assert().code(2);
+}
+
+#[test]
+fn cpu_pinning_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null", "--cpu", "0", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    assert_eq!(v["environment"]["pinned_cpu"], 0);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn measuring_process_has_one_thread() {
+    // A second thread (e.g. a signal-handling thread) would make the kernel take the
+    // shared-file-table paths and slow fd syscalls; ioprobe must stay single-threaded.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args([
+            "syscalls",
+            "--case",
+            "null",
+            "--thorough",
+            "--sample-time",
+            "50ms",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while entries(dir.path()).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .count();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(tasks, 1, "ioprobe started a thread");
 }

@@ -31,6 +31,20 @@ impl Overhead {
     }
 }
 
+impl Overhead {
+    /// A warning when reading the clock around a sample of `sample_ns` costs ≥1% of it.
+    pub fn timer_warning(&self, sample_ns: f64) -> Option<String> {
+        let frac = self.timer_ns / sample_ns;
+        (frac > 0.01).then(|| {
+            format!(
+                "clock reads ({:.1} ns) are {:.1}% of a sample; raise --sample-time",
+                self.timer_ns,
+                frac * 100.0
+            )
+        })
+    }
+}
+
 struct ClockReads;
 impl Workload for ClockReads {
     fn run(&mut self, iters: u64) -> Result<()> {
@@ -65,4 +79,21 @@ pub fn measure_overhead(cfg: &Config) -> Result<Overhead> {
         timer_ns: median(&mut ClockReads)?,
         empty_loop_ns: median(&mut EmptyLoop)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_fire_above_one_percent_only() {
+        let o = Overhead {
+            timer_ns: 20.0,
+            empty_loop_ns: 0.5,
+        };
+        assert!(o.warning_for(10.0).is_some());
+        assert!(o.warning_for(100.0).is_none());
+        assert!(o.timer_warning(1000.0).is_some());
+        assert!(o.timer_warning(10_000_000.0).is_none());
+    }
 }

@@ -11,6 +11,7 @@ use super::{Context, Probe};
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::results::{Measurement, Metric};
+use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
 use crate::sys::mapping::{Mapping, file_residency};
@@ -113,7 +114,7 @@ struct Pass<'a> {
     method: Method,
     fd: &'a OwnedFd,
     size: u64,
-    buf: Vec<u8>,
+    buf: AlignedBuf,
     map: Option<Mapping>,
 }
 
@@ -129,7 +130,7 @@ impl Workload for Pass<'_> {
                         bail!("lseek returned {off}, expected 0");
                     }
                     loop {
-                        let n = calls::read(self.fd, &mut self.buf)?;
+                        let n = calls::read(self.fd, self.buf.as_mut_slice())?;
                         if n == 0 {
                             break;
                         }
@@ -139,7 +140,7 @@ impl Workload for Pass<'_> {
                 Method::Pread => {
                     while total < size {
                         let want = (size - total).min(self.buf.len() as u64) as usize;
-                        let n = calls::pread(self.fd, &mut self.buf[..want], total)?;
+                        let n = calls::pread(self.fd, &mut self.buf.as_mut_slice()[..want], total)?;
                         if n == 0 {
                             break;
                         }
@@ -152,8 +153,8 @@ impl Workload for Pass<'_> {
                         .as_ref()
                         .ok_or_else(|| anyhow::anyhow!("mmap: no mapping"))?;
                     while total < size {
-                        let n = map.copy_out(total as usize, &mut self.buf);
-                        black_box(&mut self.buf);
+                        let n = map.copy_out(total as usize, self.buf.as_mut_slice());
+                        black_box(self.buf.as_mut_slice());
                         if n == 0 {
                             break;
                         }
@@ -255,7 +256,7 @@ impl Probe for ReadProbe {
                     method,
                     fd: &fd,
                     size,
-                    buf: vec![1u8; block as usize], // written, so its pages exist before timing
+                    buf: AlignedBuf::new(block as usize), // page aligned, pages touched before timing
                     map,
                 };
                 let sampled = ctx

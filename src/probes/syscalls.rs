@@ -17,8 +17,9 @@ use crate::sys::scratch::Scratch;
 use anyhow::Result;
 use rustix::fd::OwnedFd;
 use serde_json::{Map, json};
+use std::ffi::CStr;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The cases, in table order. Their names are a contract (`--case`, JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +138,7 @@ impl Syscalls {
 
 struct CaseRun<'a> {
     case: Case,
-    path: &'a Path,
+    path: &'a CStr,
     fd: &'a OwnedFd,
     buf: Vec<u8>,
     map: Option<Mapping>,
@@ -222,20 +223,14 @@ impl Workload for CaseRun<'_> {
                     .map
                     .as_mut()
                     .ok_or_else(|| anyhow::anyhow!("mmap_store: no mapping"))?;
-                for i in 0..iters {
-                    map.store_volatile(0, io, i);
-                }
+                map.store_loop(io, iters);
             }
             Case::MmapLoad => {
                 let map = self
                     .map
                     .as_ref()
                     .ok_or_else(|| anyhow::anyhow!("mmap_load: no mapping"))?;
-                let mut acc = 0u64;
-                for _ in 0..iters {
-                    acc = acc.wrapping_add(map.load_volatile(0, io));
-                }
-                black_box(acc);
+                black_box(map.load_loop(io, iters));
             }
             Case::Fstat => {
                 for _ in 0..iters {
@@ -280,19 +275,20 @@ impl Probe for Syscalls {
         let stop = crate::harness::interrupt::requested;
         let (path, fd): (PathBuf, OwnedFd) =
             ctx.scratch.create_file("syscalls.dat", io as u64, &stop)?;
+        let cpath = calls::c_path(&path)?;
         let mut out = Vec::new();
         for &case in &self.opts.cases {
             let map = match case {
                 Case::MmapStore | Case::MmapLoad => {
                     let mut m = Mapping::map_file(&fd, io, true)?;
-                    m.store_volatile(0, io, 1); // fault the pages in before timing
+                    m.store_loop(io, 1); // fault the pages in before timing
                     Some(m)
                 }
                 _ => None,
             };
             let mut w = CaseRun {
                 case,
-                path: &path,
+                path: &cpath,
                 fd: &fd,
                 buf: crate::sys::scratch::pattern_chunk(io),
                 map,

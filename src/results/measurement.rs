@@ -96,6 +96,18 @@ impl Measurement {
         {
             warnings.push(w);
         }
+        // Two clock reads bracket every sample; flag them when they are ≥1% of it.
+        let mut elapsed: Vec<f64> = sampled
+            .samples
+            .iter()
+            .map(|x| x.elapsed_ns as f64)
+            .collect();
+        elapsed.sort_by(f64::total_cmp);
+        if let Some(&mid) = elapsed.get(elapsed.len() / 2)
+            && let Some(w) = overhead.timer_warning(mid)
+        {
+            warnings.push(w);
+        }
         if !sampled.converged {
             warnings.push(format!(
                 "95% CI is ±{:.1}% of the median, wider than the ±1% target (time budget spent)",

@@ -5,6 +5,7 @@
 
 use rustix::fd::{AsFd, IntoRawFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, SeekFrom};
+use std::ffi::{CStr, CString};
 use std::fmt;
 use std::path::Path;
 
@@ -56,9 +57,10 @@ pub fn getppid() -> i32 {
     rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get())
 }
 
-/// open(2) with the given flags; `mode` matters only with O_CREAT.
+/// open(2) with the given flags; `mode` matters only with O_CREAT. Accepts a `&CStr`
+/// (no per-call conversion: use it in timed loops) or a `&Path` (copied to a C string).
 #[inline]
-pub fn open(path: &Path, flags: OFlags, mode: u32) -> SysResult<OwnedFd> {
+pub fn open<P: rustix::path::Arg>(path: P, flags: OFlags, mode: u32) -> SysResult<OwnedFd> {
     check(
         "open",
         rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)),
@@ -67,7 +69,7 @@ pub fn open(path: &Path, flags: OFlags, mode: u32) -> SysResult<OwnedFd> {
 
 /// open(2) read-write on an existing file, as seed 004 did (O_RDWR).
 #[inline]
-pub fn open_rdwr(path: &Path) -> SysResult<OwnedFd> {
+pub fn open_rdwr(path: &CStr) -> SysResult<OwnedFd> {
     open(path, OFlags::RDWR, 0)
 }
 
@@ -119,7 +121,7 @@ pub fn fstat_size<Fd: AsFd>(fd: Fd) -> SysResult<i64> {
 
 /// stat(2) on a path; returns st_size.
 #[inline]
-pub fn stat_size(path: &Path) -> SysResult<i64> {
+pub fn stat_size(path: &CStr) -> SysResult<i64> {
     check("stat", rustix::fs::stat(path)).map(|s| s.st_size)
 }
 
@@ -167,4 +169,11 @@ pub fn can_write_dir(dir: &Path) -> bool {
 /// The system's page size.
 pub fn page_size() -> usize {
     rustix::param::page_size()
+}
+
+/// A path as a C string, made once so timed loops do not convert it on every call.
+pub fn c_path(path: &Path) -> anyhow::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| anyhow::anyhow!("path {} contains a NUL byte", path.display()))
 }

@@ -49,52 +49,60 @@ impl Mapping {
         self.len == 0
     }
 
-    /// Stores `n` bytes at `offset` with volatile 8-byte stores (and byte stores for the
-    /// tail), each word derived from `seed`, so the compiler can neither drop nor merge them.
-    /// Panics never: the range is clamped to the mapping.
+    /// Runs `iters` iterations, each storing the first `n` bytes of the mapping with
+    /// aligned volatile 8-byte stores (byte stores for a tail); the stored words depend
+    /// on the iteration, so the compiler can neither drop, merge nor hoist them.
+    /// `n` is clamped to the mapping.
     #[inline]
-    pub fn store_volatile(&mut self, offset: usize, n: usize, seed: u64) {
-        let end = offset.saturating_add(n).min(self.len);
-        let mut i = offset.min(end);
-        let mut w = seed;
-        while i + 8 <= end {
-            // SAFETY: i+8 <= end <= len, inside our live mapping; unaligned store is
-            // allowed through write_unaligned semantics below.
-            unsafe {
-                std::ptr::write_volatile(
-                    self.ptr.as_ptr().add(i).cast::<[u8; 8]>(),
-                    w.to_ne_bytes(),
-                )
-            };
-            w = w.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            i += 8;
-        }
-        while i < end {
-            // SAFETY: i < end <= len, inside our live mapping.
-            unsafe { std::ptr::write_volatile(self.ptr.as_ptr().add(i), w as u8) };
-            i += 1;
+    pub fn store_loop(&mut self, n: usize, iters: u64) {
+        let n = n.min(self.len);
+        let words = n / 8;
+        let base = self.ptr.as_ptr();
+        for i in 0..iters {
+            for w in 0..words {
+                // SAFETY: w*8+8 <= n <= len: inside our live mapping; base is page
+                // aligned (mmap), so base+w*8 is 8-byte aligned for the u64 store.
+                unsafe {
+                    std::ptr::write_volatile(
+                        base.add(w * 8).cast::<u64>(),
+                        i.wrapping_add(w as u64),
+                    )
+                };
+            }
+            for b in words * 8..n {
+                // SAFETY: b < n <= len: inside our live mapping.
+                unsafe { std::ptr::write_volatile(base.add(b), i as u8) };
+            }
         }
     }
 
-    /// Loads `n` bytes at `offset` with volatile loads and returns their xor-fold, which
-    /// the caller must consume (black_box) so the loads count as used.
+    /// Runs `iters` iterations, each loading the first `n` bytes with aligned volatile
+    /// 8-byte loads (byte loads for a tail); returns their xor-fold, which the caller
+    /// must consume (black_box). `n` is clamped to the mapping.
     #[inline]
-    pub fn load_volatile(&self, offset: usize, n: usize) -> u64 {
-        let end = offset.saturating_add(n).min(self.len);
-        let mut i = offset.min(end);
+    pub fn load_loop(&self, n: usize, iters: u64) -> u64 {
+        let n = n.min(self.len);
+        let words = n / 8;
+        let base = self.ptr.as_ptr();
         let mut acc = 0u64;
-        while i + 8 <= end {
-            // SAFETY: i+8 <= end <= len, inside our live mapping; [u8; 8] has alignment 1.
-            let b = unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(i).cast::<[u8; 8]>()) };
-            acc ^= u64::from_ne_bytes(b);
-            i += 8;
-        }
-        while i < end {
-            // SAFETY: i < end <= len, inside our live mapping.
-            acc ^= u64::from(unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(i)) });
-            i += 1;
+        for _ in 0..iters {
+            for w in 0..words {
+                // SAFETY: w*8+8 <= n <= len: inside our live mapping, 8-byte aligned.
+                acc ^= unsafe { std::ptr::read_volatile(base.add(w * 8).cast::<u64>()) };
+            }
+            for b in words * 8..n {
+                // SAFETY: b < n <= len: inside our live mapping.
+                acc ^= u64::from(unsafe { std::ptr::read_volatile(base.add(b)) });
+            }
         }
         acc
+    }
+
+    /// Reads back the first `n` bytes (non-volatile), for tests and verification.
+    pub fn to_vec(&self, n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n.min(self.len)];
+        self.copy_out(0, &mut v);
+        v
     }
 
     /// Copies `dst.len()` bytes starting at `offset` out of the mapping (memcpy).
@@ -157,4 +165,37 @@ pub fn file_residency<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<(usize, usize)> {
         errno: libc::EOVERFLOW,
     })?;
     Mapping::map_file(fd, len, false)?.resident_pages()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volatile_loops_really_store_and_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(dir.path().join("m"))
+            .unwrap();
+        f.set_len(4096).unwrap();
+        let mut m = Mapping::map_file(&f, 13, true).unwrap();
+        m.store_loop(13, 3); // last iteration i = 2
+        let v = m.to_vec(13);
+        assert_eq!(&v[..8], &2u64.to_ne_bytes());
+        assert_eq!(&v[8..], &[2u8; 5]);
+        // The file itself sees the stores (shared mapping).
+        drop(m);
+        let on_disk = std::fs::read(dir.path().join("m")).unwrap();
+        assert_eq!(&on_disk[..8], &2u64.to_ne_bytes());
+        let m = Mapping::map_file(&f, 13, false).unwrap();
+        // One iteration: xor of the word and five tail bytes of 2 (odd count → 2).
+        assert_eq!(m.load_loop(13, 1), 2 ^ 2);
+        // Two iterations cancel out.
+        assert_eq!(m.load_loop(13, 2), 0);
+        let (res, pages) = m.resident_pages().unwrap();
+        assert_eq!((res, pages), (1, 1));
+    }
 }

@@ -4,6 +4,7 @@
 //! rustix is used first; libc where rustix lacks a call (getrusage, mincore).
 
 pub mod affinity;
+pub mod buffer;
 pub mod calls;
 pub mod machine;
 pub mod mapping;

@@ -36,13 +36,11 @@ impl Scratch {
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::PermissionDenied
                 | std::io::ErrorKind::ReadOnlyFilesystem
-                | std::io::ErrorKind::NotFound => {
-                    anyhow::Error::new(UsageError(format!(
-                        "--dir {}: not writable ({})",
-                        parent.display(),
-                        plain(&e)
-                    )))
-                }
+                | std::io::ErrorKind::NotFound => anyhow::Error::new(UsageError(format!(
+                    "--dir {}: not writable ({})",
+                    parent.display(),
+                    plain(&e)
+                ))),
                 _ => anyhow::anyhow!(
                     "cannot create scratch directory in {}: {}",
                     parent.display(),
