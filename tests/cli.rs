@@ -409,23 +409,35 @@ fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
     assert_empty(dir.path());
 }
 
-fn interrupt_with(signal: &str) {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts ioprobe with `args` (plus `--dir dir`) and returns once its scratch
+/// directory exists, i.e. once it is measuring.
+fn spawn_measuring(args: &[&str], dir: &Path, out: Stdio) -> std::process::Child {
     let child = std::process::Command::new(BIN)
-        .args(["run", "--thorough", "--sample-time", "100ms", "--dir"])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .stdout(out)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while entries(dir.path()).is_empty() {
+    while entries(dir).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "scratch directory never appeared"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    child
+}
+
+fn interrupt_with(signal: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_measuring(
+        &["run", "--thorough", "--sample-time", "100ms"],
+        dir.path(),
+        Stdio::piped(),
+    );
     std::thread::sleep(Duration::from_millis(300));
     let status = std::process::Command::new("kill")
         .args([signal, &child.id().to_string()])
@@ -518,29 +530,18 @@ fn measuring_process_has_one_thread() {
     // A second thread (e.g. a signal-handling thread) would make the kernel take the
     // shared-file-table paths and slow fd syscalls; ioprobe must stay single-threaded.
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(BIN)
-        .args([
+    let mut child = spawn_measuring(
+        &[
             "syscalls",
             "--case",
             "null",
             "--thorough",
             "--sample-time",
             "50ms",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while entries(dir.path()).is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "scratch directory never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        ],
+        dir.path(),
+        Stdio::null(),
+    );
     let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id()))
         .unwrap()
         .count();

@@ -4,23 +4,14 @@
 use crate::sys::rusage::{RawRusage, Who, getrusage};
 use serde::{Deserialize, Serialize};
 
-/// Difference between two getrusage readings (after − before), or a sum of such.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct RusageDelta {
-    pub user_us: u64,
-    pub sys_us: u64,
-    pub voluntary_cs: u64,
-    pub involuntary_cs: u64,
-    pub minor_faults: u64,
-    pub major_faults: u64,
-    pub blocks_in: u64,
-    pub blocks_out: u64,
-}
+/// Difference between two getrusage readings (after − before), or a sum of such: the
+/// same counters as one reading, so one type serves both.
+pub type RusageDelta = RawRusage;
 
 impl RusageDelta {
     /// `after − before`, saturating (counters never go backwards, but never panic).
     pub fn between(before: &RawRusage, after: &RawRusage) -> Self {
-        RusageDelta {
+        RawRusage {
             user_us: after.user_us.saturating_sub(before.user_us),
             sys_us: after.sys_us.saturating_sub(before.sys_us),
             voluntary_cs: after.voluntary_cs.saturating_sub(before.voluntary_cs),

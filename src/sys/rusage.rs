@@ -1,8 +1,8 @@
 //! getrusage(2) for the calling thread (RUSAGE_THREAD), so helper threads (signal
 //! handler, progress display) never pollute a case's counters.
 
-/// Raw counters from one getrusage call.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Counters from one getrusage call (the harness also uses this shape for deltas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RawRusage {
     pub user_us: u64,
     pub sys_us: u64,
