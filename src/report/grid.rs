@@ -13,6 +13,8 @@ pub struct Grid {
     pub rows: Vec<Vec<String>>,
     /// Lines printed under the table (notes, warnings).
     pub footnotes: Vec<String>,
+    /// True for figures (right-aligned after the first column), false for key/value text.
+    pub numeric: bool,
 }
 
 fn ci_text(m: &Measurement, f: &dyn Fn(f64) -> String) -> String {
@@ -57,6 +59,7 @@ fn syscalls_grid(rows: &[&Measurement]) -> Grid {
         headers: headers.iter().map(|s| s.to_string()).collect(),
         rows: body,
         footnotes: notes_and_warnings(rows),
+        numeric: true,
     }
 }
 
@@ -109,6 +112,7 @@ fn read_grid(rows: &[&Measurement]) -> Grid {
         headers: headers.iter().map(|s| s.to_string()).collect(),
         rows: body,
         footnotes,
+        numeric: true,
     }
 }
 
@@ -140,6 +144,7 @@ fn generic_grid(probe: &str, rows: &[&Measurement]) -> Grid {
             .collect(),
         rows: body,
         footnotes: notes_and_warnings(rows),
+        numeric: true,
     }
 }
 
@@ -239,25 +244,23 @@ pub fn environment_grid(env: &Environment) -> Grid {
         "ioprobe",
         format!("{} ({} build)", env.ioprobe_version, env.build_profile),
     );
-    let mitig: Vec<String> = env
+    let affected: Vec<(&String, &String)> = env
         .mitigations
         .iter()
         .filter(|(_, v)| !v.starts_with("Not affected"))
-        .map(|(k, v)| format!("{k}: {v}"))
         .collect();
-    kv(
-        "mitigations",
-        if mitig.is_empty() {
-            "none reported as affected".into()
-        } else {
-            mitig.join("; ")
-        },
-    );
+    if affected.is_empty() {
+        kv("mitigations", "none reported as affected".into());
+    }
+    for (k, v) in affected {
+        kv(&format!("vuln {k}"), v.clone());
+    }
     Grid {
         title: "machine".into(),
         headers: vec!["fact".into(), "value".into()],
         rows,
         footnotes: Vec::new(),
+        numeric: false,
     }
 }
 

@@ -13,7 +13,7 @@ pub fn render_grid(g: &Grid) -> String {
     for r in &g.rows {
         t.add_row(r.clone());
     }
-    for i in 1..g.headers.len() {
+    for i in (1..g.headers.len()).filter(|_| g.numeric) {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
