@@ -51,6 +51,12 @@ pub struct Common {
     /// Print only Markdown tables on stdout.
     #[arg(long, global = true)]
     pub markdown: bool,
+    /// Results store (SQLite); default $XDG_DATA_HOME/ioprobe/results.db.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// Do not save this run (and write no HTML report).
+    #[arg(long, global = true)]
+    pub no_save: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +69,59 @@ pub enum Command {
     Read(ReadArgs),
     /// Print the machine facts recorded with every run.
     Sysinfo,
+    /// List saved runs.
+    History,
+    /// Print a saved run's tables (RUN: id, last, last~N or a JSON file).
+    Show {
+        #[arg(value_name = "RUN")]
+        run: String,
+    },
+    /// Compare run B against baseline A: B ÷ A with interval and a rank-test verdict.
+    Compare {
+        #[arg(value_name = "A")]
+        a: String,
+        #[arg(value_name = "B")]
+        b: String,
+        /// Exit with status 3 when a measurement is significantly slower by more than this, e.g. 5%.
+        #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+        fail_if_slower: Option<f64>,
+    },
+    /// Print a saved run as JSON (the --json schema).
+    Export {
+        #[arg(value_name = "RUN")]
+        run: String,
+    },
+    /// Save runs from JSON files (from --json or export) into the store.
+    Import {
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Write a self-contained HTML report and/or SVG plots of a run.
+    Report {
+        #[arg(value_name = "RUN", default_value = "last")]
+        run: String,
+        /// HTML file to write.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Directory to write one SVG per plot into.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<PathBuf>,
+    },
+    /// Advice (read buffer size, syscall patterns) with its evidence, from the newest
+    /// saved runs, or from a quick run when nothing is saved.
+    Advise,
+}
+
+/// Parses `5%`, `5` (both 5%) or `0.5%` into a fraction.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let t = text.trim().trim_end_matches('%');
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage; try 5%"))?;
+    if !(0.0..1000.0).contains(&v) {
+        return Err(format!("'{text}' is not a sensible percentage"));
+    }
+    Ok(v / 100.0)
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +157,8 @@ pub struct Settings {
     pub cpu: Option<usize>,
     pub dir: PathBuf,
     pub format: Format,
+    pub store: Option<PathBuf>,
+    pub no_save: bool,
 }
 
 impl Common {
@@ -130,6 +191,8 @@ impl Common {
             cpu: self.cpu,
             dir: self.dir.clone(),
             format,
+            store: self.store.clone(),
+            no_save: self.no_save,
         }
     }
 }

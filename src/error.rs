@@ -1,4 +1,5 @@
-//! Error kinds that decide the exit status: usage (2), interrupted (130), anything else (1).
+//! Error kinds that decide the exit status: usage (2), regression (3), interrupted (130),
+//! anything else (1).
 
 use thiserror::Error;
 
@@ -18,13 +19,22 @@ pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
     Err(UsageError(msg.into()).into())
 }
 
-/// Exit status for an error chain: 2 for usage errors, 130 for interruption, 1 otherwise.
+/// Exit status for an error chain: 2 for usage errors, 3 for a regression found by
+/// `compare --fail-if-slower`, 130 for interruption, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     if err.chain().any(|e| e.is::<UsageError>()) {
         2
+    } else if err.chain().any(|e| e.is::<Regression>()) {
+        3
     } else if err.chain().any(|e| e.is::<Interrupted>()) {
         130
     } else {
         1
     }
 }
+
+/// `compare --fail-if-slower` found measurements slower than allowed; exit status 3, so
+/// CI scripts can tell a regression from a failure to compare.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct Regression(pub String);

@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod commands;
 pub mod error;
 pub mod harness;
 pub mod probes;

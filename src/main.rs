@@ -2,9 +2,10 @@
 //! exit statuses (2 usage, 1 run time, 130 interrupted). A closed stdout is not an error.
 
 use clap::Parser;
-use ioprobe::cli::{Cli, Command};
+use ioprobe::cli::{Cli, Command, Settings};
 use ioprobe::probes::{self, Probe, read::ReadProbe, syscalls::Syscalls};
-use ioprobe::{app, error, report};
+use ioprobe::report::Format;
+use ioprobe::{app, commands, error, report};
 use std::io::Write;
 
 fn main() {
@@ -56,35 +57,78 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn run(
-    settings: &ioprobe::cli::Settings,
-    name: &str,
-    list: Vec<Box<dyn Probe>>,
-) -> anyhow::Result<String> {
+/// Measures, saves (unless --no-save) and renders. `run` also writes the HTML report and
+/// ends its table with where the run and report went; other formats get that on stderr.
+fn measure(settings: &Settings, name: &str, list: Vec<Box<dyn Probe>>) -> anyhow::Result<String> {
+    let mut store = commands::store_for_saving(settings)?;
     let run = app::run_probes(settings, list, name)?;
-    report::render(&run, settings.format)
+    let id = commands::save(store.as_mut(), &run)?;
+    let mut text = report::render(&run, settings.format)?;
+    let mut where_to = Vec::new();
+    if let (Some(id), Some(store)) = (id, &store) {
+        where_to.push(format!("saved as run {id} in {}", store.path().display()));
+        if name == "run" {
+            let html = commands::write_run_report(store, id, &run)?;
+            where_to.push(format!("HTML report: {}", html.display()));
+        }
+    }
+    if settings.format == Format::Table {
+        for line in &where_to {
+            text.push_str(&format!("{line}\n"));
+        }
+    } else {
+        for line in &where_to {
+            eprintln!("ioprobe: {line}");
+        }
+    }
+    Ok(text)
 }
 
 fn execute(cli: &Cli) -> anyhow::Result<()> {
     let settings = cli.common.settings();
+    let s = &settings;
     let text = match &cli.command {
         Command::Sysinfo => {
-            let dir = std::fs::canonicalize(&settings.dir).ok();
+            let dir = std::fs::canonicalize(&s.dir).ok();
             let env = ioprobe::sys::machine::Environment::collect(dir.as_deref());
-            report::render_environment(&env, settings.format)?
+            report::render_environment(&env, s.format)?
         }
-        Command::Run => run(&settings, "run", probes::registry())?,
-        Command::Syscalls(a) => run(
-            &settings,
-            "syscalls",
-            vec![Box::new(Syscalls::new(a.options()))],
-        )?,
-        Command::Read(a) => run(
-            &settings,
-            "read",
-            vec![Box::new(ReadProbe::new(a.options()))],
-        )?,
+        Command::Run => measure(s, "run", probes::registry())?,
+        Command::Syscalls(a) => measure(s, "syscalls", vec![Box::new(Syscalls::new(a.options()))])?,
+        Command::Read(a) => measure(s, "read", vec![Box::new(ReadProbe::new(a.options()))])?,
+        Command::History => commands::history(s)?,
+        Command::Show { run } => commands::show(s, run)?,
+        Command::Export { run } => commands::export(s, run)?,
+        Command::Import { files } => commands::import(s, files)?,
+        Command::Report { run, html, svg } => {
+            commands::report(s, run, html.as_deref(), svg.as_deref())?
+        }
+        Command::Advise => match commands::advise_from_store(s)? {
+            Some(text) => text,
+            None => {
+                eprintln!("ioprobe: nothing saved yet; measuring with a quick run first");
+                measure(s, "run", probes::registry())?;
+                commands::advise_from_store(s)?.unwrap_or_default()
+            }
+        },
+        Command::Compare {
+            a,
+            b,
+            fail_if_slower,
+        } => {
+            let (text, regression) = commands::compare(s, a, b, *fail_if_slower)?;
+            print_out(&text)?;
+            return match regression {
+                Some(r) => Err(r.into()),
+                None => Ok(()),
+            };
+        }
     };
+    print_out(&text)
+}
+
+/// Writes to stdout; a closed pipe is not an error.
+fn print_out(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),

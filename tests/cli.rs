@@ -11,9 +11,13 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_ioprobe");
 const TINY: [&str; 4] = ["--sample-time", "1ms", "--budget", "30ms"];
 
+/// ioprobe measuring in `dir`, saving nothing (store tests use `with_store`).
 fn ioprobe(dir: &Path) -> Command {
     let mut c = Command::new(BIN);
-    c.arg("--dir").arg(dir).env_remove("NO_COLOR");
+    c.arg("--dir")
+        .arg(dir)
+        .arg("--no-save")
+        .env_remove("NO_COLOR");
     c
 }
 
@@ -392,7 +396,7 @@ fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
     // ENOSPC; SIGXFSZ is ignored so the write returns the error instead of killing us.
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
-        "trap '' XFSZ; exec prlimit --fsize=65536 {BIN} read --dir {} --file-size 1m --block-sizes 4k --sample-time 1ms --budget 20ms",
+        "trap '' XFSZ; exec prlimit --fsize=65536 {BIN} read --no-save --dir {} --file-size 1m --block-sizes 4k --sample-time 1ms --budget 20ms",
         dir.path().display()
     );
     let out = Command::new("sh").arg("-c").arg(script).assert().code(1);
@@ -414,6 +418,7 @@ fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
 fn spawn_measuring(args: &[&str], dir: &Path, out: Stdio) -> std::process::Child {
     let child = std::process::Command::new(BIN)
         .args(args)
+        .arg("--no-save")
         .arg("--dir")
         .arg(dir)
         .stdout(out)
@@ -478,6 +483,7 @@ fn closed_stdout_is_not_an_error() {
             "1ms",
             "--budget",
             "10ms",
+            "--no-save",
             "--dir",
         ])
         .arg(dir.path())
@@ -548,4 +554,547 @@ fn measuring_process_has_one_thread() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(tasks, 1, "ioprobe started a thread");
+}
+
+// ---- results store, compare, reports (issue 5) ----
+
+const FIXTURE_A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-a.json");
+const FIXTURE_B: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-b.json");
+const FIXTURE_V2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v2.json");
+const FIXTURE_BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/malformed.json");
+
+/// ioprobe with an explicit results store.
+fn with_store(store: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--store").arg(store);
+    c
+}
+
+fn stdout_of(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stderr.clone()).unwrap()
+}
+
+#[test]
+fn runs_are_saved_listed_shown_exported_and_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let store = tmp.path().join("db").join("results.db");
+    let a = with_store(&store)
+        .args(["syscalls", "--case", "null,pread", "--dir"])
+        .arg(&scratch)
+        .args(TINY)
+        .assert()
+        .success();
+    assert!(stdout_of(&a).contains(&format!("saved as run 1 in {}", store.display())));
+    let a = with_store(&store)
+        .args([
+            "read",
+            "--file-size",
+            "64k",
+            "--block-sizes",
+            "4k,16k",
+            "--json",
+            "--dir",
+        ])
+        .arg(&scratch)
+        .args(TINY)
+        .assert()
+        .success();
+    assert!(stderr_of(&a).contains("saved as run 2"));
+    let saved_json = json_of(&a.get_output().stdout);
+    assert_empty(&scratch);
+
+    let h = json_of(
+        &with_store(&store)
+            .args(["history", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let h = h.as_array().unwrap();
+    assert_eq!(h.len(), 2);
+    assert_eq!(h[0]["probes"], serde_json::json!(["syscalls"]));
+    assert_eq!(h[1]["command"], "read");
+    let table = stdout_of(&with_store(&store).arg("history").assert().success());
+    assert!(
+        table.contains("syscalls") && table.contains("ext4")
+            || table.contains("tmpfs")
+            || table.contains("xfs")
+            || table.contains("btrfs")
+    );
+
+    let last = json_of(
+        &with_store(&store)
+            .args(["show", "last", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(
+        last["measurements"], saved_json["measurements"],
+        "the store keeps every field, raw samples included"
+    );
+    let first = stdout_of(
+        &with_store(&store)
+            .args(["show", "last~1"])
+            .assert()
+            .success(),
+    );
+    assert!(first.contains("syscalls: cost per call"));
+
+    let exported = stdout_of(&with_store(&store).args(["export", "1"]).assert().success());
+    let file = tmp.path().join("run1.json");
+    std::fs::write(&file, &exported).unwrap();
+    let other = tmp.path().join("other.db");
+    let a = with_store(&other)
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+    assert!(stdout_of(&a).contains("as run 1"));
+    let reimported = json_of(
+        &with_store(&other)
+            .args(["export", "last"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(
+        reimported["measurements"],
+        json_of(exported.as_bytes())["measurements"]
+    );
+    // A JSON file works wherever a RUN is expected.
+    with_store(&other)
+        .arg("show")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("pread"));
+}
+
+#[test]
+fn default_store_is_under_xdg_data_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    Command::new(BIN)
+        .env("XDG_DATA_HOME", tmp.path().join("xdg"))
+        .args(["syscalls", "--case", "null", "--dir"])
+        .arg(&scratch)
+        .args(TINY)
+        .assert()
+        .success();
+    assert!(tmp.path().join("xdg/ioprobe/results.db").is_file());
+}
+
+#[test]
+fn run_saves_and_writes_its_html_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let store = tmp.path().join("results.db");
+    let small = ["--sample-time", "1ms", "--budget", "10ms"];
+    let out = stdout_of(
+        &with_store(&store)
+            .arg("run")
+            .arg("--dir")
+            .arg(&scratch)
+            .args(small)
+            .assert()
+            .success(),
+    );
+    let report = tmp.path().join("reports/run-1.html");
+    assert!(out.contains("advice:"));
+    assert!(
+        out.contains(&format!("HTML report: {}", report.display())),
+        "{out}"
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+    assert!(!html.contains("<script"), "the report needs no JavaScript");
+    for load in [" src=", "<link", "url(", "@import", "href=\"http"] {
+        assert!(
+            !html.contains(load),
+            "the report must load nothing, found {load}"
+        );
+    }
+    with_store(&store)
+        .arg("run")
+        .arg("--dir")
+        .arg(&scratch)
+        .args(small)
+        .assert()
+        .success();
+    let cmp = stdout_of(
+        &with_store(&store)
+            .args(["compare", "last~1", "last"])
+            .assert()
+            .success(),
+    );
+    assert!(cmp.contains("compare: A = run 1, B = run 2"));
+    assert!(cmp.contains("syscalls/pread") && cmp.contains("read/read/4KiB"));
+    assert_empty(&scratch);
+}
+
+#[test]
+fn compare_finds_the_known_faster_slower_and_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let out = with_store(&store)
+        .args(["compare", FIXTURE_A, FIXTURE_B, "--json"])
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let verdict = |case: &str| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["case"] == case)
+            .map(|r| r["verdict"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(verdict("null"), "slower");
+    assert_eq!(verdict("pread"), "faster");
+    assert_eq!(verdict("open_close"), "no_significant_change");
+    assert_eq!(verdict("read/64KiB"), "no_significant_change");
+    let null = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["case"] == "null")
+        .unwrap();
+    assert!((null["ratio"].as_f64().unwrap() - 1.2).abs() < 1e-9);
+    let ci = null["ratio_ci95"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= 1.2 && 1.2 <= ci[1].as_f64().unwrap());
+    let env = v["environment_differences"].as_array().unwrap();
+    assert_eq!(env.len(), 1);
+    assert_eq!(env[0]["fact"], "kernel");
+    // Environment differences come first in the table.
+    let table = stdout_of(
+        &with_store(&store)
+            .args(["compare", FIXTURE_A, FIXTURE_B])
+            .assert()
+            .success(),
+    );
+    assert!(table.find("environment differences").unwrap() < table.find("compare: A =").unwrap());
+
+    let fail = with_store(&store)
+        .args(["compare", FIXTURE_A, FIXTURE_B, "--fail-if-slower", "5%"])
+        .assert()
+        .code(3);
+    let err = stderr_of(&fail);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("syscalls/null (+20.0%)"), "{err}");
+    with_store(&store)
+        .args(["compare", FIXTURE_A, FIXTURE_B, "--fail-if-slower", "25%"])
+        .assert()
+        .success();
+    assert!(!store.exists(), "comparing two files never creates a store");
+}
+
+fn one_line_failure(a: assert_cmd::assert::Assert, needle: &str) {
+    let err = stderr_of(&a);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("ioprobe: error:") && err.contains(needle),
+        "{err} lacks {needle}"
+    );
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn bad_runs_and_files_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    one_line_failure(
+        with_store(&store)
+            .args(["import", FIXTURE_BAD])
+            .assert()
+            .code(1),
+        "malformed JSON",
+    );
+    one_line_failure(
+        with_store(&store)
+            .args(["import", FIXTURE_V2])
+            .assert()
+            .code(1),
+        "schema version 2",
+    );
+    assert!(!store.exists(), "a rejected import writes nothing");
+    one_line_failure(
+        with_store(&store).args(["show", "last"]).assert().code(1),
+        "no results store",
+    );
+    with_store(&store)
+        .args(["import", FIXTURE_A])
+        .assert()
+        .success();
+    one_line_failure(
+        with_store(&store).args(["show", "42"]).assert().code(1),
+        "no run 42",
+    );
+    one_line_failure(
+        with_store(&store).args(["show", "last~5"]).assert().code(1),
+        "fewer than 6 runs",
+    );
+    one_line_failure(
+        with_store(&store)
+            .args(["show", "nonsense"])
+            .assert()
+            .code(1),
+        "is not a run",
+    );
+    one_line_failure(
+        with_store(&store)
+            .args(["show", "missing.json"])
+            .assert()
+            .code(1),
+        "no such file",
+    );
+    one_line_failure(
+        with_store(&store).args(["report", "last"]).assert().code(2),
+        "--html",
+    );
+    with_store(&store)
+        .args(["compare", "1", "1", "--fail-if-slower", "abc"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_corrupt_store_is_refused_and_left_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let store = tmp.path().join("results.db");
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&store, &garbage).unwrap();
+    one_line_failure(
+        with_store(&store).arg("history").assert().code(1),
+        "results.db",
+    );
+    one_line_failure(
+        with_store(&store)
+            .args(["syscalls", "--case", "null", "--dir"])
+            .arg(&scratch)
+            .args(TINY)
+            .assert()
+            .code(1),
+        "results.db",
+    );
+    one_line_failure(
+        with_store(&store)
+            .args(["import", FIXTURE_A])
+            .assert()
+            .code(1),
+        "results.db",
+    );
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        garbage,
+        "the store was modified"
+    );
+    assert_empty(&scratch);
+}
+
+#[test]
+fn concurrent_saves_all_succeed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(BIN)
+                .arg("--store")
+                .arg(&store)
+                .args(["import", FIXTURE_A, FIXTURE_B])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let h = json_of(
+        &with_store(&store)
+            .args(["history", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(h.as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn advise_gives_evidence_from_saved_runs_or_measures_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    with_store(&store)
+        .args(["import", FIXTURE_A])
+        .assert()
+        .success();
+    let out = stdout_of(&with_store(&store).arg("advise").assert().success());
+    assert!(
+        out.contains("from run 1 (2026-11-21T09:00:00Z, fixture-host)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("keep descriptors open") && out.contains("use 64 KiB blocks"),
+        "{out}"
+    );
+
+    let empty = tmp.path().join("empty.db");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let a = with_store(&empty)
+        .args([
+            "advise",
+            "--sample-time",
+            "1ms",
+            "--budget",
+            "10ms",
+            "--dir",
+        ])
+        .arg(&scratch)
+        .assert()
+        .success();
+    assert!(stderr_of(&a).contains("nothing saved yet"));
+    let out = stdout_of(&a);
+    assert!(
+        out.contains("from run 1") && out.contains("read (read): use"),
+        "{out}"
+    );
+    assert_empty(&scratch);
+}
+
+#[test]
+fn text_markdown_and_csv_are_stable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let show = |fmt: Option<&str>| {
+        let mut c = with_store(&store);
+        c.args(["show", FIXTURE_A]);
+        if let Some(f) = fmt {
+            c.arg(f);
+        }
+        stdout_of(&c.assert().success())
+    };
+    insta::assert_snapshot!("show_table", show(None));
+    insta::assert_snapshot!("show_markdown", show(Some("--markdown")));
+    insta::assert_snapshot!("show_csv", show(Some("--csv")));
+    // Relative paths: the labels in the output must not depend on where the clone is.
+    let cmp = stdout_of(
+        &with_store(&store)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "compare",
+                "tests/fixtures/run-a.json",
+                "tests/fixtures/run-b.json",
+                "--markdown",
+            ])
+            .assert()
+            .success(),
+    );
+    insta::assert_snapshot!("compare_markdown", cmp);
+}
+
+fn chromium() -> Option<&'static str> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+#[test]
+fn html_report_loads_in_headless_chromium() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let html = tmp.path().join("report.html");
+    let svgs = tmp.path().join("svg");
+    with_store(&store)
+        .args(["report", FIXTURE_A, "--html"])
+        .arg(&html)
+        .arg("--svg")
+        .arg(&svgs)
+        .assert()
+        .success();
+    for name in ["syscalls.svg", "read.svg"] {
+        let svg = std::fs::read_to_string(svgs.join(name)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("<rect"),
+            "{name} is empty"
+        );
+    }
+    let Some(chromium) = chromium() else {
+        // .ci/run installs Debian's chromium; only a developer machine may lack it.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium must be installed in CI"
+        );
+        eprintln!(
+            "html_report_loads_in_headless_chromium: chromium not installed, browser part skipped"
+        );
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    for id in ["plot-syscalls", "plot-read"] {
+        let at = dom
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("{id} missing from the DOM"));
+        let figure = &dom[at..at + dom[at..].find("</figure>").unwrap()];
+        assert!(figure.contains("<svg"), "{id} has no svg");
+        assert!(
+            figure.matches("<rect").count() + figure.matches("<polyline").count() >= 3,
+            "{id} is empty"
+        );
+    }
+    assert!(
+        dom.contains("keep descriptors open"),
+        "advice missing from the page"
+    );
 }

@@ -5,6 +5,7 @@
 //! nothing, and reports nanoseconds per iteration with each sample's rusage.
 
 pub mod clock;
+pub mod compare;
 pub mod config;
 pub mod interrupt;
 pub mod overhead;

@@ -36,6 +36,13 @@ fn syscalls_advice(rows: &[&Measurement]) -> Vec<String> {
             sig3(orc.median),
             sig3(pr.median)
         ));
+    } else if let (Some(oc), Some(pr)) = (find(rows, "open_close"), find(rows, "pread")) {
+        out.push(format!(
+            "syscalls: keep descriptors open: open+close alone costs {}× a pread ({} vs {} ns)",
+            sig3(oc.median / pr.median),
+            sig3(oc.median),
+            sig3(pr.median)
+        ));
     }
     if let (Some(lr), Some(pr)) = (find(rows, "lseek_read"), find(rows, "pread")) {
         out.push(format!(

@@ -102,3 +102,13 @@ pub fn render_run(run: &Run) -> Result<String> {
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
+
+/// A grid (headers and rows) as CSV.
+pub fn render_grid(g: &super::grid::Grid) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&g.headers)?;
+    for r in &g.rows {
+        w.write_record(r)?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}

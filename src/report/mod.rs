@@ -2,10 +2,13 @@
 //! code reads measurements and never measures.
 
 pub mod advice;
+pub mod compare;
 pub mod csv;
 pub mod grid;
+pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod plots;
 pub mod table;
 
 use crate::results::Run;
@@ -40,14 +43,6 @@ pub fn render_environment(
         Format::Table => table::render_environment(env),
         Format::Json => json::render_environment(env)?,
         Format::Markdown => markdown::render_environment(env),
-        Format::Csv => {
-            let g = grid::environment_grid(env);
-            let mut w = ::csv::Writer::from_writer(Vec::new());
-            w.write_record(&g.headers)?;
-            for r in &g.rows {
-                w.write_record(r)?;
-            }
-            String::from_utf8(w.into_inner()?)?
-        }
+        Format::Csv => csv::render_grid(&grid::environment_grid(env))?,
     })
 }

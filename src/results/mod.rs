@@ -1,7 +1,10 @@
 //! The data model of a run: tool, environment, harness settings and a flat list of
 //! measurements, serialised as the `--json` schema (version 1).
 
+pub mod compare;
 pub mod measurement;
+pub mod runref;
+pub mod store;
 pub mod time;
 
 pub use measurement::{Measurement, Metric};

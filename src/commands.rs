@@ -1,0 +1,256 @@
+//! Commands that work on saved results: saving runs, `history`, `show`, `compare`,
+//! `export`, `import`, `report` and `advise`. Each returns the text for stdout.
+
+use crate::cli::Settings;
+use crate::error::{Regression, UsageError};
+use crate::report::{self, Format};
+use crate::results::runref::{self, Named};
+use crate::results::store::{self, Store};
+use crate::results::{Run, compare};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The store path from `--store`, or the default.
+pub fn store_path(settings: &Settings) -> Result<PathBuf> {
+    match &settings.store {
+        Some(p) => Ok(p.clone()),
+        None => store::default_path(),
+    }
+}
+
+/// Opens the store for saving, unless `--no-save`; done before measuring so a broken
+/// store fails fast.
+pub fn store_for_saving(settings: &Settings) -> Result<Option<Store>> {
+    if settings.no_save {
+        return Ok(None);
+    }
+    Ok(Some(Store::open(&store_path(settings)?)?))
+}
+
+fn open_existing(settings: &Settings) -> Result<Store> {
+    Store::open_existing(&store_path(settings)?)
+}
+
+fn resolve(settings: &Settings, spec: &str) -> Result<Named> {
+    runref::resolve(spec, &mut || open_existing(settings))
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename,
+/// so a reader never sees half a report.
+pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ioprobe-report-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// `ioprobe history`.
+pub fn history(settings: &Settings) -> Result<String> {
+    let store = open_existing(settings)?;
+    let runs = store.list()?;
+    let g = report::grid::Grid {
+        title: format!("runs in {}", store.path().display()),
+        headers: [
+            "id",
+            "date",
+            "host",
+            "kernel",
+            "filesystem",
+            "command",
+            "probes",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.id.to_string(),
+                    r.started_at.clone(),
+                    r.host.clone(),
+                    r.kernel.clone(),
+                    r.filesystem.clone(),
+                    r.command.clone(),
+                    r.probes.clone(),
+                ]
+            })
+            .collect(),
+        footnotes: Vec::new(),
+        numeric: false,
+    };
+    Ok(match settings.format {
+        Format::Markdown => report::markdown::render_grid(&g),
+        Format::Json => {
+            let v: Vec<serde_json::Value> = runs
+                .iter()
+                .map(|r| {
+                    serde_json::json!({"id": r.id, "started_at": r.started_at, "host": r.host, "kernel": r.kernel,
+                        "filesystem": r.filesystem, "command": r.command, "probes": r.probes.split(',').collect::<Vec<_>>()})
+                })
+                .collect();
+            serde_json::to_string_pretty(&v)? + "\n"
+        }
+        Format::Csv => report::csv::render_grid(&g)?,
+        Format::Table => report::table::render_grid(&g),
+    })
+}
+
+/// `ioprobe show RUN`.
+pub fn show(settings: &Settings, spec: &str) -> Result<String> {
+    let named = resolve(settings, spec)?;
+    report::render(&named.run, settings.format)
+}
+
+/// `ioprobe export RUN`: the run as JSON (the `--json` schema).
+pub fn export(settings: &Settings, spec: &str) -> Result<String> {
+    let named = resolve(settings, spec)?;
+    report::render(&named.run, Format::Json)
+}
+
+/// `ioprobe import FILE…`: every file validated first, then all saved.
+pub fn import(settings: &Settings, files: &[PathBuf]) -> Result<String> {
+    let runs: Vec<Run> = files
+        .iter()
+        .map(|f| runref::load_json_file(f))
+        .collect::<Result<_>>()?;
+    let mut store = Store::open(&store_path(settings)?)?;
+    let mut out = String::new();
+    for (f, run) in files.iter().zip(&runs) {
+        let id = store.save(run)?;
+        out.push_str(&format!("imported {} as run {id}\n", f.display()));
+    }
+    Ok(out)
+}
+
+/// `ioprobe compare A B [--fail-if-slower P]`.
+pub fn compare(
+    settings: &Settings,
+    a: &str,
+    b: &str,
+    fail_if_slower: Option<f64>,
+) -> Result<(String, Option<Regression>)> {
+    let na = resolve(settings, a)?;
+    let nb = resolve(settings, b)?;
+    let c = compare::compare(&na.label, &na.run, &nb.label, &nb.run);
+    if c.rows.is_empty() {
+        anyhow::bail!(
+            "{} and {} have no measurement in common",
+            na.label,
+            nb.label
+        );
+    }
+    let text = report::compare::render(&c, settings.format)?;
+    let regression = fail_if_slower.and_then(|t| {
+        let slow = c.slower_than(t);
+        (!slow.is_empty()).then(|| {
+            let names: Vec<String> = slow
+                .iter()
+                .map(|r| format!("{}/{} (+{:.1}%)", r.probe, r.case, r.slowdown * 100.0))
+                .collect();
+            Regression(format!(
+                "{} measurement(s) slower by more than {:.1}%: {}",
+                slow.len(),
+                t * 100.0,
+                names.join(", ")
+            ))
+        })
+    });
+    Ok((text, regression))
+}
+
+/// `ioprobe report RUN --html FILE --svg DIR`.
+pub fn report(
+    settings: &Settings,
+    spec: &str,
+    html: Option<&Path>,
+    svg: Option<&Path>,
+) -> Result<String> {
+    if html.is_none() && svg.is_none() {
+        return Err(UsageError("report needs --html FILE and/or --svg DIR".into()).into());
+    }
+    let named = resolve(settings, spec)?;
+    let mut out = String::new();
+    if let Some(path) = html {
+        let page = report::html::render(
+            &named.run,
+            &report::advice::advise(&named.run),
+            &named.label,
+        )?;
+        write_atomically(path, &page)?;
+        out.push_str(&format!("wrote {}\n", path.display()));
+    }
+    if let Some(dir) = svg {
+        for p in report::html::write_svgs(&named.run, dir)? {
+            out.push_str(&format!("wrote {}\n", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+/// Saves a run if a store is open; returns its id.
+pub fn save(store: Option<&mut Store>, run: &Run) -> Result<Option<i64>> {
+    match store {
+        Some(s) => Ok(Some(s.save(run)?)),
+        None => Ok(None),
+    }
+}
+
+/// Writes the HTML report of run `id` next to the store; returns its path.
+pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
+    let dir = store
+        .path()
+        .parent()
+        .map_or_else(|| PathBuf::from("reports"), |d| d.join("reports"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("run-{id}.html"));
+    let page = report::html::render(run, &report::advice::advise(run), &format!("run {id}"))?;
+    write_atomically(&path, &page)?;
+    Ok(path)
+}
+
+/// `ioprobe advise`: for every probe, advice from the newest saved run that has it.
+/// Returns None when nothing is saved (the caller then runs a quick measurement).
+pub fn advise_from_store(settings: &Settings) -> Result<Option<String>> {
+    let path = store_path(settings)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    let store = Store::open(&path)?;
+    let runs = store.list()?;
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::new();
+    for probe in crate::probes::registry().iter().map(|p| p.name()) {
+        let Some(summary) = runs
+            .iter()
+            .rev()
+            .find(|r| r.probes.split(',').any(|p| p == probe))
+        else {
+            out.push_str(&format!(
+                "{probe}: no saved run measures it; run `ioprobe {probe}`\n"
+            ));
+            continue;
+        };
+        let mut run = store.load(summary.id)?;
+        run.measurements.retain(|m| m.probe == probe);
+        out.push_str(&format!(
+            "from run {} ({}, {}):\n",
+            summary.id, summary.started_at, summary.host
+        ));
+        for line in report::advice::advise(&run) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    Ok(Some(out))
+}

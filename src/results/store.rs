@@ -1,0 +1,351 @@
+//! The results store: every run saved in SQLite (`$XDG_DATA_HOME/ioprobe/results.db`
+//! unless `--store` says otherwise) with its environment and raw samples.
+//!
+//! The schema is versioned with `PRAGMA user_version` and migrated forward inside an
+//! immediate transaction, so two processes opening a new store at once agree. Each run
+//! is written in one transaction; WAL mode and a busy timeout let two ioprobe processes
+//! save at the same time. A file that is not an SQLite database, or one written by a
+//! newer ioprobe, is refused before anything is written to it.
+
+use super::Run;
+use anyhow::{Context, Result, anyhow, bail};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Schema version this build writes and reads.
+pub const STORE_SCHEMA: i64 = 1;
+
+const MIGRATIONS: [&str; 1] = [
+    // 0 → 1: runs with their full JSON document; measurements and raw samples for queries.
+    "CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_at TEXT NOT NULL,
+        host TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        filesystem TEXT NOT NULL,
+        command TEXT NOT NULL,
+        probes TEXT NOT NULL,
+        doc TEXT NOT NULL
+    );
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        probe TEXT NOT NULL,
+        \"case\" TEXT NOT NULL,
+        params TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        median REAL NOT NULL
+    );
+    CREATE TABLE samples (
+        measurement_id INTEGER NOT NULL REFERENCES measurements(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (measurement_id, idx)
+    );
+    CREATE INDEX measurements_run ON measurements(run_id);",
+];
+
+/// One line of `ioprobe history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub id: i64,
+    pub started_at: String,
+    pub host: String,
+    pub kernel: String,
+    pub filesystem: String,
+    pub command: String,
+    pub probes: String,
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// `$XDG_DATA_HOME/ioprobe/results.db`, or `~/.local/share/ioprobe/results.db`.
+pub fn default_path() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let home = std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    anyhow!("neither XDG_DATA_HOME nor HOME is set; use --store PATH")
+                })?;
+            PathBuf::from(home).join(".local/share")
+        }
+    };
+    Ok(base.join("ioprobe").join("results.db"))
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path` and migrates it to this schema.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("store {}: cannot create {}", path.display(), dir.display())
+            })?;
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| anyhow!("store {}: {e}", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        // Read first: a file that is not a database fails here, before any write.
+        let version = store.user_version()?;
+        if version > STORE_SCHEMA {
+            bail!(
+                "store {}: schema version {version} was written by a newer ioprobe (this one reads {STORE_SCHEMA})",
+                path.display()
+            );
+        }
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens a store that must already exist (for reading commands).
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            bail!("no results store at {} (nothing saved yet)", path.display());
+        }
+        Store::open(path)
+    }
+
+    /// Where the store lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: rusqlite::Error) -> anyhow::Error {
+        anyhow!("store {}: {e}", self.path.display())
+    }
+
+    fn user_version(&self) -> Result<i64> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        if self.user_version()? == STORE_SCHEMA {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let wrap = |e: rusqlite::Error| anyhow!("store {}: {e}", path.display());
+        // WAL lets readers and one writer work at once; set before the first write.
+        self.conn
+            .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+            .map_err(wrap)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(wrap)?;
+        let current: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(wrap)?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            tx.execute_batch(sql).map_err(wrap)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(wrap)?;
+        }
+        tx.commit().map_err(wrap)
+    }
+
+    /// Saves a run in one transaction; returns its id.
+    pub fn save(&mut self, run: &Run) -> Result<i64> {
+        let path = self.path.clone();
+        let wrap = |e: rusqlite::Error| anyhow!("store {}: {e}", path.display());
+        let doc = serde_json::to_string(run)?;
+        let fs = run
+            .environment
+            .filesystem
+            .as_ref()
+            .map_or("unknown".to_string(), |f| f.fs_type.clone());
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(wrap)?;
+        tx.execute(
+            "INSERT INTO runs (started_at, host, kernel, filesystem, command, probes, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run.started_at,
+                run.environment.hostname,
+                run.environment.kernel,
+                fs,
+                run.command,
+                run.probes().join(","),
+                doc
+            ],
+        )
+        .map_err(wrap)?;
+        let run_id = tx.last_insert_rowid();
+        for m in &run.measurements {
+            tx.execute(
+                "INSERT INTO measurements (run_id, probe, \"case\", params, unit, median) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![run_id, m.probe, m.case, serde_json::to_string(&m.params)?, m.unit, m.median],
+            )
+            .map_err(wrap)?;
+            let mid = tx.last_insert_rowid();
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO samples (measurement_id, idx, value) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(wrap)?;
+            for (i, v) in m.raw.iter().enumerate() {
+                stmt.execute(params![mid, i as i64, v]).map_err(wrap)?;
+            }
+        }
+        tx.commit().map_err(wrap)?;
+        Ok(run_id)
+    }
+
+    /// All runs, oldest first.
+    pub fn list(&self) -> Result<Vec<RunSummary>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, started_at, host, kernel, filesystem, command, probes FROM runs ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunSummary {
+                    id: r.get(0)?,
+                    started_at: r.get(1)?,
+                    host: r.get(2)?,
+                    kernel: r.get(3)?,
+                    filesystem: r.get(4)?,
+                    command: r.get(5)?,
+                    probes: r.get(6)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Loads run `id`.
+    pub fn load(&self, id: i64) -> Result<Run> {
+        let doc: String = self
+            .conn
+            .query_row("SELECT doc FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => {
+                    anyhow!("no run {id} in {}", self.path.display())
+                }
+                other => self.err(other),
+            })?;
+        serde_json::from_str(&doc)
+            .with_context(|| format!("run {id} in {} is unreadable", self.path.display()))
+    }
+
+    /// Id of `last` (newest), `last~N` (N before the newest) or a plain id.
+    pub fn resolve(&self, spec: &str) -> Result<i64> {
+        let back = if spec == "last" {
+            Some(0)
+        } else if let Some(n) = spec.strip_prefix("last~") {
+            Some(
+                n.parse::<i64>()
+                    .map_err(|_| anyhow!("'{spec}': expected last~N with N a number"))?,
+            )
+        } else {
+            None
+        };
+        match back {
+            Some(n) => self
+                .conn
+                .query_row(
+                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    [n],
+                    |r| r.get(0),
+                )
+                .map_err(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => {
+                        anyhow!(
+                            "no run '{spec}' in {} (fewer than {} runs saved)",
+                            self.path.display(),
+                            n + 1
+                        )
+                    }
+                    other => self.err(other),
+                }),
+            None => {
+                let id = spec.parse::<i64>().map_err(|_| {
+                    anyhow!("'{spec}' is not a run: use an id, last, last~N or a JSON file")
+                })?;
+                self.load(id).map(|_| id)
+            }
+        }
+    }
+
+    /// Raw sample count stored for run `id` (for tests and integrity checks).
+    pub fn sample_count(&self, id: i64) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM samples s JOIN measurements m ON s.measurement_id = m.id WHERE m.run_id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> Run {
+        crate::results::runref::parse_run_json(
+            include_str!("../../tests/fixtures/run-a.json"),
+            "fixture",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn migrates_an_empty_database_and_round_trips_a_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        std::fs::write(&path, b"").unwrap(); // a zero-byte file is an empty SQLite database
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.user_version().unwrap(), STORE_SCHEMA);
+        let run = fixture();
+        let id = s.save(&run).unwrap();
+        assert_eq!(id, 1);
+        let back = s.load(id).unwrap();
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&run).unwrap()
+        );
+        let raw: usize = run.measurements.iter().map(|m| m.raw.len()).sum();
+        assert_eq!(s.sample_count(id).unwrap() as usize, raw);
+        assert_eq!(s.resolve("last").unwrap(), 1);
+        assert!(s.resolve("last~1").is_err());
+        let list = s.list().unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].probes, "syscalls,read");
+        drop(s);
+        // Re-opening an up-to-date store changes nothing.
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn refuses_a_store_from_a_newer_ioprobe() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.pragma_update(None, "user_version", 99).unwrap();
+        }
+        let e = Store::open(&path).err().unwrap().to_string();
+        assert!(e.contains("schema version 99"), "{e}");
+    }
+}
