@@ -24,7 +24,9 @@ pub fn store_for_saving(settings: &Settings) -> Result<Option<Store>> {
     if settings.no_save {
         return Ok(None);
     }
-    Ok(Some(Store::open(&store_path(settings)?)?))
+    let mut store = Store::open(&store_path(settings)?)?;
+    store.check_writable()?;
+    Ok(Some(store))
 }
 
 fn open_existing(settings: &Settings) -> Result<Store> {

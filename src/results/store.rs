@@ -112,6 +112,18 @@ impl Store {
         Ok(store)
     }
 
+    /// Fails now, rather than after a long measurement, when the store cannot be written
+    /// (read-only file or directory, or locked beyond the busy timeout).
+    pub fn check_writable(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| anyhow!("store {}: {e}", path.display()))?;
+        tx.rollback()
+            .map_err(|e| anyhow!("store {}: {e}", path.display()))
+    }
+
     /// Opens a store that must already exist (for reading commands).
     pub fn open_existing(path: &Path) -> Result<Store> {
         if !path.exists() {
