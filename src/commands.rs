@@ -233,6 +233,7 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<String>> {
         return Ok(None);
     }
     let mut out = String::new();
+    let mut last_header = None;
     for probe in crate::probes::registry().iter().map(|p| p.name()) {
         let Some(summary) = runs
             .iter()
@@ -246,10 +247,13 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<String>> {
         };
         let mut run = store.load(summary.id)?;
         run.measurements.retain(|m| m.probe == probe);
-        out.push_str(&format!(
-            "from run {} ({}, {}):\n",
-            summary.id, summary.started_at, summary.host
-        ));
+        if last_header != Some(summary.id) {
+            out.push_str(&format!(
+                "from run {} ({}, {}):\n",
+                summary.id, summary.started_at, summary.host
+            ));
+            last_header = Some(summary.id);
+        }
         for line in report::advice::advise(&run) {
             out.push_str(&format!("  {line}\n"));
         }
