@@ -181,18 +181,16 @@ pub fn report(
         return Err(UsageError("report needs --html FILE and/or --svg DIR".into()).into());
     }
     let named = resolve(settings, spec)?;
+    let plots = report::plots::plots(&named.run)?;
     let mut out = String::new();
     if let Some(path) = html {
-        let page = report::html::render(
-            &named.run,
-            &report::advice::advise(&named.run),
-            &named.label,
-        )?;
+        let advice = report::advice::advise(&named.run);
+        let page = report::html::render(&named.run, &advice, &named.label, &plots)?;
         write_atomically(path, &page)?;
         out.push_str(&format!("wrote {}\n", path.display()));
     }
     if let Some(dir) = svg {
-        for p in report::html::write_svgs(&named.run, dir)? {
+        for p in report::html::write_svgs(&plots, dir)? {
             out.push_str(&format!("wrote {}\n", p.display()));
         }
     }
@@ -215,7 +213,13 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
         .map_or_else(|| PathBuf::from("reports"), |d| d.join("reports"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("run-{id}.html"));
-    let page = report::html::render(run, &report::advice::advise(run), &format!("run {id}"))?;
+    let plots = report::plots::plots(run)?;
+    let page = report::html::render(
+        run,
+        &report::advice::advise(run),
+        &format!("run {id}"),
+        &plots,
+    )?;
     write_atomically(&path, &page)?;
     Ok(path)
 }

@@ -3,8 +3,12 @@
 //!
 //! Layers, top to bottom: [`cli`] (flags → settings), [`app`] (runs probes), [`probes`]
 //! (experiments as named cases), [`harness`] (timing and statistics, knows no I/O),
-//! [`sys`] (the only `unsafe`: syscalls, mappings, machine facts, scratch files),
+//! [`sys`] (the only module allowed unsafe code: syscalls, mappings, machine facts,
+//! scratch files),
 //! [`results`] (data model and JSON schema) and [`report`] (output formats, advice).
+
+// Unsafe code is refused everywhere but `sys`, which opts back in.
+#![deny(unsafe_code)]
 
 pub mod app;
 pub mod cli;

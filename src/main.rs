@@ -1,6 +1,8 @@
 //! Entry point: parse flags, run the command, print one format on stdout, map errors to
 //! exit statuses (2 usage, 1 run time, 130 interrupted). A closed stdout is not an error.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use ioprobe::cli::{Cli, Command, Settings};
 use ioprobe::probes::{self, Probe, read::ReadProbe, syscalls::Syscalls};

@@ -20,13 +20,6 @@ impl Progress {
         Progress { bar }
     }
 
-    /// A display that never draws (tests, nested use).
-    pub fn hidden() -> Progress {
-        Progress {
-            bar: ProgressBar::hidden(),
-        }
-    }
-
     /// Announces the case about to run.
     pub fn start(&self, probe: &str, case: &str) {
         self.bar.set_prefix(probe.to_string());

@@ -35,16 +35,6 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-/// Parses a comma-separated list of sizes.
-pub fn parse_size_list(text: &str) -> Result<Vec<u64>, String> {
-    let out: Result<Vec<u64>, String> = text.split(',').map(parse_size).collect();
-    let out = out?;
-    if out.is_empty() {
-        return Err("empty size list".into());
-    }
-    Ok(out)
-}
-
 /// Parses a duration such as `10ms`, `1.5s`, `250us`, `800ns`. A bare number means seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
@@ -164,12 +154,6 @@ mod tests {
         for bad in ["0", "-4k", "abc", "", "4q", "0k", "99999P"] {
             assert!(parse_size(bad).is_err(), "{bad} should be refused");
         }
-    }
-
-    #[test]
-    fn size_lists_parse() {
-        assert_eq!(parse_size_list("4k,64k,1m"), Ok(vec![4096, 65536, 1 << 20]));
-        assert!(parse_size_list("4k,,1m").is_err());
     }
 
     #[test]

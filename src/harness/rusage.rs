@@ -1,7 +1,7 @@
 //! Resource-usage deltas per sample (getrusage of the measuring thread) and their
 //! normalisation per operation or per GiB.
 
-use crate::sys::rusage::{RawRusage, Who, getrusage};
+use crate::sys::rusage::{RawRusage, getrusage_thread};
 use serde::{Deserialize, Serialize};
 
 /// Difference between two getrusage readings (after − before), or a sum of such: the
@@ -68,7 +68,7 @@ pub struct RusagePer {
 
 /// Reads the calling thread's counters.
 pub fn thread_now() -> anyhow::Result<RawRusage> {
-    Ok(getrusage(Who::Thread)?)
+    Ok(getrusage_thread()?)
 }
 
 #[cfg(test)]

@@ -27,8 +27,6 @@ pub struct Sampled {
     pub warmup_iters: u64,
     /// True when the CI target was met; false when the budget ran out first.
     pub converged: bool,
-    /// Wall time spent on this workload, warm-up included.
-    pub wall: Duration,
 }
 
 impl Sampled {
@@ -86,7 +84,7 @@ pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
     let mut warmup_iters = 0u64;
     // Calibration: grow the iteration count until one run lasts a fifth of a sample.
     let mut iters = 1u64;
-    let per_iter = loop {
+    let mut per_iter = loop {
         interrupt::check()?;
         let s = timed(w, iters)?;
         warmup_iters += iters;
@@ -104,7 +102,6 @@ pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
     };
     // Warm-up: run full-size samples (discarded) until the warm-up time has passed,
     // re-estimating the cost per iteration from the latest one.
-    let mut per_iter = per_iter;
     iters = iters_for(cfg.sample_time, per_iter);
     while start.elapsed() < cfg.warmup {
         interrupt::check()?;
@@ -117,7 +114,6 @@ pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
         samples: Vec::new(),
         warmup_iters,
         converged: false,
-        wall: Duration::ZERO,
     };
     loop {
         interrupt::check()?;
@@ -134,7 +130,6 @@ pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
             }
         }
     }
-    out.wall = start.elapsed();
     Ok(out)
 }
 

@@ -91,7 +91,7 @@ impl Measurement {
             ),
         };
         let mut warnings = Vec::new();
-        if let Some(ns_summary) = sampled.summary()
+        if let Some(ns_summary) = summarize(&ns)
             && let Some(w) = overhead.warning_for(ns_summary.median)
         {
             warnings.push(w);

@@ -58,6 +58,11 @@ pub struct RunSummary {
     pub probes: String,
 }
 
+/// An SQLite error with the store's path, as one line.
+fn store_err(path: &Path, e: rusqlite::Error) -> anyhow::Error {
+    anyhow!("store {}: {e}", path.display())
+}
+
 /// An open store.
 pub struct Store {
     conn: Connection,
@@ -94,7 +99,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| anyhow!("store {}: {e}", path.display()))?;
+        .map_err(|e| store_err(path, e))?;
         conn.busy_timeout(Duration::from_secs(10))?;
         let mut store = Store {
             conn,
@@ -115,13 +120,11 @@ impl Store {
     /// Fails now, rather than after a long measurement, when the store cannot be written
     /// (read-only file or directory, or locked beyond the busy timeout).
     pub fn check_writable(&mut self) -> Result<()> {
-        let path = self.path.clone();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| anyhow!("store {}: {e}", path.display()))?;
-        tx.rollback()
-            .map_err(|e| anyhow!("store {}: {e}", path.display()))
+            .map_err(|e| store_err(&self.path, e))?;
+        tx.rollback().map_err(|e| store_err(&self.path, e))
     }
 
     /// Opens a store that must already exist (for reading commands).
@@ -138,7 +141,7 @@ impl Store {
     }
 
     fn err(&self, e: rusqlite::Error) -> anyhow::Error {
-        anyhow!("store {}: {e}", self.path.display())
+        store_err(&self.path, e)
     }
 
     fn user_version(&self) -> Result<i64> {
@@ -151,8 +154,7 @@ impl Store {
         if self.user_version()? == STORE_SCHEMA {
             return Ok(());
         }
-        let path = self.path.clone();
-        let wrap = |e: rusqlite::Error| anyhow!("store {}: {e}", path.display());
+        let wrap = |e: rusqlite::Error| store_err(&self.path, e);
         // WAL lets readers and one writer work at once; set before the first write.
         self.conn
             .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
@@ -174,8 +176,7 @@ impl Store {
 
     /// Saves a run in one transaction; returns its id.
     pub fn save(&mut self, run: &Run) -> Result<i64> {
-        let path = self.path.clone();
-        let wrap = |e: rusqlite::Error| anyhow!("store {}: {e}", path.display());
+        let wrap = |e: rusqlite::Error| store_err(&self.path, e);
         let doc = serde_json::to_string(run)?;
         let fs = run
             .environment

@@ -130,11 +130,6 @@ pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
     check("fdatasync", rustix::fs::fdatasync(fd))
 }
 
-/// ftruncate(2).
-pub fn ftruncate<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<()> {
-    check("ftruncate", rustix::fs::ftruncate(fd, len))
-}
-
 /// Writes all of `buf` at `offset`, retrying short writes; fails on a zero-byte write.
 pub fn pwrite_all<Fd: AsFd>(fd: Fd, mut buf: &[u8], mut offset: u64) -> SysResult<()> {
     while !buf.is_empty() {

@@ -39,16 +39,6 @@ impl Mapping {
         Ok(Mapping { ptr, len })
     }
 
-    /// Length of the mapping in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True for an empty mapping (never constructed; kept for API symmetry).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Runs `iters` iterations, each storing the first `n` bytes of the mapping with
     /// aligned volatile 8-byte stores (byte stores for a tail); the stored words depend
     /// on the iteration, so the compiler can neither drop, merge nor hoist them.

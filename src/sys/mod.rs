@@ -3,6 +3,8 @@
 //!
 //! rustix is used first; libc where rustix lacks a call (getrusage, mincore).
 
+#![allow(unsafe_code)]
+
 pub mod affinity;
 pub mod buffer;
 pub mod calls;

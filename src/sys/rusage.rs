@@ -14,24 +14,12 @@ pub struct RawRusage {
     pub blocks_out: u64,
 }
 
-/// Which resource-usage record to read.
-#[derive(Debug, Clone, Copy)]
-pub enum Who {
-    /// The calling thread only.
-    Thread,
-    /// Waited-for children (for probes that run child processes).
-    Children,
-}
-
-/// Reads resource usage; fails only if the kernel refuses the call.
-pub fn getrusage(who: Who) -> Result<RawRusage, super::calls::SysError> {
+/// Reads the calling thread's resource usage (RUSAGE_THREAD); fails only if the kernel
+/// refuses the call.
+pub fn getrusage_thread() -> Result<RawRusage, super::calls::SysError> {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    let w = match who {
-        Who::Thread => libc::RUSAGE_THREAD,
-        Who::Children => libc::RUSAGE_CHILDREN,
-    };
     // SAFETY: `ru` is a properly sized, zeroed rusage buffer owned by this frame.
-    let r = unsafe { libc::getrusage(w, ru.as_mut_ptr()) };
+    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
     if r != 0 {
         return Err(super::calls::SysError {
             call: "getrusage",
