@@ -34,9 +34,10 @@ fn pin(cpu: Option<usize>) -> Result<()> {
 /// Runs `probes` under `settings` and returns the run; scratch is gone when this returns.
 pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &str) -> Result<Run> {
     interrupt::install()?;
+    let cpus = affinity::allowed_cpus()?;
     pin(settings.cpu)?;
     let scratch = Scratch::create_in(&settings.dir)?;
-    let result = run_in(settings, &probes, command, &scratch);
+    let result = run_in(settings, &probes, command, &scratch, &cpus);
     let removed = scratch_cleanup(scratch);
     let run = result?;
     removed?;
@@ -57,6 +58,7 @@ fn run_in(
     probes: &[Box<dyn Probe>],
     command: &str,
     scratch: &Scratch,
+    cpus: &[usize],
 ) -> Result<Run> {
     let started_at = now_rfc3339();
     let mut env = Environment::collect(Some(scratch.parent()));
@@ -80,6 +82,7 @@ fn run_in(
         overhead,
         scratch,
         progress: &progress,
+        cpus,
     };
     let mut measurements = Vec::new();
     for p in probes {

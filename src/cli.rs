@@ -2,7 +2,7 @@
 //! nothing below this module sees clap.
 
 use crate::harness;
-use crate::probes::{read, syscalls};
+use crate::probes::{pipe, read, syscalls};
 use crate::report::Format;
 use crate::units::{parse_duration, parse_size};
 use clap::{Args, Parser, Subcommand};
@@ -67,6 +67,9 @@ pub enum Command {
     Syscalls(SyscallsArgs),
     /// read(2) throughput from the page cache versus block size (seed 000).
     Read(ReadArgs),
+    /// Pipe throughput and context switches versus chunk size, capacity, method and
+    /// CPU placement (seed 002).
+    Pipe(PipeArgs),
     /// Print the machine facts recorded with every run.
     Sysinfo,
     /// List saved runs.
@@ -149,11 +152,43 @@ pub struct ReadArgs {
     pub method: Vec<read::Method>,
 }
 
+#[derive(Debug, Args)]
+pub struct PipeArgs {
+    /// Chunk sizes written (comma-separated); default 1 KiB … 256 MiB in powers of 4
+    /// (of 2 with --thorough).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// Reader's read size; default: the chunk size.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub read_size: Option<u64>,
+    /// Pipe capacities (comma-separated): `default` or a size set with F_SETPIPE_SZ.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', default_value = "default,1m", value_parser = pipe::Capacity::parse)]
+    pub pipe_size: Vec<pipe::Capacity>,
+    /// Methods (comma-separated): write-read, vmsplice-splice.
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', default_value = "write-read,vmsplice-splice", value_parser = pipe::Method::parse)]
+    pub method: Vec<pipe::Method>,
+    /// CPU placement of writer and reader (comma-separated): any, same, split.
+    #[arg(long, value_name = "WHERE", value_delimiter = ',', default_value = "any,same,split", value_parser = pipe::Placement::parse)]
+    pub placement: Vec<pipe::Placement>,
+    /// Bytes pushed through the pipe per sample; default 1 GiB (256 MiB with --quick).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub total: Option<u64>,
+}
+
+/// How much work a probe's defaults ask for: `--quick`, nothing, or `--thorough`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Quick,
+    Default,
+    Thorough,
+}
+
 /// Settings shared by every command, free of clap.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub harness: harness::Config,
     pub mode: &'static str,
+    pub scale: Scale,
     pub cpu: Option<usize>,
     pub dir: PathBuf,
     pub format: Format,
@@ -188,6 +223,13 @@ impl Common {
         Settings {
             harness: h,
             mode,
+            scale: if self.quick {
+                Scale::Quick
+            } else if self.thorough {
+                Scale::Thorough
+            } else {
+                Scale::Default
+            },
             cpu: self.cpu,
             dir: self.dir.clone(),
             format,
@@ -231,6 +273,39 @@ impl ReadArgs {
                 self.block_sizes.clone()
             },
             methods,
+        }
+    }
+}
+
+/// Removes repeated values, keeping the first occurrence.
+fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(*x);
+        }
+    }
+    out
+}
+
+impl PipeArgs {
+    pub fn options(&self, scale: Scale) -> pipe::Options {
+        pipe::Options {
+            sizes: if self.sizes.is_empty() {
+                pipe::default_sizes(scale == Scale::Thorough)
+            } else {
+                dedup(&self.sizes)
+            },
+            read_size: self.read_size,
+            capacities: dedup(&self.pipe_size),
+            methods: dedup(&self.method),
+            placements: dedup(&self.placement),
+            total: self.total.unwrap_or(if scale == Scale::Quick {
+                256 << 20
+            } else {
+                1 << 30
+            }),
+            corrupt: crate::fault::enabled("pipe-corrupt"),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod fault;
 pub mod harness;
 pub mod probes;
 pub mod progress;

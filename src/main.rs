@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use ioprobe::cli::{Cli, Command, Settings};
-use ioprobe::probes::{self, Probe, read::ReadProbe, syscalls::Syscalls};
+use ioprobe::probes::{self, Probe, pipe::PipeProbe, read::ReadProbe, syscalls::Syscalls};
 use ioprobe::report::Format;
 use ioprobe::{app, commands, error, report};
 use std::io::Write;
@@ -98,6 +98,11 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
         Command::Run => measure(s, "run", probes::registry())?,
         Command::Syscalls(a) => measure(s, "syscalls", vec![Box::new(Syscalls::new(a.options()))])?,
         Command::Read(a) => measure(s, "read", vec![Box::new(ReadProbe::new(a.options()))])?,
+        Command::Pipe(a) => measure(
+            s,
+            "pipe",
+            vec![Box::new(PipeProbe::new(a.options(s.scale)))],
+        )?,
         Command::History => commands::history(s)?,
         Command::Show { run } => commands::show(s, run)?,
         Command::Export { run } => commands::export(s, run)?,

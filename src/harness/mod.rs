@@ -9,12 +9,14 @@ pub mod compare;
 pub mod config;
 pub mod interrupt;
 pub mod overhead;
+pub mod rounds;
 pub mod rusage;
 pub mod sampler;
 pub mod stats;
 
 pub use config::Config;
 pub use overhead::{Overhead, measure_overhead};
+pub use rounds::measure_rounds;
 pub use sampler::{Sample, Sampled, measure};
 pub use stats::{Summary, summarize};
 
@@ -33,4 +35,21 @@ pub trait Workload {
     fn after_sample(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
+
+    /// Called right after a timed run. A workload whose work ran in other processes
+    /// returns their own timing and resource usage here; the harness then reports those
+    /// instead of its clock and its own thread's counters.
+    fn external(&mut self) -> Option<External> {
+        None
+    }
+}
+
+/// What a workload measured itself (see [`Workload::external`]).
+#[derive(Debug, Clone, Default)]
+pub struct External {
+    /// Elapsed time of the work, when the harness's clock around `run` would include
+    /// set-up (process start, buffer allocation) that must not be timed.
+    pub elapsed_ns: Option<u64>,
+    /// Resource usage of each process that did the work, by role name.
+    pub processes: Vec<(String, rusage::RusageDelta)>,
 }

@@ -12,11 +12,14 @@ use anyhow::Result;
 use std::time::Duration;
 
 /// One timed sample.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub iters: u64,
     pub elapsed_ns: u64,
+    /// The measuring thread's counters, or the sum of `processes` when the work ran there.
     pub rusage: RusageDelta,
+    /// Per-process counters, by role, for work done in other processes.
+    pub processes: Vec<(String, RusageDelta)>,
 }
 
 /// The outcome of sampling one workload.
@@ -52,25 +55,54 @@ impl Sampled {
         t
     }
 
+    /// Per-role sums of the samples' process counters, in first-seen order.
+    pub fn process_totals(&self) -> Vec<(String, RusageDelta)> {
+        let mut out: Vec<(String, RusageDelta)> = Vec::new();
+        for s in &self.samples {
+            for (role, r) in &s.processes {
+                match out.iter_mut().find(|(k, _)| k == role) {
+                    Some((_, t)) => t.add(r),
+                    None => out.push((role.clone(), *r)),
+                }
+            }
+        }
+        out
+    }
+
     /// Statistics of ns per iteration.
     pub fn summary(&self) -> Option<Summary> {
         summarize(&self.ns_per_iter())
     }
 }
 
-fn timed(w: &mut dyn Workload, iters: u64) -> Result<Sample> {
+pub(crate) fn timed(w: &mut dyn Workload, iters: u64) -> Result<Sample> {
     w.before_sample()?;
     let r0 = thread_now()?;
     let t0 = now();
     w.run(iters)?;
     let t1 = now();
     let r1 = thread_now()?;
-    w.after_sample()?;
-    Ok(Sample {
+    let mut sample = Sample {
         iters,
         elapsed_ns: ns_between(t0, t1).max(1),
         rusage: RusageDelta::between(&r0, &r1),
-    })
+        processes: Vec::new(),
+    };
+    if let Some(x) = w.external() {
+        if let Some(ns) = x.elapsed_ns {
+            sample.elapsed_ns = ns.max(1);
+        }
+        if !x.processes.is_empty() {
+            let mut sum = RusageDelta::default();
+            for (_, r) in &x.processes {
+                sum.add(r);
+            }
+            sample.rusage = sum;
+            sample.processes = x.processes;
+        }
+    }
+    w.after_sample()?;
+    Ok(sample)
 }
 
 fn iters_for(target: Duration, ns_per_iter: f64) -> u64 {

@@ -4,6 +4,7 @@
 //! [`Measurement`]s; it never formats anything. Adding a probe means one file here and
 //! one line in [`registry`].
 
+pub mod pipe;
 pub mod read;
 pub mod syscalls;
 
@@ -21,6 +22,8 @@ pub struct Context<'a> {
     pub overhead: Overhead,
     pub scratch: &'a Scratch,
     pub progress: &'a Progress,
+    /// CPUs ioprobe may use (before any `--cpu` pinning).
+    pub cpus: &'a [usize],
 }
 
 impl Context<'_> {
@@ -29,6 +32,28 @@ impl Context<'_> {
         self.progress.start(probe, case);
         let s = harness::measure(w, self.harness)?;
         self.progress.done_one();
+        Ok(s)
+    }
+
+    /// Runs whole-pass workloads (one iteration = one pass) round-robin through the
+    /// harness, one name per workload for the progress display.
+    pub fn measure_rounds<W: Workload>(
+        &self,
+        probe: &str,
+        names: &[String],
+        rows: &mut [W],
+    ) -> Result<Vec<Sampled>> {
+        let mut refs: Vec<&mut dyn Workload> =
+            rows.iter_mut().map(|r| r as &mut dyn Workload).collect();
+        let s = harness::measure_rounds(&mut refs, self.harness, |i, round| {
+            let what = if round == 0 { "warm-up" } else { "sample" };
+            let name = names.get(i).map_or("", String::as_str);
+            self.progress
+                .start(probe, &format!("{name} ({what} {round})"));
+        })?;
+        for _ in 0..rows.len() {
+            self.progress.done_one();
+        }
         Ok(s)
     }
 }
@@ -50,5 +75,6 @@ pub fn registry() -> Vec<Box<dyn Probe>> {
     vec![
         Box::new(syscalls::Syscalls::new(syscalls::Options::default())),
         Box::new(read::ReadProbe::new(read::Options::default())),
+        Box::new(pipe::PipeProbe::new(pipe::Options::for_run())),
     ]
 }

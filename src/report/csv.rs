@@ -1,5 +1,6 @@
 //! CSV (`--csv`): one row per measurement. Fixed columns first, then every parameter,
-//! derived figure and normalised rusage counter that any row carries.
+//! derived figure and normalised rusage counter that any row carries, then each
+//! process's counters (`writer_user_s`, ...) when the work ran in other processes.
 
 use crate::results::Run;
 use anyhow::Result;
@@ -11,6 +12,9 @@ fn text(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// Per-process counters in CSV, each prefixed with the process's role.
+const PROCESS_FIELDS: [&str; 4] = ["user_s", "sys_s", "voluntary_cs", "involuntary_cs"];
 
 /// Renders the run's measurements as CSV.
 pub fn render_run(run: &Run) -> Result<String> {
@@ -54,11 +58,23 @@ pub fn render_run(run: &Run) -> Result<String> {
         "blocks_in",
         "blocks_out",
     ];
+    let mut roles: Vec<&String> = Vec::new();
+    for m in &run.measurements {
+        for role in m.rusage.processes.keys() {
+            if !roles.contains(&role) {
+                roles.push(role);
+            }
+        }
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
     header.extend(param_keys.iter().cloned());
     header.extend(derived_keys.iter().cloned());
     header.extend(rusage.iter().map(|s| s.to_string()));
+    for role in &roles {
+        header.extend(PROCESS_FIELDS.iter().map(|f| format!("{role}_{f}")));
+    }
+    header.extend(["status".to_string(), "reason".to_string()]);
     w.write_record(&header)?;
     for m in &run.measurements {
         let r = &m.rusage.normalised;
@@ -98,6 +114,19 @@ pub fn render_run(run: &Run) -> Result<String> {
             r.blocks_in.to_string(),
             r.blocks_out.to_string(),
         ]);
+        for role in &roles {
+            match m.rusage.processes.get(*role) {
+                Some(p) => {
+                    let n = &p.normalised;
+                    rec.extend(
+                        [n.user_s, n.sys_s, n.voluntary_cs, n.involuntary_cs]
+                            .map(|v| v.to_string()),
+                    )
+                }
+                None => rec.extend(PROCESS_FIELDS.map(|_| String::new())),
+            }
+        }
+        rec.extend([m.status.clone(), m.reason.clone().unwrap_or_default()]);
         w.write_record(&rec)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

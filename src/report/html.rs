@@ -1,15 +1,16 @@
 //! One self-contained HTML report (askama template, inline CSS and SVG, no JavaScript,
 //! nothing fetched): advice, each probe's plots and table, and the machine facts.
 
-use super::grid::{Grid, environment_grid, probe_grids, run_header};
+use super::grid::{Grid, environment_grid, grids_of, run_header};
 use super::plots::Plot;
 use crate::results::Run;
 use anyhow::{Context, Result};
 use askama::Template;
 
-/// One probe's part of the page: its table and its plots.
+/// One probe's part of the page: its plots and its tables.
 pub struct Section<'a> {
-    pub grid: Grid,
+    pub title: String,
+    pub grids: Vec<Grid>,
     pub plots: Vec<&'a Plot>,
 }
 
@@ -28,12 +29,20 @@ struct Page<'a> {
 
 /// Renders the run as an HTML document with `plots` (from [`plots`](super::plots::plots)).
 pub fn render(run: &Run, advice: &[String], label: &str, plots: &[Plot]) -> Result<String> {
-    let sections = probe_grids(run)
+    let sections = run
+        .probes()
         .into_iter()
-        .zip(run.probes())
-        .map(|(grid, probe)| Section {
-            grid,
-            plots: plots.iter().filter(|p| p.name == probe).collect(),
+        .map(|probe| {
+            let grids = grids_of(run, &probe);
+            let title = match grids.as_slice() {
+                [one] => one.title.clone(),
+                _ => probe.clone(),
+            };
+            Section {
+                title,
+                grids,
+                plots: plots.iter().filter(|p| p.name == probe).collect(),
+            }
         })
         .collect();
     let page = Page {

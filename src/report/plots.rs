@@ -148,30 +148,23 @@ where
     Ok(())
 }
 
-/// Read throughput (GB/s) against block size, one line per method, caches marked.
-fn read_plot(rows: &[&Measurement], caches: &[(u8, u64)]) -> Result<String> {
+/// Throughput (GB/s) against a size on a log2 axis: one line per series label, with
+/// vertical marks (e.g. cache sizes) labelled. `pts` = (series, bytes, GB/s).
+fn lines(
+    title: &str,
+    x_desc: &str,
+    pts: &[(String, f64, f64)],
+    marks: &[(String, u64)],
+) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
-        let pts: Vec<(String, f64, f64)> = rows
-            .iter()
-            .filter_map(|m| {
-                Some((
-                    m.param_str("method")?.to_string(),
-                    m.param_u64("block_size")? as f64,
-                    m.median / 1e9,
-                ))
-            })
-            .collect();
         let xmin = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min) / 1.5;
         let xmax = pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.5;
         let ymax = pts.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "read: throughput by block size (page cache)",
-                ("sans-serif", 18),
-            )
+            .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
@@ -180,12 +173,12 @@ fn read_plot(rows: &[&Measurement], caches: &[(u8, u64)]) -> Result<String> {
         chart
             .configure_mesh()
             .x_label_formatter(&|v| format_size(v.round() as u64))
-            .x_desc("block size (log2 scale)")
+            .x_desc(x_desc)
             .y_desc("GB/s (10^9 B/s)")
             .draw()
             .map_err(e)?;
-        for &(level, size) in caches {
-            let x = size as f64;
+        for (label, size) in marks {
+            let x = *size as f64;
             if x < xmin || x > xmax {
                 continue;
             }
@@ -197,14 +190,18 @@ fn read_plot(rows: &[&Measurement], caches: &[(u8, u64)]) -> Result<String> {
                 .map_err(e)?;
             chart
                 .draw_series(std::iter::once(Text::new(
-                    format!("L{level} {}", format_size(size)),
+                    label.clone(),
                     (x * 1.05, ymax * 0.97),
                     ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
                 )))
                 .map_err(e)?;
         }
-        let mut methods: Vec<&str> = pts.iter().map(|p| p.0.as_str()).collect();
-        methods.dedup();
+        let mut methods: Vec<&str> = Vec::new();
+        for p in pts {
+            if !methods.contains(&p.0.as_str()) {
+                methods.push(&p.0);
+            }
+        }
         for (k, method) in methods.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
             let series: Vec<(f64, f64)> = pts
@@ -239,11 +236,62 @@ fn read_plot(rows: &[&Measurement], caches: &[(u8, u64)]) -> Result<String> {
     Ok(svg)
 }
 
+/// Read throughput against block size, one line per method, caches marked.
+fn read_plot(rows: &[&Measurement], caches: &[(u8, u64)]) -> Result<String> {
+    let pts: Vec<(String, f64, f64)> = rows
+        .iter()
+        .filter_map(|m| {
+            Some((
+                m.param_str("method")?.to_string(),
+                m.param_u64("block_size")? as f64,
+                m.median / 1e9,
+            ))
+        })
+        .collect();
+    let marks: Vec<(String, u64)> = caches
+        .iter()
+        .map(|&(level, size)| (format!("L{level} {}", format_size(size)), size))
+        .collect();
+    lines(
+        "read: throughput by block size (page cache)",
+        "block size (log2 scale)",
+        &pts,
+        &marks,
+    )
+}
+
+/// Pipe throughput against chunk size, one line per method, placement and capacity.
+fn pipe_plot(rows: &[&Measurement]) -> Result<String> {
+    let pts: Vec<(String, f64, f64)> = rows
+        .iter()
+        .filter_map(|m| {
+            let cap = m
+                .param_u64("pipe_size")
+                .map_or("?".into(), |b| format_size(b).replace(' ', ""));
+            Some((
+                format!(
+                    "{} {} pipe {cap}",
+                    m.param_str("method")?,
+                    m.param_str("placement")?
+                ),
+                m.param_u64("chunk_size")? as f64,
+                m.median / 1e9,
+            ))
+        })
+        .collect();
+    lines(
+        "pipe: throughput by chunk size",
+        "chunk size (log2 scale)",
+        &pts,
+        &[],
+    )
+}
+
 /// Every plot the run supports, in probe order.
 pub fn plots(run: &Run) -> Result<Vec<Plot>> {
     let mut out = Vec::new();
     for probe in run.probes() {
-        let rows: Vec<&Measurement> = run.of_probe(&probe).collect();
+        let rows: Vec<&Measurement> = run.of_probe(&probe).filter(|m| m.is_ok()).collect();
         if rows.is_empty() {
             continue;
         }
@@ -262,6 +310,12 @@ pub fn plots(run: &Run) -> Result<Vec<Plot>> {
                 name: "read".into(),
                 title: "read: throughput against block size, caches marked".into(),
                 svg: read_plot(&rows, &run.environment.data_caches())?,
+            },
+            "pipe" => Plot {
+                name: "pipe".into(),
+                title: "pipe: throughput against chunk size, per method, placement and capacity"
+                    .into(),
+                svg: pipe_plot(&rows)?,
             },
             other => {
                 let (scale, unit) = if rows[0].unit == "bytes/s" {

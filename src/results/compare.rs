@@ -16,7 +16,13 @@ pub const MIN_EFFECT: f64 = 0.01;
 
 /// Parameters that describe what was observed, not what was asked for; they do not
 /// take part in matching.
-const OBSERVED_PARAMS: [&str; 1] = ["page_cache"];
+const OBSERVED_PARAMS: [&str; 5] = [
+    "page_cache",
+    "pipe_size",
+    "writer_cpus",
+    "reader_cpus",
+    "cache_observed",
+];
 
 /// What a difference means for performance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -214,7 +220,7 @@ pub fn compare(a_label: &str, a: &Run, b_label: &str, b: &Run) -> Comparison {
     for ma in &a.measurements {
         let id = identity(ma);
         match b.measurements.iter().find(|mb| identity(mb) == id) {
-            Some(mb) if mb.unit == ma.unit => rows.push(row(ma, mb)),
+            Some(mb) if mb.unit == ma.unit && ma.is_ok() && mb.is_ok() => rows.push(row(ma, mb)),
             _ => only_in_a.push(id),
         }
     }

@@ -5,6 +5,7 @@ use crate::harness::rusage::{RusageDelta, RusagePer};
 use crate::harness::{Overhead, Sampled, summarize};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// What one iteration of a workload amounts to.
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +22,18 @@ pub struct Rusage {
     #[serde(flatten)]
     pub normalised: RusagePer,
     pub total: RusageDelta,
+    /// Per process, by role (e.g. `writer`, `reader`, `cp`), when the work ran in other
+    /// processes; `normalised` and `total` are then their sum.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub processes: BTreeMap<String, ProcessRusage>,
+}
+
+/// One process's resource usage: normalised like the measurement, and raw totals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProcessRusage {
+    #[serde(flatten)]
+    pub normalised: RusagePer,
+    pub total: RusageDelta,
 }
 
 /// One row of results, as it appears in the JSON `measurements` list.
@@ -31,6 +44,12 @@ pub struct Measurement {
     pub params: Map<String, Value>,
     /// `ns/op` or `bytes/s`.
     pub unit: String,
+    /// `ok`, or `unsupported` when the case cannot run here (`reason` names the call
+    /// and errno; every figure is then 0 and `samples` is 0).
+    #[serde(default = "ok_status")]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub median: f64,
     pub ci95: [f64; 2],
     pub min: f64,
@@ -58,6 +77,10 @@ pub struct Measurement {
     pub raw: Vec<f64>,
 }
 
+fn ok_status() -> String {
+    "ok".into()
+}
+
 impl Measurement {
     /// Builds a measurement from sampled data. Fails only when there are no samples.
     pub fn from_sampled(
@@ -83,13 +106,31 @@ impl Measurement {
             summarize(&raw).ok_or_else(|| anyhow::anyhow!("{probe}/{case}: no valid samples"))?;
         let iterations = sampled.total_iters();
         let total = sampled.rusage_total();
-        let normalised = match metric {
-            Metric::PerOp { ops_per_iter } => total.per(iterations as f64 * ops_per_iter, "op"),
-            Metric::Throughput { bytes_per_iter } => total.per(
+        let normalise = |r: &RusageDelta| match metric {
+            Metric::PerOp { ops_per_iter } => r.per(iterations as f64 * ops_per_iter, "op"),
+            // An empty copy moves no bytes: count per pass instead of dividing by zero.
+            Metric::Throughput { bytes_per_iter } if bytes_per_iter <= 0.0 => {
+                r.per(iterations as f64, "op")
+            }
+            Metric::Throughput { bytes_per_iter } => r.per(
                 iterations as f64 * bytes_per_iter / (1u64 << 30) as f64,
                 "GiB",
             ),
         };
+        let normalised = normalise(&total);
+        let processes = sampled
+            .process_totals()
+            .into_iter()
+            .map(|(role, t)| {
+                (
+                    role,
+                    ProcessRusage {
+                        normalised: normalise(&t),
+                        total: t,
+                    },
+                )
+            })
+            .collect();
         let mut warnings = Vec::new();
         if let Some(ns_summary) = summarize(&ns)
             && let Some(w) = overhead.warning_for(ns_summary.median)
@@ -119,6 +160,8 @@ impl Measurement {
             case: case.into(),
             params,
             unit: unit.into(),
+            status: ok_status(),
+            reason: None,
             median: s.median,
             ci95: [s.ci95.0, s.ci95.1],
             min: s.min,
@@ -133,12 +176,63 @@ impl Measurement {
             samples: s.n,
             iterations,
             warmup_iterations: sampled.warmup_iters,
-            rusage: Rusage { normalised, total },
+            rusage: Rusage {
+                normalised,
+                total,
+                processes,
+            },
             derived: Map::new(),
             note: note.into(),
             warnings,
             raw,
         })
+    }
+
+    /// A row for a case that cannot run on this machine, with the reason.
+    pub fn unsupported(
+        probe: &str,
+        case: &str,
+        params: Map<String, Value>,
+        unit: &str,
+        reason: impl Into<String>,
+    ) -> Measurement {
+        let reason = reason.into();
+        Measurement {
+            probe: probe.into(),
+            case: case.into(),
+            params,
+            unit: unit.into(),
+            status: "unsupported".into(),
+            reason: Some(reason.clone()),
+            median: 0.0,
+            ci95: [0.0, 0.0],
+            min: 0.0,
+            max: 0.0,
+            mean: 0.0,
+            stddev: 0.0,
+            cv: 0.0,
+            mad: 0.0,
+            outliers: 0,
+            ci_level: 0.0,
+            converged: false,
+            samples: 0,
+            iterations: 0,
+            warmup_iterations: 0,
+            rusage: Rusage {
+                normalised: RusageDelta::default().per(1.0, "op"),
+                total: RusageDelta::default(),
+                processes: BTreeMap::new(),
+            },
+            derived: Map::new(),
+            note: format!("unsupported here: {reason}"),
+            warnings: Vec::new(),
+            raw: Vec::new(),
+        }
+    }
+
+    /// True for a measured row (not `unsupported`).
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
     }
 
     /// Numeric parameter `key`, if present.

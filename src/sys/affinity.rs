@@ -15,3 +15,13 @@ pub fn pin_to(cpu: usize) -> SysResult<()> {
     set.set(cpu);
     sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
 }
+
+/// Lets the calling thread run on any CPU in `cpus` (the whole process, in a
+/// single-threaded child).
+pub fn allow_only(cpus: &[usize]) -> SysResult<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c);
+    }
+    sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
+}

@@ -172,3 +172,15 @@ pub fn c_path(path: &Path) -> anyhow::Result<CString> {
     CString::new(path.as_os_str().as_bytes())
         .map_err(|_| anyhow::anyhow!("path {} contains a NUL byte", path.display()))
 }
+
+/// CLOCK_MONOTONIC in nanoseconds: comparable between processes, unlike `Instant`.
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Descriptors this process has open now (entries of /proc/self/fd, less the one the
+/// listing itself uses). Probes that create descriptors compare it before and after.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count().saturating_sub(1))
+}

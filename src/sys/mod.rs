@@ -10,5 +10,7 @@ pub mod buffer;
 pub mod calls;
 pub mod machine;
 pub mod mapping;
+pub mod pipes;
+pub mod process;
 pub mod rusage;
 pub mod scratch;

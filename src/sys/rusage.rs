@@ -17,9 +17,19 @@ pub struct RawRusage {
 /// Reads the calling thread's resource usage (RUSAGE_THREAD); fails only if the kernel
 /// refuses the call.
 pub fn getrusage_thread() -> Result<RawRusage, super::calls::SysError> {
+    getrusage(libc::RUSAGE_THREAD)
+}
+
+/// Reads the whole calling process's resource usage (RUSAGE_SELF): used inside a
+/// single-purpose child process, where it is exactly that process's work.
+pub fn getrusage_self() -> Result<RawRusage, super::calls::SysError> {
+    getrusage(libc::RUSAGE_SELF)
+}
+
+fn getrusage(who: libc::c_int) -> Result<RawRusage, super::calls::SysError> {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `ru` is a properly sized, zeroed rusage buffer owned by this frame.
-    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
+    let r = unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
     if r != 0 {
         return Err(super::calls::SysError {
             call: "getrusage",

@@ -1,6 +1,8 @@
 //! Advice: what the measurements say a programmer should do, each line with the
 //! figures that justify it.
 
+mod pipe;
+
 use crate::results::{Measurement, Run};
 use crate::units::{format_gbps, format_size, sig3};
 
@@ -19,6 +21,17 @@ pub fn advise(run: &Run) -> Vec<String> {
             .filter(|m| m.param_str("method") == Some(method))
             .collect();
         out.extend(read_advice(method, &rows, &run.environment.data_caches()));
+    }
+    let piped: Vec<&Measurement> = run.of_probe("pipe").collect();
+    let mut methods: Vec<&str> = piped.iter().filter_map(|m| m.param_str("method")).collect();
+    methods.dedup();
+    for method in methods {
+        let rows: Vec<&Measurement> = piped
+            .iter()
+            .copied()
+            .filter(|m| m.param_str("method") == Some(method))
+            .collect();
+        out.extend(pipe::pipe_advice(method, &rows));
     }
     out
 }

@@ -1,6 +1,8 @@
 //! Turns measurements into a neutral grid (title, headers, rows of text) that the table
 //! and Markdown renderers share. Columns follow from the probe and what rows carry.
 
+mod pipe;
+
 use crate::results::{Measurement, Run};
 use crate::sys::machine::Environment;
 use crate::units::{format_count, format_gbps, format_ns, format_size, sig3};
@@ -167,19 +169,21 @@ fn notes_and_warnings(rows: &[&Measurement]) -> Vec<String> {
     out
 }
 
-/// One grid per probe in the run, in run order.
+/// The grids of one probe of the run (most probes have one; pipe has one per method
+/// and placement, copy one per file size).
+pub fn grids_of(run: &Run, probe: &str) -> Vec<Grid> {
+    let rows: Vec<&Measurement> = run.of_probe(probe).collect();
+    match probe {
+        "syscalls" => vec![syscalls_grid(&rows)],
+        "read" => vec![read_grid(&rows)],
+        "pipe" => pipe::pipe_grids(&rows),
+        other => vec![generic_grid(other, &rows)],
+    }
+}
+
+/// Every probe's grids, in run order.
 pub fn probe_grids(run: &Run) -> Vec<Grid> {
-    run.probes()
-        .iter()
-        .map(|p| {
-            let rows: Vec<&Measurement> = run.of_probe(p).collect();
-            match p.as_str() {
-                "syscalls" => syscalls_grid(&rows),
-                "read" => read_grid(&rows),
-                other => generic_grid(other, &rows),
-            }
-        })
-        .collect()
+    run.probes().iter().flat_map(|p| grids_of(run, p)).collect()
 }
 
 /// A key/value grid of machine facts (`ioprobe sysinfo`, report headers).

@@ -1,0 +1,10 @@
+//! Test hooks: faults injected on purpose so tests can prove a check catches them.
+//!
+//! `IOPROBE_FAULT` holds comma-separated names: `pipe-corrupt` (the pipe writer stamps
+//! one chunk wrongly), `copy-corrupt` (a byte of a copy's destination is flipped before
+//! verification). Never set in normal use; a run with a fault fails by design.
+
+/// True when fault `name` is listed in `IOPROBE_FAULT`.
+pub fn enabled(name: &str) -> bool {
+    std::env::var("IOPROBE_FAULT").is_ok_and(|v| v.split(',').any(|f| f.trim() == name))
+}

@@ -1,0 +1,453 @@
+//! Seed 002: pipe(2) throughput and context switches versus chunk size, pipe capacity,
+//! method and CPU placement.
+//!
+//! Every row pushes `--total` bytes from a writer process to a reader process (both
+//! forked, see [`transfer`]) and reports bytes/s with each process's rusage. Rows are
+//! sampled round-robin by the harness, so drift hits every row alike.
+
+pub mod stream;
+pub mod transfer;
+
+use super::{Context, Probe};
+use crate::error::usage;
+use crate::harness::{External, Workload, interrupt};
+use crate::results::{Measurement, Metric};
+use crate::sys::machine::Environment;
+use crate::sys::scratch::Scratch;
+use crate::units::format_size;
+use anyhow::{Result, bail};
+use serde_json::{Map, json};
+pub use stream::Method;
+use transfer::{Outcome, Spec};
+
+/// Largest chunk or read size accepted.
+pub const MAX_CHUNK: u64 = 1 << 30;
+
+/// Where the two processes run. Names are a contract (`--placement`, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Neither process is pinned (all CPUs ioprobe may use).
+    Any,
+    /// Both on one CPU.
+    Same,
+    /// Writer and reader on two different CPUs.
+    Split,
+}
+
+impl Placement {
+    pub const ALL: [Placement; 3] = [Placement::Any, Placement::Same, Placement::Split];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Any => "any",
+            Placement::Same => "same",
+            Placement::Split => "split",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Placement, String> {
+        Placement::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown placement '{s}' (valid: any, same, split)"))
+    }
+
+    /// (writer CPUs, reader CPUs) given the CPUs ioprobe may use; `first` is the CPU
+    /// named by `--cpu`, if any.
+    pub fn cpus(self, allowed: &[usize], first: Option<usize>) -> Option<(Vec<usize>, Vec<usize>)> {
+        let a = first.or_else(|| allowed.first().copied())?;
+        match self {
+            Placement::Any => Some((allowed.to_vec(), allowed.to_vec())),
+            Placement::Same => Some((vec![a], vec![a])),
+            Placement::Split => {
+                let b = allowed.iter().copied().find(|&c| c != a)?;
+                Some((vec![a], vec![b]))
+            }
+        }
+    }
+}
+
+/// A pipe capacity: the kernel's default, or an F_SETPIPE_SZ request in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Capacity {
+    Default,
+    Bytes(u64),
+}
+
+impl Capacity {
+    pub fn parse(s: &str) -> Result<Capacity, String> {
+        if s == "default" {
+            return Ok(Capacity::Default);
+        }
+        match crate::units::parse_size(s)? {
+            0 => Err("pipe size 0: a pipe needs at least one page".into()),
+            b => Ok(Capacity::Bytes(b)),
+        }
+    }
+
+    /// `default` or the requested size, as used in case names.
+    pub fn label(self) -> String {
+        match self {
+            Capacity::Default => "default".into(),
+            Capacity::Bytes(b) => format_size(b).replace(' ', ""),
+        }
+    }
+
+    fn request(self) -> Option<u64> {
+        match self {
+            Capacity::Default => None,
+            Capacity::Bytes(b) => Some(b),
+        }
+    }
+}
+
+/// Options of `ioprobe pipe`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub sizes: Vec<u64>,
+    /// Reader's read size; `None` = the chunk size.
+    pub read_size: Option<u64>,
+    pub capacities: Vec<Capacity>,
+    pub methods: Vec<Method>,
+    pub placements: Vec<Placement>,
+    pub total: u64,
+    /// Test hook (IOPROBE_FAULT=pipe-corrupt): the writer corrupts a stamp.
+    pub corrupt: bool,
+}
+
+/// 1 KiB … 256 MiB in powers of 4, or of 2 when `fine`.
+pub fn default_sizes(fine: bool) -> Vec<u64> {
+    let step = if fine { 1 } else { 2 };
+    (10..=28).step_by(step).map(|p| 1u64 << p).collect()
+}
+
+impl Options {
+    /// The options `ioprobe run` uses: three chunk sizes, both capacities, both
+    /// methods, unpinned, 64 MiB per sample.
+    pub fn for_run() -> Options {
+        Options {
+            sizes: vec![4 << 10, 64 << 10, 1 << 20],
+            read_size: None,
+            capacities: vec![Capacity::Default, Capacity::Bytes(1 << 20)],
+            methods: Method::ALL.to_vec(),
+            placements: vec![Placement::Any],
+            total: 64 << 20,
+            corrupt: false,
+        }
+    }
+
+    fn cases(&self) -> impl Iterator<Item = (Method, Placement, Capacity, u64)> + '_ {
+        self.methods.iter().flat_map(move |&m| {
+            self.placements.iter().flat_map(move |&p| {
+                self.capacities
+                    .iter()
+                    .flat_map(move |&c| self.sizes.iter().map(move |&s| (m, p, c, s)))
+            })
+        })
+    }
+}
+
+/// The pipe probe.
+pub struct PipeProbe {
+    opts: Options,
+}
+
+impl PipeProbe {
+    pub fn new(opts: Options) -> Self {
+        PipeProbe { opts }
+    }
+}
+
+/// Bytes moved by the untimed verification pass of a vmsplice-splice row.
+fn verify_total(spec: &Spec) -> u64 {
+    spec.total.min((64 << 20).max(spec.chunk * 4))
+}
+
+/// One row: a transfer repeated once per sample.
+struct Row {
+    spec: Spec,
+    verified: bool,
+    last: Vec<Outcome>,
+    capacity: Option<u64>,
+    writer_calls: u64,
+    reader_calls: u64,
+    bytes: u64,
+}
+
+impl Workload for Row {
+    fn before_sample(&mut self) -> Result<()> {
+        // splice to /dev/null never looks at the data: prove the stream intact once with
+        // a reader that reads and checks it, outside the timing.
+        if !self.verified && self.spec.method == Method::VmspliceSplice {
+            let mut v = self.spec.clone();
+            v.checked_reader = true;
+            v.total = verify_total(&self.spec);
+            transfer::run(&v, &interrupt::requested)
+                .map_err(|e| e.context("verification pass (reader reads and checks)"))?;
+        }
+        self.verified = true;
+        Ok(())
+    }
+
+    fn run(&mut self, iters: u64) -> Result<()> {
+        self.last.clear();
+        for _ in 0..iters {
+            let o = transfer::run(&self.spec, &interrupt::requested)?;
+            if *self.capacity.get_or_insert(o.capacity) != o.capacity {
+                bail!("the pipe's capacity changed between samples");
+            }
+            self.writer_calls += o.writer.0.calls;
+            self.reader_calls += o.reader.0.calls;
+            self.bytes += o.reader.0.bytes;
+            self.last.push(o);
+        }
+        Ok(())
+    }
+
+    fn external(&mut self) -> Option<External> {
+        let mut w = crate::harness::rusage::RusageDelta::default();
+        let mut r = w;
+        let mut ns = 0;
+        for o in &self.last {
+            ns += o.elapsed_ns;
+            w.add(&o.writer.1);
+            r.add(&o.reader.1);
+        }
+        Some(External {
+            elapsed_ns: Some(ns),
+            processes: vec![("writer".into(), w), ("reader".into(), r)],
+        })
+    }
+}
+
+fn method_note(m: Method, read_size: Option<u64>) -> String {
+    let read = read_size.map_or("the same size".to_string(), |r| {
+        format!("{} reads", format_size(r))
+    });
+    match m {
+        Method::WriteRead => format!(
+            "writer write(2)s stamped chunks, reader read(2)s them ({read}) and checks every stamp; time = release of both processes → reader's last byte"
+        ),
+        Method::VmspliceSplice => format!(
+            "writer vmsplice(2)s its pages (rotating buffers so none is rewritten while in the pipe), reader splice(2)s to /dev/null ({read}); bytes counted every sample, stamps checked on an untimed verification pass"
+        ),
+    }
+}
+
+impl Probe for PipeProbe {
+    fn name(&self) -> &'static str {
+        "pipe"
+    }
+
+    fn case_count(&self) -> usize {
+        self.opts.cases().count()
+    }
+
+    fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
+        let o = &self.opts;
+        if o.sizes.is_empty()
+            || o.capacities.is_empty()
+            || o.methods.is_empty()
+            || o.placements.is_empty()
+        {
+            return usage(
+                "nothing to measure: an axis (--sizes, --pipe-size, --method, --placement) is empty",
+            );
+        }
+        for &s in o.sizes.iter().chain(o.read_size.iter()) {
+            if s == 0 || s > MAX_CHUNK {
+                return usage(format!("chunk size {s} B is out of range: 1 B … 1 GiB"));
+            }
+        }
+        let max_chunk = o.sizes.iter().copied().max().unwrap_or(0);
+        if o.total < max_chunk {
+            return usage(format!(
+                "--total {} is smaller than one chunk of {}",
+                format_size(o.total),
+                format_size(max_chunk)
+            ));
+        }
+        let avail = crate::sys::machine::memory_available();
+        let need = 3 * max_chunk + o.read_size.unwrap_or(max_chunk);
+        if avail > 0 && need > avail / 2 {
+            return usage(format!(
+                "chunks of {} need about {} of buffers; only {} of memory is available",
+                format_size(max_chunk),
+                format_size(need),
+                format_size(avail)
+            ));
+        }
+        if o.placements.contains(&Placement::Split) && env.logical_cpus < 2 {
+            return usage("--placement split needs two CPUs; this machine has one");
+        }
+        for c in &o.capacities {
+            let Capacity::Bytes(b) = *c else { continue };
+            match transfer::data_pipe(Some(b)) {
+                Ok((_, _, granted)) if granted != b => eprintln!(
+                    "ioprobe: --pipe-size {}: the kernel rounded it to {}; figures are for {}",
+                    format_size(b),
+                    format_size(granted),
+                    format_size(granted)
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    let max = env.pipe_max_size.map_or("unknown".into(), format_size);
+                    return usage(format!(
+                        "--pipe-size {}: {e} (/proc/sys/fs/pipe-max-size is {max}; larger needs CAP_SYS_RESOURCE)",
+                        format_size(b)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
+        let o = &self.opts;
+        let vmsplice = vmsplice_support();
+        let mut rows = Vec::new();
+        let mut out: Vec<Option<Measurement>> = Vec::new();
+        let mut keys = Vec::new();
+        for (method, placement, cap, chunk) in o.cases() {
+            let case = format!(
+                "{}/{}/{}/{}",
+                method.name(),
+                placement.name(),
+                cap.label(),
+                format_size(chunk).replace(' ', "")
+            );
+            let mut params = Map::new();
+            params.insert("method".into(), json!(method.name()));
+            params.insert("placement".into(), json!(placement.name()));
+            params.insert("chunk_size".into(), json!(chunk));
+            params.insert("read_size".into(), json!(o.read_size.unwrap_or(chunk)));
+            params.insert("pipe_size_requested".into(), json!(cap.label()));
+            params.insert("total".into(), json!(o.total));
+            let Some((wc, rc)) = placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {
+                bail!(
+                    "placement {} needs more CPUs than are available",
+                    placement.name()
+                );
+            };
+            params.insert("writer_cpus".into(), json!(wc));
+            params.insert("reader_cpus".into(), json!(rc));
+            if method == Method::VmspliceSplice
+                && let Err(reason) = &vmsplice
+            {
+                out.push(Some(Measurement::unsupported(
+                    self.name(),
+                    &case,
+                    params,
+                    "bytes/s",
+                    reason.clone(),
+                )));
+                continue;
+            }
+            out.push(None);
+            keys.push((out.len() - 1, case, params));
+            rows.push(Row {
+                spec: Spec {
+                    method,
+                    chunk,
+                    read_size: o.read_size.unwrap_or(chunk),
+                    total: o.total,
+                    capacity: cap.request(),
+                    writer_cpus: wc,
+                    reader_cpus: rc,
+                    checked_reader: false,
+                    corrupt: o.corrupt,
+                },
+                verified: false,
+                last: Vec::new(),
+                capacity: None,
+                writer_calls: 0,
+                reader_calls: 0,
+                bytes: 0,
+            });
+        }
+        let names: Vec<String> = keys.iter().map(|k| k.1.clone()).collect();
+        let fds_before = crate::sys::calls::open_fds();
+        let sampled = ctx.measure_rounds(self.name(), &names, &mut rows);
+        // Every pipe end and child is released whether the rows succeeded or not.
+        let leaked = crate::sys::calls::open_fds().saturating_sub(fds_before);
+        if leaked > 0 {
+            bail!("the pipe probe leaked {leaked} file descriptors");
+        }
+        let sampled = sampled?;
+        for (((slot, case, mut params), row), s) in keys.into_iter().zip(&rows).zip(&sampled) {
+            params.insert("pipe_size".into(), json!(row.capacity));
+            let mut m = Measurement::from_sampled(
+                self.name(),
+                &case,
+                params,
+                Metric::Throughput {
+                    bytes_per_iter: o.total as f64,
+                },
+                s,
+                &ctx.overhead,
+                method_note(row.spec.method, o.read_size),
+            )?;
+            let gib = row.bytes as f64 / (1u64 << 30) as f64;
+            m.derived
+                .insert("s_per_sample".into(), json!(o.total as f64 / m.median));
+            m.derived.insert(
+                "writer_calls_per_gib".into(),
+                json!(row.writer_calls as f64 / gib),
+            );
+            m.derived.insert(
+                "reader_calls_per_gib".into(),
+                json!(row.reader_calls as f64 / gib),
+            );
+            out[slot] = Some(m);
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+}
+
+/// Whether vmsplice works here: one byte into a fresh pipe.
+fn vmsplice_support() -> Result<(), String> {
+    let (_r, w, _) = transfer::data_pipe(None).map_err(|e| format!("{e:#}"))?;
+    match crate::sys::pipes::vmsplice(&w, b"x") {
+        Ok(1) => Ok(()),
+        Ok(n) => Err(format!("vmsplice queued {n} of 1 bytes")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_sizes_are_powers_of_four_or_two() {
+        let v = default_sizes(false);
+        assert_eq!(v.first(), Some(&1024));
+        assert_eq!(v.last(), Some(&(256 << 20)));
+        assert_eq!(v.len(), 10);
+        assert_eq!(default_sizes(true).len(), 19);
+    }
+
+    #[test]
+    fn placements_pick_cpus() {
+        let all = [0, 1, 2];
+        assert_eq!(
+            Placement::Any.cpus(&all, None),
+            Some((all.to_vec(), all.to_vec()))
+        );
+        assert_eq!(
+            Placement::Same.cpus(&all, Some(2)),
+            Some((vec![2], vec![2]))
+        );
+        assert_eq!(Placement::Split.cpus(&all, None), Some((vec![0], vec![1])));
+        assert_eq!(Placement::Split.cpus(&[3], None), None);
+    }
+
+    #[test]
+    fn capacities_parse() {
+        assert_eq!(Capacity::parse("default"), Ok(Capacity::Default));
+        assert_eq!(Capacity::parse("1m"), Ok(Capacity::Bytes(1 << 20)));
+        assert!(Capacity::parse("0").is_err());
+        assert_eq!(Capacity::Bytes(1 << 20).label(), "1MiB");
+    }
+}
