@@ -2,7 +2,7 @@
 //! nothing below this module sees clap.
 
 use crate::harness;
-use crate::probes::{pipe, read, syscalls};
+use crate::probes::{copy, pipe, read, syscalls};
 use crate::report::Format;
 use crate::units::{parse_duration, parse_size};
 use clap::{Args, Parser, Subcommand};
@@ -70,6 +70,9 @@ pub enum Command {
     /// Pipe throughput and context switches versus chunk size, capacity, method and
     /// CPU placement (seed 002).
     Pipe(PipeArgs),
+    /// Every way to copy a file, ranked, in each cache state and durability mode
+    /// (seeds 001 and 003).
+    Copy(CopyArgs),
     /// Print the machine facts recorded with every run.
     Sysinfo,
     /// List saved runs.
@@ -173,6 +176,48 @@ pub struct PipeArgs {
     /// Bytes pushed through the pipe per sample; default 1 GiB (256 MiB with --quick).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub total: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// File sizes (comma-separated); default 64 MiB and 1 GiB (64 MiB with --quick).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size_or_zero)]
+    pub file_size: Vec<u64>,
+    /// Methods (comma-separated): read-write, read-write-fadvise, pread-pwrite,
+    /// mmap-write, mmap-memcpy-msync, mmap-memcpy-munmap, sendfile, splice,
+    /// copy-file-range, reflink, io-uring, direct, and the tools cp, cat, dd.
+    /// Default: every in-process method (plus the tools with --system-tools).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = copy::Method::parse)]
+    pub method: Vec<copy::Method>,
+    /// read-write buffer sizes (comma-separated).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', default_value = "1k,64k,128k,256k,1m,2m,100m", value_parser = parse_size)]
+    pub buffers: Vec<u64>,
+    /// Page-cache state of the source before each copy (comma-separated): warm, cold.
+    #[arg(long, value_name = "STATE", value_delimiter = ',', default_value = "warm,cold", value_parser = copy::Cache::parse)]
+    pub cache: Vec<copy::Cache>,
+    /// Durability (comma-separated): none, fsync (fsync inside the timing).
+    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "none,fsync", value_parser = copy::Durability::parse)]
+    pub durability: Vec<copy::Durability>,
+    /// Verify the copy after the first passes (first) or after every sample (always).
+    #[arg(long, value_name = "WHEN", default_value = "first", value_parser = ["first", "always"])]
+    pub verify: String,
+    /// Also run cp, `cat src > dst` and `dd bs=1M` as child processes.
+    #[arg(long)]
+    pub system_tools: bool,
+    /// As root, also empty the whole page cache (/proc/sys/vm/drop_caches) for cold rows.
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Make the source sparse (a hole in every other MiB).
+    #[arg(long)]
+    pub sparse: bool,
+}
+
+/// Sizes where 0 is allowed (an empty file is a valid thing to copy).
+fn parse_size_or_zero(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    parse_size(s)
 }
 
 /// How much work a probe's defaults ask for: `--quick`, nothing, or `--thorough`.
@@ -306,6 +351,43 @@ impl PipeArgs {
                 1 << 30
             }),
             corrupt: crate::fault::enabled("pipe-corrupt"),
+        }
+    }
+}
+
+impl CopyArgs {
+    pub fn options(&self, scale: Scale) -> copy::Options {
+        let mut methods = if self.method.is_empty() {
+            copy::Method::IN_PROCESS.to_vec()
+        } else {
+            dedup(&self.method)
+        };
+        if self.system_tools {
+            for t in copy::Method::TOOLS {
+                if !methods.contains(&t) {
+                    methods.push(t);
+                }
+            }
+        }
+        copy::Options {
+            file_sizes: if self.file_size.is_empty() {
+                if scale == Scale::Quick {
+                    vec![64 << 20]
+                } else {
+                    vec![64 << 20, 1 << 30]
+                }
+            } else {
+                dedup(&self.file_size)
+            },
+            methods,
+            buffers: dedup(&self.buffers),
+            caches: dedup(&self.cache),
+            durability: dedup(&self.durability),
+            verify_always: self.verify == "always",
+            drop_caches: self.drop_caches,
+            sparse: self.sparse,
+            lean: false,
+            corrupt: crate::fault::enabled("copy-corrupt"),
         }
     }
 }

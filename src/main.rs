@@ -5,7 +5,9 @@
 
 use clap::Parser;
 use ioprobe::cli::{Cli, Command, Settings};
-use ioprobe::probes::{self, Probe, pipe::PipeProbe, read::ReadProbe, syscalls::Syscalls};
+use ioprobe::probes::{
+    self, Probe, copy::CopyProbe, pipe::PipeProbe, read::ReadProbe, syscalls::Syscalls,
+};
 use ioprobe::report::Format;
 use ioprobe::{app, commands, error, report};
 use std::io::Write;
@@ -83,6 +85,21 @@ fn measure(settings: &Settings, name: &str, list: Vec<Box<dyn Probe>>) -> anyhow
             eprintln!("ioprobe: {line}");
         }
     }
+    // A method whose copy did not match its source: show everything, then fail.
+    let failed: Vec<&str> = run
+        .measurements
+        .iter()
+        .filter(|m| m.status == "failed")
+        .map(|m| m.case.as_str())
+        .collect();
+    if !failed.is_empty() {
+        print_out(&text)?;
+        anyhow::bail!(
+            "{} case(s) FAILED verification (the copy differs from its source): {}",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
     Ok(text)
 }
 
@@ -98,6 +115,11 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
         Command::Run => measure(s, "run", probes::registry())?,
         Command::Syscalls(a) => measure(s, "syscalls", vec![Box::new(Syscalls::new(a.options()))])?,
         Command::Read(a) => measure(s, "read", vec![Box::new(ReadProbe::new(a.options()))])?,
+        Command::Copy(a) => measure(
+            s,
+            "copy",
+            vec![Box::new(CopyProbe::new(a.options(s.scale)))],
+        )?,
         Command::Pipe(a) => measure(
             s,
             "pipe",

@@ -4,6 +4,7 @@
 //! [`Measurement`]s; it never formats anything. Adding a probe means one file here and
 //! one line in [`registry`].
 
+pub mod copy;
 pub mod pipe;
 pub mod read;
 pub mod syscalls;
@@ -76,5 +77,6 @@ pub fn registry() -> Vec<Box<dyn Probe>> {
         Box::new(syscalls::Syscalls::new(syscalls::Options::default())),
         Box::new(read::ReadProbe::new(read::Options::default())),
         Box::new(pipe::PipeProbe::new(pipe::Options::for_run())),
+        Box::new(copy::CopyProbe::new(copy::Options::for_run())),
     ]
 }

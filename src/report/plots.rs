@@ -287,6 +287,29 @@ fn pipe_plot(rows: &[&Measurement]) -> Result<String> {
     )
 }
 
+/// For a copy run: the fastest variant of each method in each (cache, durability),
+/// for the file size `size`, grouped by cache and durability.
+fn best_per_method<'a>(rows: &[&'a Measurement], size: Option<u64>) -> Vec<&'a Measurement> {
+    let mut out: Vec<&Measurement> = Vec::new();
+    for m in rows
+        .iter()
+        .copied()
+        .filter(|m| m.param_u64("file_size") == size)
+    {
+        let same = |o: &&Measurement| {
+            ["method", "cache", "durability"]
+                .iter()
+                .all(|k| o.param_str(k) == m.param_str(k))
+        };
+        match out.iter().position(same) {
+            Some(i) if out[i].median < m.median => out[i] = m,
+            Some(_) => {}
+            None => out.push(m),
+        }
+    }
+    out
+}
+
 /// Every plot the run supports, in probe order.
 pub fn plots(run: &Run) -> Result<Vec<Plot>> {
     let mut out = Vec::new();
@@ -317,6 +340,23 @@ pub fn plots(run: &Run) -> Result<Vec<Plot>> {
                     .into(),
                 svg: pipe_plot(&rows)?,
             },
+            "copy" => {
+                let size = rows.iter().filter_map(|m| m.param_u64("file_size")).max();
+                let picked = best_per_method(&rows, size);
+                Plot {
+                    name: "copy".into(),
+                    title: "copy: best variant of each method, per cache state and durability (GB/s, median with 95% CI)".into(),
+                    svg: bars(
+                        &format!(
+                            "copy: {} file, best variant per method (GB/s)",
+                            size.map_or("?".into(), format_size)
+                        ),
+                        &picked,
+                        1e-9,
+                        "GB/s",
+                    )?,
+                }
+            }
             other => {
                 let (scale, unit) = if rows[0].unit == "bytes/s" {
                     (1e-9, "GB/s")

@@ -39,6 +39,16 @@ impl Mapping {
         Ok(Mapping { ptr, len })
     }
 
+    /// Start of the mapping.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.len
+    }
+
     /// Runs `iters` iterations, each storing the first `n` bytes of the mapping with
     /// aligned volatile 8-byte stores (byte stores for a tail); the stored words depend
     /// on the iteration, so the compiler can neither drop, merge nor hoist them.

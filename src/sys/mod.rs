@@ -8,9 +8,11 @@
 pub mod affinity;
 pub mod buffer;
 pub mod calls;
+pub mod copyfile;
 pub mod machine;
 pub mod mapping;
 pub mod pipes;
 pub mod process;
 pub mod rusage;
 pub mod scratch;
+pub mod uring;

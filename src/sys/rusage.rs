@@ -38,8 +38,13 @@ fn getrusage(who: libc::c_int) -> Result<RawRusage, super::calls::SysError> {
     }
     // SAFETY: getrusage returned 0, so it filled the struct (which was zeroed anyway).
     let ru = unsafe { ru.assume_init() };
+    Ok(from_libc(&ru))
+}
+
+/// Converts libc's rusage into our counters.
+pub fn from_libc(ru: &libc::rusage) -> RawRusage {
     let us = |tv: libc::timeval| (tv.tv_sec as u64) * 1_000_000 + tv.tv_usec as u64;
-    Ok(RawRusage {
+    RawRusage {
         user_us: us(ru.ru_utime),
         sys_us: us(ru.ru_stime),
         voluntary_cs: ru.ru_nvcsw as u64,
@@ -48,5 +53,5 @@ fn getrusage(who: libc::c_int) -> Result<RawRusage, super::calls::SysError> {
         major_faults: ru.ru_majflt as u64,
         blocks_in: ru.ru_inblock as u64,
         blocks_out: ru.ru_oublock as u64,
-    })
+    }
 }

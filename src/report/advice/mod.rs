@@ -1,6 +1,7 @@
 //! Advice: what the measurements say a programmer should do, each line with the
 //! figures that justify it.
 
+mod copy;
 mod pipe;
 
 use crate::results::{Measurement, Run};
@@ -33,6 +34,8 @@ pub fn advise(run: &Run) -> Vec<String> {
             .collect();
         out.extend(pipe::pipe_advice(method, &rows));
     }
+    let copies: Vec<&Measurement> = run.of_probe("copy").collect();
+    out.extend(copy::copy_advice(&copies));
     out
 }
 

@@ -1,6 +1,7 @@
 //! Turns measurements into a neutral grid (title, headers, rows of text) that the table
 //! and Markdown renderers share. Columns follow from the probe and what rows carry.
 
+mod copy;
 mod pipe;
 
 use crate::results::{Measurement, Run};
@@ -177,6 +178,7 @@ pub fn grids_of(run: &Run, probe: &str) -> Vec<Grid> {
         "syscalls" => vec![syscalls_grid(&rows)],
         "read" => vec![read_grid(&rows)],
         "pipe" => pipe::pipe_grids(&rows),
+        "copy" => copy::copy_grids(&rows),
         other => vec![generic_grid(other, &rows)],
     }
 }

@@ -1,0 +1,210 @@
+//! A file copy through io_uring (the io-uring crate): `depth` buffers, each cycling
+//! read → write at its own offset, optionally with registered (fixed) buffers.
+//!
+//! Every submitted operation is reaped before `copy` returns, on success and on error,
+//! so the kernel never touches a buffer after it could be freed.
+
+use super::buffer::AlignedBuf;
+use super::calls::{SysError, SysResult};
+use io_uring::{IoUring, opcode, types};
+use rustix::fd::{AsRawFd, OwnedFd};
+
+fn err(call: &'static str, e: std::io::Error) -> SysError {
+    SysError {
+        call,
+        errno: e.raw_os_error().unwrap_or(0),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Idle,
+    Read,
+    Write,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    phase: Phase,
+    off: u64,
+    len: usize,
+    done: usize,
+}
+
+/// An io_uring with its buffers. Field order matters: the ring is dropped first.
+pub struct UringCopy {
+    ring: IoUring,
+    bufs: Vec<AlignedBuf>,
+    registered: bool,
+}
+
+impl UringCopy {
+    /// A ring of `depth` entries with `depth` buffers of `buf_size` bytes (registered
+    /// with the kernel when `registered`).
+    pub fn new(depth: u32, buf_size: usize, registered: bool) -> SysResult<UringCopy> {
+        let ring = IoUring::new(depth.max(1)).map_err(|e| err("io_uring_setup", e))?;
+        let mut bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(buf_size)).collect();
+        if registered {
+            let iov: Vec<libc::iovec> = bufs
+                .iter_mut()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_mut_slice().as_mut_ptr().cast(),
+                    iov_len: b.len(),
+                })
+                .collect();
+            // SAFETY: the iovecs describe buffers owned by the returned value, which are
+            // never reallocated or freed while the ring (dropped first) exists.
+            unsafe { ring.submitter().register_buffers(&iov) }
+                .map_err(|e| err("io_uring_register(BUFFERS)", e))?;
+        }
+        Ok(UringCopy {
+            ring,
+            bufs,
+            registered,
+        })
+    }
+
+    /// Copies `size` bytes from `src` to `dst` (same offsets); returns the number of
+    /// read and write operations completed.
+    pub fn copy(&mut self, src: &OwnedFd, dst: &OwnedFd, size: u64) -> SysResult<u64> {
+        let n = self.bufs.len();
+        let mut slots = vec![
+            Slot {
+                phase: Phase::Idle,
+                off: 0,
+                len: 0,
+                done: 0,
+            };
+            n
+        ];
+        let mut next = 0u64;
+        let mut inflight = 0usize;
+        let mut ops = 0u64;
+        let mut first_err: Option<SysError> = None;
+        loop {
+            if first_err.is_none() {
+                for (i, s) in slots.iter_mut().enumerate() {
+                    if s.phase == Phase::Idle && next < size {
+                        let len = (size - next).min(self.bufs[i].len() as u64) as usize;
+                        *s = Slot {
+                            phase: Phase::Read,
+                            off: next,
+                            len,
+                            done: 0,
+                        };
+                        next += len as u64;
+                    } else {
+                        continue;
+                    }
+                    if let Err(e) = self.submit(i, s, src, dst) {
+                        first_err = Some(e);
+                        s.phase = Phase::Idle;
+                        break;
+                    }
+                    inflight += 1;
+                }
+            }
+            if inflight == 0 {
+                break;
+            }
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                // Cannot wait: the in-flight operations would outlive their buffers.
+                // io_uring_enter only fails like this on a broken ring; stop hard.
+                std::process::abort();
+            }
+            let done: Vec<(u64, i32)> = self
+                .ring
+                .completion()
+                .map(|c| (c.user_data(), c.result()))
+                .collect();
+            for (ud, res) in done {
+                inflight -= 1;
+                ops += 1;
+                let i = ud as usize;
+                let s = &mut slots[i];
+                let call = if s.phase == Phase::Read {
+                    "io_uring read"
+                } else {
+                    "io_uring write"
+                };
+                if res < 0 {
+                    first_err.get_or_insert(SysError { call, errno: -res });
+                    s.phase = Phase::Idle;
+                    continue;
+                }
+                if res == 0 {
+                    first_err.get_or_insert(SysError {
+                        call,
+                        errno: libc::EIO,
+                    });
+                    s.phase = Phase::Idle;
+                    continue;
+                }
+                s.done += res as usize;
+                if s.done == s.len {
+                    s.done = 0;
+                    s.phase = if s.phase == Phase::Read {
+                        Phase::Write
+                    } else {
+                        Phase::Idle
+                    };
+                }
+                if s.phase == Phase::Idle || first_err.is_some() {
+                    s.phase = Phase::Idle;
+                    continue;
+                }
+                let slot = *s;
+                match self.submit(i, &slot, src, dst) {
+                    Ok(()) => inflight += 1,
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                        slots[i].phase = Phase::Idle;
+                    }
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(ops),
+        }
+    }
+
+    /// Queues slot `i`'s next operation (the rest of its read or write).
+    fn submit(&mut self, i: usize, s: &Slot, src: &OwnedFd, dst: &OwnedFd) -> SysResult<()> {
+        let buf = self.bufs[i].as_mut_slice()[s.done..s.len].as_mut_ptr();
+        let len = (s.len - s.done) as u32;
+        let off = s.off + s.done as u64;
+        let entry = match (s.phase, self.registered) {
+            (Phase::Read, false) => opcode::Read::new(types::Fd(src.as_raw_fd()), buf, len)
+                .offset(off)
+                .build(),
+            (Phase::Read, true) => {
+                opcode::ReadFixed::new(types::Fd(src.as_raw_fd()), buf, len, i as u16)
+                    .offset(off)
+                    .build()
+            }
+            (_, false) => opcode::Write::new(types::Fd(dst.as_raw_fd()), buf, len)
+                .offset(off)
+                .build(),
+            (_, true) => opcode::WriteFixed::new(types::Fd(dst.as_raw_fd()), buf, len, i as u16)
+                .offset(off)
+                .build(),
+        }
+        .user_data(i as u64);
+        // SAFETY: the buffer belongs to `self.bufs[i]`, is not touched by us until this
+        // operation's completion is reaped (the slot is busy), and `copy` reaps every
+        // submitted operation before returning; the descriptors outlive the call.
+        let pushed = unsafe { self.ring.submission().push(&entry) };
+        if pushed.is_err() {
+            return Err(SysError {
+                call: "io_uring submission queue",
+                errno: libc::EBUSY,
+            });
+        }
+        // Submitted by the next submit_and_wait, together with its neighbours.
+        Ok(())
+    }
+}
