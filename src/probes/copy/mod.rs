@@ -591,7 +591,7 @@ fn note(v: &Variant) -> String {
         Method::Splice => "splice(2) source → private pipe → destination".into(),
         Method::CopyFileRange => "copy_file_range(2): in-kernel, may share or offload blocks".into(),
         Method::Reflink => "ioctl(FICLONE): share the source's blocks (copy-on-write)".into(),
-        Method::IoUring => "io_uring reads and writes, one buffer per queue slot".into(),
+        Method::IoUring => "io_uring reads and writes, one buffer per queue slot; the CPU time and block I/O of io_uring's kernel workers (io-wq threads) are not in this thread's counters, so usr/sys and blocks understate its cost".into(),
         Method::Direct => "O_DIRECT on both ends, aligned buffer (statx DIOALIGN); unaligned tail written buffered".into(),
         Method::Cp => "cp(1) as a child process (its own method: copy_file_range or read/write)".into(),
         Method::Cat => "cat(1) src > dst as a child process".into(),

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Pipe benchmark: ioprobe's pipe figures ÷ a bare C writer/reader (bench/c/pipe_ref.c,
+# same protocol) at 64 KiB and 1 MiB chunks, write-read, default pipe, unpinned, 1 GiB
+# per sample; beside `dd if=/dev/zero bs=… | dd of=/dev/null bs=…`. Interleaved rounds
+# (ioprobe first on odd rounds, C first on even ones); median of per-round ratios.
+#   ROUNDS=3 bench/pipe.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+TOTAL=$((1 << 30))
+work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+cargo build --release --quiet
+gcc -O2 -Wall -o "$work/pipe_ref" bench/c/pipe_ref.c
+IOPROBE=target/release/ioprobe
+
+median_of_json() { python3 -c 'import json,sys; print(json.load(sys.stdin)["measurements"][0]["median"])'; }
+dd_pair() { # bytes/s of dd | dd, best of 3
+    local bs=$1 count=$((TOTAL / $1)) best=0
+    for _ in 1 2 3; do
+        local t0 t1 v
+        t0=$(date +%s%N)
+        dd if=/dev/zero bs="$bs" count="$count" status=none | dd of=/dev/null bs="$bs" status=none
+        t1=$(date +%s%N)
+        v=$(python3 -c "print($TOTAL * 1e9 / ($t1 - $t0))")
+        best=$(python3 -c "print(max($best, $v))")
+    done
+    echo "$best"
+}
+
+: > "$work/rows"
+for round in $(seq "$ROUNDS"); do
+    for chunk in 65536 1048576; do
+        run_i() { "$IOPROBE" pipe --sizes "$chunk" --method write-read --placement any --pipe-size default \
+            --total "$TOTAL" --no-save --dir "$work" --json 2>/dev/null | median_of_json; }
+        run_c() { "$work/pipe_ref" "$chunk" "$TOTAL" 0 5; }
+        if (( round % 2 )); then i=$(run_i); c=$(run_c); else c=$(run_c); i=$(run_i); fi
+        d=$(dd_pair "$chunk")
+        echo "$chunk $i $c $d" >> "$work/rows"
+    done
+    echo "round $round/$ROUNDS done" >&2
+done
+
+python3 - "$work/rows" "$ROUNDS" <<'PY'
+import sys, statistics
+rows = {}
+for line in open(sys.argv[1]):
+    chunk, i, c, d = line.split()
+    rows.setdefault(int(chunk), []).append((float(i), float(c), float(d)))
+print(f"pipe: ioprobe ÷ bare C (write-read, default pipe, unpinned, 1 GiB/sample), median of {sys.argv[2]} rounds")
+print(f"{'chunk':>8} {'ioprobe':>11} {'C':>11} {'ratio':>6}  {'range':>11} {'dd | dd':>11} {'dd÷C':>6}")
+for chunk, v in sorted(rows.items()):
+    r = [i / c for i, c, _ in v]
+    med = lambda k: statistics.median(x[k] for x in v)
+    print(f"{chunk // 1024:>6}Ki {med(0)/1e9:>8.2f} GB/s {med(1)/1e9:>6.2f} GB/s {statistics.median(r):6.3f}  "
+          f"{min(r):.3f}-{max(r):.3f} {med(2)/1e9:>6.2f} GB/s {med(2)/med(1):6.3f}")
+print("goal: ratio >= 0.97 (ioprobe's measured throughput is not below the bare program's)")
+PY
