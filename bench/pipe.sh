@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pipe benchmark: ioprobe's pipe figures ÷ a bare C writer/reader (bench/c/pipe_ref.c,
-# same protocol) at 64 KiB and 1 MiB chunks, write-read, default pipe, unpinned, 1 GiB
-# per sample; beside `dd if=/dev/zero bs=… | dd of=/dev/null bs=…`. Interleaved rounds
-# (ioprobe first on odd rounds, C first on even ones); median of per-round ratios.
+# same protocol) at 64 KiB and 1 MiB chunks, write-read, default pipe, 1 GiB per sample,
+# unpinned (`any`) and both on CPU 0 (`same`); beside `dd if=/dev/zero bs=… | dd
+# of=/dev/null bs=…` (unpinned). Interleaved rounds (ioprobe first on odd rounds, C
+# first on even ones); median of per-round ratios.
 #   ROUNDS=3 bench/pipe.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,28 +32,34 @@ dd_pair() { # bytes/s of dd | dd, best of 3
 : > "$work/rows"
 for round in $(seq "$ROUNDS"); do
     for chunk in 65536 1048576; do
-        run_i() { "$IOPROBE" pipe --sizes "$chunk" --method write-read --placement any --pipe-size default \
-            --total "$TOTAL" --no-save --dir "$work" --json 2>/dev/null | median_of_json; }
-        run_c() { "$work/pipe_ref" "$chunk" "$TOTAL" 0 5; }
-        if (( round % 2 )); then i=$(run_i); c=$(run_c); else c=$(run_c); i=$(run_i); fi
         d=$(dd_pair "$chunk")
-        echo "$chunk $i $c $d" >> "$work/rows"
+        for place in any same; do
+            run_i() { "$IOPROBE" pipe --sizes "$chunk" --method write-read --placement "$place" --pipe-size default \
+                --total "$TOTAL" --no-save --dir "$work" --json 2>/dev/null | median_of_json; }
+            run_c() { "$work/pipe_ref" "$chunk" "$TOTAL" 0 5 "$place"; }
+            if (( round % 2 )); then i=$(run_i); c=$(run_c); else c=$(run_c); i=$(run_i); fi
+            echo "$chunk $place $i $c $d" >> "$work/rows"
+        done
     done
     echo "round $round/$ROUNDS done" >&2
 done
 
 python3 - "$work/rows" "$ROUNDS" <<'PY'
 import sys, statistics
-rows = {}
+rows, order = {}, []
 for line in open(sys.argv[1]):
-    chunk, i, c, d = line.split()
-    rows.setdefault(int(chunk), []).append((float(i), float(c), float(d)))
-print(f"pipe: ioprobe ÷ bare C (write-read, default pipe, unpinned, 1 GiB/sample), median of {sys.argv[2]} rounds")
-print(f"{'chunk':>8} {'ioprobe':>11} {'C':>11} {'ratio':>6}  {'range':>11} {'dd | dd':>11} {'dd÷C':>6}")
-for chunk, v in sorted(rows.items()):
+    chunk, place, i, c, d = line.split()
+    key = (int(chunk), place)
+    if key not in rows:
+        order.append(key)
+    rows.setdefault(key, []).append((float(i), float(c), float(d)))
+print(f"pipe: ioprobe ÷ bare C (write-read, default pipe, 1 GiB/sample), median of {sys.argv[2]} rounds")
+print(f"{'chunk':>8} {'place':>5} {'ioprobe':>11} {'C':>11} {'ratio':>6}  {'range':>11} {'dd | dd':>11} {'dd÷C':>6}")
+for key in order:
+    v = rows[key]
     r = [i / c for i, c, _ in v]
     med = lambda k: statistics.median(x[k] for x in v)
-    print(f"{chunk // 1024:>6}Ki {med(0)/1e9:>8.2f} GB/s {med(1)/1e9:>6.2f} GB/s {statistics.median(r):6.3f}  "
+    print(f"{key[0] // 1024:>6}Ki {key[1]:>5} {med(0)/1e9:>6.2f} GB/s {med(1)/1e9:>6.2f} GB/s {statistics.median(r):6.3f}  "
           f"{min(r):.3f}-{max(r):.3f} {med(2)/1e9:>6.2f} GB/s {med(2)/med(1):6.3f}")
 print("goal: ratio >= 0.97 (ioprobe's measured throughput is not below the bare program's)")
 PY

@@ -4,9 +4,11 @@
  * pipe; the writer write(2)s `total` bytes in `chunk`-byte chunks (stamping each
  * chunk's first 8 bytes), the reader read(2)s them and checks each stamp; time =
  * release -> reader's last byte (CLOCK_MONOTONIC).
- *   pipe_ref CHUNK TOTAL CAPACITY(0=default) SAMPLES   -> median bytes/s on stdout */
+ *   pipe_ref CHUNK TOTAL CAPACITY(0=default) SAMPLES [same]  -> median bytes/s on stdout
+ * With `same`, both processes are pinned to CPU 0 (ioprobe's --placement same). */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,15 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static int same_cpu;
+static void place(void) {
+    if (!same_cpu) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    if (sched_setaffinity(0, sizeof set, &set)) die("sched_setaffinity");
+}
+
 static double once(size_t chunk, uint64_t total, long cap) {
     int data[2], go[2], ready[2], res[2];
     if (pipe(data) || pipe(go) || pipe(ready) || pipe(res)) die("pipe");
@@ -34,6 +45,7 @@ static double once(size_t chunk, uint64_t total, long cap) {
     if (w < 0) die("fork");
     if (w == 0) {
         close(data[0]); close(go[1]); close(ready[0]); close(res[0]); close(res[1]);
+        place();
         unsigned char *buf = aligned_alloc(4096, (chunk + 4095) / 4096 * 4096);
         for (size_t i = 0; i < chunk; i++) buf[i] = (unsigned char)(i % 251) ^ 0x5a;
         char b; if (write(ready[1], "r", 1) != 1) die("ready");
@@ -57,6 +69,7 @@ static double once(size_t chunk, uint64_t total, long cap) {
     if (r < 0) die("fork");
     if (r == 0) {
         close(data[1]); close(go[1]); close(ready[0]); close(res[0]);
+        place();
         unsigned char *buf = aligned_alloc(4096, (chunk + 4095) / 4096 * 4096);
         memset(buf, 1, chunk);
         char b; if (write(ready[1], "r", 1) != 1) die("ready");
@@ -92,7 +105,8 @@ static double once(size_t chunk, uint64_t total, long cap) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5) { fprintf(stderr, "usage: pipe_ref CHUNK TOTAL CAP SAMPLES\n"); return 2; }
+    if (argc != 5 && argc != 6) { fprintf(stderr, "usage: pipe_ref CHUNK TOTAL CAP SAMPLES [same]\n"); return 2; }
+    same_cpu = argc == 6 && strcmp(argv[5], "same") == 0;
     size_t chunk = strtoull(argv[1], 0, 10);
     uint64_t total = strtoull(argv[2], 0, 10);
     long cap = strtol(argv[3], 0, 10);
