@@ -80,3 +80,29 @@ pub fn registry() -> Vec<Box<dyn Probe>> {
         Box::new(copy::CopyProbe::new(copy::Options::for_run())),
     ]
 }
+
+/// Makes sure the whole file is in the page cache (reading it once if any page is
+/// missing) and proves it with mincore; returns (resident, total) pages.
+pub(crate) fn ensure_resident(fd: &rustix::fd::OwnedFd, size: u64) -> Result<(usize, usize)> {
+    use crate::sys::{calls, mapping::file_residency};
+    let (res, total) = file_residency(fd, size)?;
+    if res == total {
+        return Ok((res, total));
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while off < size {
+        let n = calls::pread(fd, &mut buf, off)?;
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+    let (res, total) = file_residency(fd, size)?;
+    if res != total {
+        anyhow::bail!(
+            "the page cache would not hold the file: {res} of {total} pages resident after reading it"
+        );
+    }
+    Ok((res, total))
+}

@@ -178,31 +178,6 @@ pub fn fits_in(env: &Environment, bytes: u64) -> String {
         .map_or_else(|| "RAM".to_string(), |(l, _)| format!("L{l}"))
 }
 
-/// Makes sure the whole file is in the page cache; returns (resident, total) pages.
-fn ensure_resident(fd: &OwnedFd, size: u64) -> Result<(usize, usize)> {
-    let (res, total) = file_residency(fd, size)?;
-    if res == total {
-        return Ok((res, total));
-    }
-    // Read it once to pull it in, then check again.
-    let mut buf = vec![0u8; 1 << 20];
-    let mut off = 0;
-    while off < size {
-        let n = calls::pread(fd, &mut buf, off)?;
-        if n == 0 {
-            break;
-        }
-        off += n as u64;
-    }
-    let (res, total) = file_residency(fd, size)?;
-    if res != total {
-        bail!(
-            "the page cache would not hold the file: {res} of {total} pages resident after reading it"
-        );
-    }
-    Ok((res, total))
-}
-
 impl Probe for ReadProbe {
     fn name(&self) -> &'static str {
         "read"
@@ -247,7 +222,7 @@ impl Probe for ReadProbe {
         for &method in &self.opts.methods {
             for &block in &self.opts.block_sizes {
                 let case = format!("{}/{}", method.name(), format_size(block).replace(' ', ""));
-                let (res, pages) = ensure_resident(&fd, size)?;
+                let (res, pages) = super::ensure_resident(&fd, size)?;
                 let map = match method {
                     Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),
                     _ => None,

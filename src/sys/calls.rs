@@ -42,7 +42,8 @@ impl std::error::Error for SysError {}
 /// A result of one checked system call.
 pub type SysResult<T> = Result<T, SysError>;
 
-fn check<T>(call: &'static str, r: rustix::io::Result<T>) -> SysResult<T> {
+/// Names a failed call: rustix's result with the call's name attached.
+pub(super) fn check<T>(call: &'static str, r: rustix::io::Result<T>) -> SysResult<T> {
     r.map_err(|e| SysError::new(call, e))
 }
 

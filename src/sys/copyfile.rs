@@ -2,16 +2,12 @@
 //! ftruncate, fsync, O_DIRECT flags and alignment (statx STATX_DIOALIGN), unlink,
 //! writable shared mappings with madvise/msync, and wait4(2) for child tools' rusage.
 
-use super::calls::{SysError, SysResult};
+use super::calls::{SysError, SysResult, check};
 use super::mapping::Mapping;
 use super::rusage::RawRusage;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Advice, AtFlags, OFlags, StatxFlags};
 use std::ffi::CStr;
-
-fn check<T>(call: &'static str, r: rustix::io::Result<T>) -> SysResult<T> {
-    r.map_err(|e| SysError::new(call, e))
-}
 
 /// sendfile(2) from `src` at `*off` into `dst`; returns bytes moved.
 pub fn sendfile<A: AsFd, B: AsFd>(dst: A, src: B, off: &mut u64, len: usize) -> SysResult<usize> {

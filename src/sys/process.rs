@@ -82,12 +82,10 @@ pub fn fork_child(close: &[BorrowedFd<'_>], body: impl FnOnce() -> i32) -> SysRe
     // `_exit`, never unwinding into or returning through the parent's frames.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
-        return Err(SysError::new(
-            "fork",
-            rustix::io::Errno::from_raw_os_error(
-                std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-            ),
-        ));
+        return Err(SysError {
+            call: "fork",
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        });
     }
     if pid == 0 {
         for fd in close {

@@ -231,10 +231,11 @@ fn open_src(path: &CStr, extra: OFlags) -> Result<OwnedFd> {
     )?)
 }
 
-fn create_dst(path: &CStr, extra: OFlags) -> Result<OwnedFd> {
+/// Creates the destination: `access` (WRONLY, or RDWR to map it) plus `extra` flags.
+fn create_dst(path: &CStr, access: OFlags, extra: OFlags) -> Result<OwnedFd> {
     Ok(calls::open(
         path,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | extra,
+        access | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | extra,
         0o600,
     )?)
 }
@@ -272,10 +273,11 @@ pub fn copy(
     if v.method.is_tool() {
         return super::tools::run(v, src, dst, size, fsync).map(Some);
     }
-    let rdwr = if matches!(v.method, Method::MmapMemcpyMsync | Method::MmapMemcpyMunmap) {
+    // A destination that is mapped must be opened for reading too.
+    let access = if matches!(v.method, Method::MmapMemcpyMsync | Method::MmapMemcpyMunmap) {
         OFlags::RDWR
     } else {
-        OFlags::empty()
+        OFlags::WRONLY
     };
     let direct = if v.method == Method::Direct {
         OFlags::DIRECT
@@ -283,15 +285,7 @@ pub fn copy(
         OFlags::empty()
     };
     let s = open_src(src, direct)?;
-    let d = if rdwr.is_empty() {
-        create_dst(dst, direct)?
-    } else {
-        Ok::<_, anyhow::Error>(calls::open(
-            dst,
-            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-            0o600,
-        )?)?
-    };
+    let d = create_dst(dst, access, direct)?;
     match v.method {
         Method::ReadWrite | Method::ReadWriteFadvise => {
             if v.method == Method::ReadWriteFadvise {

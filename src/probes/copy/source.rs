@@ -9,7 +9,7 @@
 use crate::sys::calls::{self, SysResult};
 use crate::sys::copyfile;
 use crate::sys::mapping::file_residency;
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Advice, OFlags};
 use std::ffi::CString;
@@ -200,20 +200,7 @@ impl Source {
     /// POSIX_FADV_DONTNEED (and, with `drop_all`, /proc/sys/vm/drop_caches).
     pub fn prepare(&self, cache: Cache, drop_all: bool) -> Result<(usize, usize)> {
         match cache {
-            Cache::Warm => {
-                let (res, total) = self.residency()?;
-                if res < total {
-                    let mut buf = vec![0u8; 1 << 20];
-                    let mut off = 0;
-                    while off < self.size {
-                        let n = calls::pread(&self.fd, &mut buf, off)?;
-                        if n == 0 {
-                            break;
-                        }
-                        off += n as u64;
-                    }
-                }
-            }
+            Cache::Warm => return crate::probes::ensure_resident(&self.fd, self.size),
             Cache::Cold => {
                 calls::fdatasync(&self.fd)?;
                 copyfile::fadvise(&self.fd, Advice::DontNeed)?;
@@ -222,13 +209,7 @@ impl Source {
                 }
             }
         }
-        let (res, total) = self.residency()?;
-        if cache == Cache::Warm && res < total {
-            bail!(
-                "the page cache would not hold the source: {res} of {total} pages resident after reading it"
-            );
-        }
-        Ok((res, total))
+        Ok(self.residency()?)
     }
 }
 

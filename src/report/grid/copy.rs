@@ -120,7 +120,6 @@ fn grid((size, cache, dur): Key, mut ms: Vec<&Measurement>) -> Grid {
         .filter(|m| m.is_ok())
         .filter_map(|m| m.param_str("durability_state"))
         .collect();
-    states.dedup();
     states.sort_unstable();
     states.dedup();
     footnotes.extend(states.iter().map(|s| format!("durability: {s}")));
