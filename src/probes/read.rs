@@ -259,6 +259,11 @@ impl Probe for ReadProbe {
                     &ctx.overhead,
                     method.note(),
                 )?;
+                if res != pages {
+                    m.warnings.push(format!(
+                        "not fully in the page cache: {res}/{pages} pages resident before the case even after re-reading it (memory pressure); the figure mixes cached and uncached reads"
+                    ));
+                }
                 if res_after != pages {
                     m.warnings.push(format!(
                         "pages left the page cache during the case: {res_after}/{pages} resident afterwards"

@@ -154,6 +154,68 @@ impl Drop for Mapping {
     }
 }
 
+/// Private anonymous memory from its own mmap(2), unmapped on drop and never handed
+/// back to the allocator. Buffers lent to the kernel by reference (vmsplice(2) without
+/// SPLICE_F_GIFT) must be this: after munmap the pages a pipe still references keep
+/// their bytes until the reader consumes them, whereas a heap buffer, once freed, is
+/// rewritten by malloc's bookkeeping and the next allocations while the pipe still
+/// holds its pages.
+pub struct AnonPages {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: AnonPages owns its mapping exclusively (like a Box<[u8]>); moving it to
+// another thread moves that ownership.
+unsafe impl Send for AnonPages {}
+
+impl AnonPages {
+    /// `len` bytes (at least one page is mapped), zero-filled by the kernel, page aligned.
+    pub fn new(len: usize) -> SysResult<AnonPages> {
+        let map_len = len.max(1);
+        // SAFETY: a fresh private anonymous mapping at an address the kernel chooses
+        // (null hint): no existing memory is replaced; the result is checked.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                map_len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
+            )
+        }
+        .map_err(|e| SysError::new("mmap", e))?;
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(SysError {
+            call: "mmap",
+            errno: libc::EFAULT,
+        })?;
+        let mut pages = AnonPages { ptr, len };
+        pages.as_mut_slice().fill(0);
+        Ok(pages)
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is a live mapping of at least len readable bytes, owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is a live mapping of at least len writable bytes; &mut self makes
+        // this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AnonPages {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping mmap returned (length rounded as in new), unmapped
+        // once; no slice into it outlives self. Pages a pipe references stay alive in
+        // the kernel with their contents.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len.max(1)) };
+    }
+}
+
 /// Page-cache residency of a whole file: (resident pages, total pages), via a temporary
 /// read-only mapping and mincore(2). An empty file reports (0, 0).
 pub fn file_residency<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<(usize, usize)> {

@@ -507,6 +507,12 @@ impl Probe for CopyProbe {
                 ] {
                     m.derived.insert(k.into(), json!(k_round(v)));
                 }
+                let fully = row.residency.iter().all(|r| r.0 == r.1);
+                if row.cache == Cache::Warm && !fully {
+                    m.warnings.push(format!(
+                        "not fully warm: {label} even after re-reading the source (memory pressure)"
+                    ));
+                }
                 if row.cache == Cache::Cold && frac > 0.0 {
                     m.warnings.push(format!(
                         "eviction did not fully take: up to {:.1}% of the source was cached",

@@ -9,6 +9,7 @@
 
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, SysResult};
+use crate::sys::mapping::AnonPages;
 use crate::sys::pipes;
 use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;
@@ -64,9 +65,12 @@ pub struct Work {
 }
 
 /// The writer's buffers: enough chunk-sized slots that, with vmsplice, a slot is never
-/// re-stamped while the pipe may still hold its pages (see [`ring_slots`]).
+/// re-stamped while the pipe may still hold its pages (see [`ring_slots`]). They live in
+/// their own mapping, never in the heap: after the last vmsplice the writer returns and
+/// frees while the pipe may still reference its last pipe-full of pages, and a freed
+/// heap block is rewritten at once by malloc (that was the "wrong stamp" false alarm).
 pub struct Source {
-    buf: AlignedBuf,
+    buf: AnonPages,
     chunk: usize,
     slots: usize,
 }
@@ -86,13 +90,13 @@ pub fn ring_slots(method: Method, chunk: u64, capacity: u64, page: u64) -> usize
 
 impl Source {
     /// Allocates and fills (touches) every slot: done before the clock starts.
-    pub fn new(chunk: u64, slots: usize) -> Source {
+    pub fn new(chunk: u64, slots: usize) -> SysResult<Source> {
         let chunk = chunk as usize;
-        let mut buf = AlignedBuf::new(chunk * slots);
+        let mut buf = AnonPages::new(chunk * slots)?;
         for (i, b) in buf.as_mut_slice().iter_mut().enumerate() {
             *b = pattern((i % chunk) as u64);
         }
-        Source { buf, chunk, slots }
+        Ok(Source { buf, chunk, slots })
     }
 
     /// Sends `total` bytes. `corrupt` (a test hook) gives chunk 1 (or the only chunk) a
@@ -282,6 +286,38 @@ mod tests {
         assert!(check(&flipped, 0, 1024).is_err());
         let zeroed = vec![0u8; 100];
         assert!(check(&zeroed, 5000, 1024).is_err());
+    }
+
+    /// The false alarm of issue 9: the writer vmsplices its last pipe-full, returns,
+    /// releases its buffer and formats its result line before the reader has read the
+    /// pipe. A heap buffer goes back to malloc, whose bookkeeping and the next
+    /// allocations write into pages the pipe still references, so the reader saw a
+    /// "wrong stamp" (slot 0, where free() puts its list pointers). Here the reader
+    /// reads only after the writer's buffer is gone and the heap reused.
+    #[test]
+    fn spliced_pages_survive_the_writer_releasing_its_buffer() {
+        let page = crate::sys::calls::page_size() as u64;
+        for chunk in [1024u64, 4096, 16384] {
+            let (r, w) = pipes::pipe().unwrap();
+            let capacity = pipes::capacity(&w).unwrap() as u64;
+            // Exactly what fits: vmsplice returns without a reader.
+            let total = capacity.min(16 * chunk);
+            let slots = ring_slots(Method::VmspliceSplice, chunk, capacity, page);
+            let mut src = Source::new(chunk, slots).unwrap();
+            let work = src.send(Method::VmspliceSplice, &w, total, false).unwrap();
+            assert_eq!(work.bytes, total);
+            drop(src);
+            // What the writer process does next: allocate and write.
+            let scribble: Vec<Vec<u8>> = (0..32)
+                .map(|i| vec![0xa5u8; (slots + 1) * chunk as usize + i * 64])
+                .collect();
+            std::hint::black_box(&scribble);
+            drop(w);
+            let mut sink = Sink::new(chunk, chunk, true).unwrap();
+            sink.receive(&r, total, chunk)
+                .unwrap_or_else(|e| panic!("chunk {chunk}: {e:#}"));
+            sink.expect_eof(&r).unwrap();
+        }
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
         || {
             child(&wres_w, || {
                 affinity::allow_only(&spec.writer_cpus)?;
-                let mut src = Source::new(spec.chunk, slots);
+                let mut src = Source::new(spec.chunk, slots)?;
                 released(&ready_w, &go_r)?;
                 let r0 = getrusage_self()?;
                 let t0 = monotonic_ns();

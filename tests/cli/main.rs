@@ -1,0 +1,224 @@
+//! Integration tests: run the real binary with tiny budgets. They check behaviour (shape
+//! of output, errors, exit codes, clean-up), never timings. One binary, one module per
+//! topic; the helpers every module uses live here.
+
+mod copy;
+mod inputs;
+mod pipe;
+mod probes;
+mod report;
+mod signals;
+mod store;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ioprobe");
+const TINY: [&str; 4] = ["--sample-time", "1ms", "--budget", "30ms"];
+
+/// ioprobe measuring in `dir`, saving nothing (store tests use `with_store`).
+fn ioprobe(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--dir")
+        .arg(dir)
+        .arg("--no-save")
+        .env_remove("NO_COLOR");
+    c
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn assert_empty(dir: &Path) {
+    assert_eq!(
+        entries(dir),
+        Vec::<String>::new(),
+        "scratch left behind in {}",
+        dir.display()
+    );
+}
+
+fn json_of(out: &[u8]) -> Value {
+    serde_json::from_slice(out).expect("stdout is exactly one JSON document")
+}
+
+const CASES: [&str; 12] = [
+    "null",
+    "open_close",
+    "open_write_close",
+    "open_read_close",
+    "lseek_write",
+    "lseek_read",
+    "pwrite",
+    "pread",
+    "mmap_store",
+    "mmap_load",
+    "fstat",
+    "stat",
+];
+
+fn check_measurement(m: &Value) {
+    for key in [
+        "probe",
+        "case",
+        "params",
+        "unit",
+        "median",
+        "ci95",
+        "min",
+        "max",
+        "mean",
+        "stddev",
+        "samples",
+        "iterations",
+        "rusage",
+    ] {
+        assert!(m.get(key).is_some(), "measurement lacks {key}: {m}");
+    }
+    let ci = m["ci95"].as_array().unwrap();
+    assert_eq!(ci.len(), 2);
+    let (lo, hi, med) = (
+        ci[0].as_f64().unwrap(),
+        ci[1].as_f64().unwrap(),
+        m["median"].as_f64().unwrap(),
+    );
+    assert!(lo <= med && med <= hi, "CI must contain the median: {m}");
+    assert!(m["min"].as_f64().unwrap() <= lo && hi <= m["max"].as_f64().unwrap());
+    assert!(med > 0.0);
+    assert!(m["samples"].as_u64().unwrap() >= 5);
+    assert!(m["iterations"].as_u64().unwrap() >= 5);
+    let r = &m["rusage"];
+    for key in [
+        "voluntary_cs",
+        "involuntary_cs",
+        "user_s",
+        "sys_s",
+        "minor_faults",
+        "major_faults",
+        "blocks_in",
+        "blocks_out",
+        "per",
+        "total",
+    ] {
+        assert!(r.get(key).is_some(), "rusage lacks {key}: {r}");
+    }
+    assert_eq!(
+        m["raw"].as_array().unwrap().len() as u64,
+        m["samples"].as_u64().unwrap()
+    );
+}
+
+fn fails(dir: &Path, args: &[&str], code: i32, needle: &str) {
+    let out = ioprobe(dir).args(args).args(TINY).assert().code(code);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("ioprobe: measuring in"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{args:?}: expected one error line, got {stderr:?}"
+    );
+    assert!(
+        lines[0].starts_with("ioprobe: error:"),
+        "{args:?}: {stderr:?}"
+    );
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(!stderr.contains("panicked"));
+    assert!(
+        out.get_output().stdout.is_empty(),
+        "{args:?}: nothing on stdout on error"
+    );
+}
+
+/// Starts ioprobe with `args` (plus `--dir dir`) and returns once its scratch
+/// directory exists, i.e. once it is measuring.
+fn spawn_measuring(args: &[&str], dir: &Path, out: Stdio) -> std::process::Child {
+    let child = std::process::Command::new(BIN)
+        .args(args)
+        .arg("--no-save")
+        .arg("--dir")
+        .arg(dir)
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while entries(dir).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "scratch directory never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+const FIXTURE_A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-a.json");
+const FIXTURE_B: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-b.json");
+const FIXTURE_V2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v2.json");
+const FIXTURE_BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/malformed.json");
+
+/// ioprobe with an explicit results store.
+fn with_store(store: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--store").arg(store);
+    c
+}
+
+fn stdout_of(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+fn stderr_of(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stderr.clone()).unwrap()
+}
+
+fn one_line_failure(a: assert_cmd::assert::Assert, needle: &str) {
+    let err = stderr_of(&a);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("ioprobe: error:") && err.contains(needle),
+        "{err} lacks {needle}"
+    );
+    assert!(!err.contains("panicked"));
+}
+
+fn chromium() -> Option<&'static str> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// Processes (other than `except`) whose command line mentions `needle`: a forked pipe
+/// writer or reader keeps its parent's command line, so this finds strays.
+fn processes_mentioning(needle: &str, except: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(pid) = name.parse::<u32>() else {
+            continue;
+        };
+        if pid == except || pid == std::process::id() {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(needle) {
+            out.push(format!("{pid}: {stat}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,279 @@
+//! The measuring commands' output: syscalls, read, run, sysinfo, help, pinning.
+
+use crate::*;
+
+#[test]
+fn syscalls_json_has_every_contract_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .arg("syscalls")
+        .args(TINY)
+        .arg("--json")
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["tool"]["name"], "ioprobe");
+    assert!(v["tool"]["version"].is_string());
+    assert!(v["environment"]["kernel"].is_string());
+    assert!(v["environment"]["filesystem"]["fs_type"].is_string());
+    let ms = v["measurements"].as_array().unwrap();
+    let names: Vec<&str> = ms.iter().map(|m| m["case"].as_str().unwrap()).collect();
+    assert_eq!(names, CASES);
+    for m in ms {
+        check_measurement(m);
+        assert_eq!(m["probe"], "syscalls");
+        assert_eq!(m["unit"], "ns/op");
+        assert_eq!(m["params"]["io_size"], 8);
+        assert_eq!(m["rusage"]["per"], "op");
+    }
+    assert!(v["harness"]["overhead"]["timer_ns"].as_f64().unwrap() > 0.0);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn syscalls_case_and_io_size_select() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args([
+            "syscalls",
+            "--case",
+            "pread,mmap_load",
+            "--io-size",
+            "4k",
+            "--json",
+        ])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let ms = v["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 2);
+    assert_eq!(ms[0]["case"], "pread");
+    assert_eq!(ms[1]["case"], "mmap_load");
+    assert_eq!(ms[0]["params"]["io_size"], 4096);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn read_json_every_method_verifies_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args([
+            "read",
+            "--file-size",
+            "256k",
+            "--block-sizes",
+            "4k,64KiB,1m",
+            "--method",
+            "read,pread,mmap",
+            "--json",
+        ])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let ms = v["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 9);
+    for m in ms {
+        check_measurement(m);
+        assert_eq!(m["unit"], "bytes/s");
+        assert_eq!(m["params"]["file_size"], 262_144);
+        assert!(
+            m["params"]["page_cache"]
+                .as_str()
+                .unwrap()
+                .starts_with("resident 64/64 pages before")
+        );
+        assert!(m["derived"]["s_per_10gib"].as_f64().unwrap() > 0.0);
+        assert!(m["derived"]["fits_in"].is_string());
+        assert_eq!(m["rusage"]["per"], "GiB");
+    }
+    let methods: Vec<&str> = ms
+        .iter()
+        .map(|m| m["params"]["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "read", "read", "read", "pread", "pread", "pread", "mmap", "mmap", "mmap"
+        ]
+    );
+    let blocks: Vec<u64> = ms
+        .iter()
+        .take(3)
+        .map(|m| m["params"]["block_size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(blocks, [4096, 65536, 1 << 20]);
+    let advice = v["advice"].as_array().unwrap();
+    assert!(advice.iter().any(|a| {
+        a.as_str()
+            .unwrap()
+            .contains("the smallest within 5% of the best")
+    }));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn run_table_csv_and_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = ["--sample-time", "1ms", "--budget", "10ms"];
+    let out = ioprobe(dir.path())
+        .arg("run")
+        .args(small)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("syscalls: cost per call"));
+    assert!(text.contains("read: 10 MiB file from the page cache"));
+    assert!(text.contains("advice:"));
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        !stderr.contains('\r'),
+        "progress must be hidden when stderr is not a terminal"
+    );
+
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null,pread", "--csv"])
+        .args(small)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let headers = rdr.headers().unwrap().clone();
+    assert_eq!(&headers[0], "probe");
+    assert!(
+        headers.iter().any(|h| h == "voluntary_cs")
+            && headers.iter().any(|h| h == "involuntary_cs")
+    );
+    assert_eq!(rdr.records().count(), 2);
+
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null", "--markdown"])
+        .args(small)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("| case | ns/op |"));
+    assert!(text.contains("| null |"));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn sysinfo_reports_machine_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["sysinfo", "--json"])
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    for key in [
+        "os",
+        "kernel",
+        "cpu_model",
+        "logical_cpus",
+        "caches",
+        "memory_bytes",
+        "page_size",
+        "hypervisor",
+        "mitigations",
+        "clocksource",
+        "filesystem",
+        "pipe_max_size",
+        "ioprobe_version",
+    ] {
+        assert!(v.get(key).is_some(), "sysinfo lacks {key}");
+    }
+    ioprobe(dir.path())
+        .arg("sysinfo")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("page size"));
+    assert_empty(dir.path());
+}
+
+/// Runs a command that must fail with `code` and a single-line error naming `needle`.
+
+#[test]
+fn help_and_version() {
+    Command::new(BIN)
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("syscalls"));
+    Command::new(BIN)
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ioprobe"));
+    Command::new(BIN).assert().code(2);
+}
+
+#[test]
+fn cpu_pinning_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null", "--cpu", "0", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    assert_eq!(v["environment"]["pinned_cpu"], 0);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn measuring_process_has_one_thread() {
+    // A second thread (e.g. a signal-handling thread) would make the kernel take the
+    // shared-file-table paths and slow fd syscalls; ioprobe must stay single-threaded.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_measuring(
+        &[
+            "syscalls",
+            "--case",
+            "null",
+            "--thorough",
+            "--sample-time",
+            "50ms",
+        ],
+        dir.path(),
+        Stdio::null(),
+    );
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .count();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(tasks, 1, "ioprobe started a thread");
+}
+
+#[test]
+fn a_page_evicted_under_memory_pressure_is_labelled_not_fatal() {
+    // IOPROBE_FAULT=evict evicts the file just before every residency check, as another
+    // process's memory pressure can: the run goes on, the figure says what was resident
+    // and carries a warning.
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .env("IOPROBE_FAULT", "evict")
+        .args([
+            "read",
+            "--file-size",
+            "1m",
+            "--block-sizes",
+            "64k",
+            "--json",
+        ])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let m = &v["measurements"][0];
+    let label = m["params"]["page_cache"].as_str().unwrap();
+    assert!(label.starts_with("resident 0/256 pages before"), "{label}");
+    let warnings = m["warnings"].to_string();
+    assert!(
+        warnings.contains("not fully in the page cache"),
+        "{warnings}"
+    );
+    assert_empty(dir.path());
+}
