@@ -4,7 +4,7 @@
 use crate::harness;
 use crate::probes::{copy, pipe, read, syscalls};
 use crate::report::Format;
-use crate::units::{parse_duration, parse_size};
+use crate::units::{parse_duration_at_least, parse_size, parse_size_or_zero};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,10 +30,10 @@ pub struct Common {
     #[arg(long, global = true)]
     pub thorough: bool,
     /// Minimum length of one sample, e.g. 10ms.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_clock_duration)]
     pub sample_time: Option<Duration>,
     /// Time budget per case, warm-up included, e.g. 2s.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_clock_duration)]
     pub budget: Option<Duration>,
     /// Pin the measuring thread to this CPU.
     #[arg(long, global = true, value_name = "N")]
@@ -59,19 +59,27 @@ pub struct Common {
     pub no_save: bool,
 }
 
+/// How sizes and durations are written, for `--help`.
+pub const UNITS_HELP: &str = "Sizes: a whole number of bytes, with k, M, G, KiB, MiB, GiB (powers of 1024) or kB, MB, GB (powers of 1000), e.g. 4k, 64KiB, 1.5G, 100MB. Durations need a unit: ns, us, ms or s, e.g. 10ms.";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every probe (syscalls, then read) behind one progress display.
+    #[command(after_help = UNITS_HELP)]
     Run,
     /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
+    #[command(after_help = UNITS_HELP)]
     Syscalls(SyscallsArgs),
     /// read(2) throughput from the page cache versus block size (seed 000).
+    #[command(after_help = UNITS_HELP)]
     Read(ReadArgs),
     /// Pipe throughput and context switches versus chunk size, capacity, method and
     /// CPU placement (seed 002).
+    #[command(after_help = UNITS_HELP)]
     Pipe(PipeArgs),
     /// Every way to copy a file, ranked, in each cache state and durability mode
     /// (seeds 001 and 003).
+    #[command(after_help = UNITS_HELP)]
     Copy(CopyArgs),
     /// Print the machine facts recorded with every run.
     Sysinfo,
@@ -212,12 +220,9 @@ pub struct CopyArgs {
     pub sparse: bool,
 }
 
-/// Sizes where 0 is allowed (an empty file is a valid thing to copy).
-fn parse_size_or_zero(s: &str) -> Result<u64, String> {
-    if s.trim() == "0" {
-        return Ok(0);
-    }
-    parse_size(s)
+/// A duration flag: with a unit, and at least a hundred times the clock's resolution.
+fn parse_clock_duration(text: &str) -> Result<Duration, String> {
+    parse_duration_at_least(text, crate::sys::calls::monotonic_resolution() * 100)
 }
 
 /// How much work a probe's defaults ask for: `--quick`, nothing, or `--thorough`.
@@ -286,12 +291,7 @@ impl Common {
 
 impl SyscallsArgs {
     pub fn options(&self) -> syscalls::Options {
-        let mut cases: Vec<syscalls::Case> = Vec::new();
-        for c in &self.case {
-            if !cases.contains(c) {
-                cases.push(*c);
-            }
-        }
+        let mut cases = dedup("--case", &self.case);
         if cases.is_empty() {
             cases = syscalls::Case::ALL.to_vec();
         }
@@ -304,31 +304,33 @@ impl SyscallsArgs {
 
 impl ReadArgs {
     pub fn options(&self) -> read::Options {
-        let mut methods: Vec<read::Method> = Vec::new();
-        for m in &self.method {
-            if !methods.contains(m) {
-                methods.push(*m);
-            }
-        }
         read::Options {
             file_size: self.file_size,
             block_sizes: if self.block_sizes.is_empty() {
                 read::default_block_sizes()
             } else {
-                self.block_sizes.clone()
+                dedup("--block-sizes", &self.block_sizes)
             },
-            methods,
+            methods: dedup("--method", &self.method),
         }
     }
 }
 
-/// Removes repeated values, keeping the first occurrence.
-fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+/// Removes repeated values, keeping the first occurrence; says once on stderr that
+/// `flag` repeated a value, so a case is never measured twice without notice.
+fn dedup<T: PartialEq + Copy>(flag: &str, v: &[T]) -> Vec<T> {
     let mut out: Vec<T> = Vec::new();
     for x in v {
         if !out.contains(x) {
             out.push(*x);
         }
+    }
+    if out.len() < v.len() {
+        eprintln!(
+            "ioprobe: {flag} repeats a value ({} given, {} distinct); each is measured once",
+            v.len(),
+            out.len()
+        );
     }
     out
 }
@@ -339,12 +341,12 @@ impl PipeArgs {
             sizes: if self.sizes.is_empty() {
                 pipe::default_sizes(scale == Scale::Thorough)
             } else {
-                dedup(&self.sizes)
+                dedup("--sizes", &self.sizes)
             },
             read_size: self.read_size,
-            capacities: dedup(&self.pipe_size),
-            methods: dedup(&self.method),
-            placements: dedup(&self.placement),
+            capacities: dedup("--pipe-size", &self.pipe_size),
+            methods: dedup("--method", &self.method),
+            placements: dedup("--placement", &self.placement),
             total: self.total.unwrap_or(if scale == Scale::Quick {
                 256 << 20
             } else {
@@ -360,7 +362,7 @@ impl CopyArgs {
         let mut methods = if self.method.is_empty() {
             copy::Method::IN_PROCESS.to_vec()
         } else {
-            dedup(&self.method)
+            dedup("--method", &self.method)
         };
         if self.system_tools {
             for t in copy::Method::TOOLS {
@@ -377,12 +379,12 @@ impl CopyArgs {
                     vec![64 << 20, 1 << 30]
                 }
             } else {
-                dedup(&self.file_size)
+                dedup("--file-size", &self.file_size)
             },
             methods,
-            buffers: dedup(&self.buffers),
-            caches: dedup(&self.cache),
-            durability: dedup(&self.durability),
+            buffers: dedup("--buffers", &self.buffers),
+            caches: dedup("--cache", &self.cache),
+            durability: dedup("--durability", &self.durability),
             verify_always: self.verify == "always",
             drop_caches: self.drop_caches,
             sparse: self.sparse,

@@ -45,25 +45,60 @@ fn clap_exit(e: clap::Error) -> i32 {
             2
         }
         _ => {
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.trim_start_matches("error: ");
-            eprintln!("ioprobe: error: {}", one_line(first));
+            eprintln!("ioprobe: error: {}", clap_one_line(&e));
             2
         }
     }
 }
 
+/// clap's message on one line: user values with control characters escaped (a newline
+/// in an argument must not break the line), and the parts that help kept: the missing
+/// arguments' names and "a similar subcommand exists" tips; the usage block dropped.
+fn clap_one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let mut text = e.render().to_string();
+    for kind in [ContextKind::InvalidValue, ContextKind::InvalidArg] {
+        if let Some(ContextValue::String(v)) = e.get(kind) {
+            text = text.replace(v.as_str(), &ioprobe::units::escape(v));
+        }
+    }
+    let kept: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = one_line(&kept.join(" "));
+    let line = line.trim_start_matches("error: ").to_string();
+    if line.is_empty() {
+        "invalid arguments".into()
+    } else {
+        line
+    }
+}
+
+/// An error message on one line: control characters from user input shown escaped,
+/// runs of spaces folded.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    ioprobe::units::escape(s)
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Measures, saves (unless --no-save) and renders. `run` also writes the HTML report and
 /// ends its table with where the run and report went; other formats get that on stderr.
 fn measure(settings: &Settings, name: &str, list: Vec<Box<dyn Probe>>) -> anyhow::Result<String> {
+    measure_run(settings, name, list).map(|m| m.2)
+}
+
+/// [`measure`], also returning the run and its saved id.
+fn measure_run(
+    settings: &Settings,
+    name: &str,
+    list: Vec<Box<dyn Probe>>,
+) -> anyhow::Result<(ioprobe::results::Run, Option<i64>, String)> {
     let mut store = commands::store_for_saving(settings)?;
     let run = app::run_probes(settings, list, name)?;
     let id = commands::save(store.as_mut(), &run)?;
@@ -100,7 +135,7 @@ fn measure(settings: &Settings, name: &str, list: Vec<Box<dyn Probe>>) -> anyhow
             failed.join(", ")
         );
     }
-    Ok(text)
+    Ok((run, id, text))
 }
 
 fn execute(cli: &Cli) -> anyhow::Result<()> {
@@ -132,14 +167,17 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
         Command::Report { run, html, svg } => {
             commands::report(s, run, html.as_deref(), svg.as_deref())?
         }
-        Command::Advise => match commands::advise_from_store(s)? {
-            Some(text) => text,
-            None => {
-                eprintln!("ioprobe: nothing saved yet; measuring with a quick run first");
-                measure(s, "run", probes::registry())?;
-                commands::advise_from_store(s)?.unwrap_or_default()
-            }
-        },
+        Command::Advise => {
+            let blocks = match commands::advise_from_store(s)? {
+                Some(blocks) => blocks,
+                None => {
+                    eprintln!("ioprobe: nothing saved yet; measuring with a quick run first");
+                    let (run, id, _) = measure_run(s, "run", probes::registry())?;
+                    commands::advice_of_run(&run, id, None)
+                }
+            };
+            commands::render_advice(&blocks, s.format)?
+        }
         Command::Compare {
             a,
             b,

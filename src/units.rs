@@ -1,65 +1,190 @@
 //! Parsing and printing of sizes, durations and rates.
 //!
-//! Sizes are binary (`4k` = 4096, `1.5G` = 1.5 × 2^30); printed as B/KiB/MiB/GiB.
-//! Times print with three significant digits; throughput prints as GB/s (10^9 bytes).
+//! Sizes are read as dd and fio read them: a whole number or a decimal fraction, then an
+//! optional unit with no space: `k`/`K`/`KiB`, `m`/`M`/`MiB`, `g`/`G`/`GiB`, `t`/`T`/`TiB`
+//! are powers of 1024; `kB`/`KB`, `MB`, `GB`, `TB` powers of 1000; `B` or nothing is
+//! bytes. The value must be a whole number of bytes (`1.5k` = 1536 is, `0.5` is not).
+//! Sizes print as B/KiB/MiB/GiB; times with three significant digits; throughput as
+//! GB/s (10^9 bytes).
 
 use std::time::Duration;
 
 /// Largest size any flag accepts; beyond this a value is treated as a typo.
 pub const MAX_SIZE: u64 = 1 << 50;
 
-/// Parses a binary size such as `4k`, `64KiB`, `1m`, `1.5G` or `512`.
-/// Zero, negative, fractional-byte and non-numeric values are refused.
+/// The units a size may carry, with their factor.
+const SIZE_UNITS: [(&str, u64); 21] = [
+    ("", 1),
+    ("B", 1),
+    ("k", 1 << 10),
+    ("K", 1 << 10),
+    ("KiB", 1 << 10),
+    ("m", 1 << 20),
+    ("M", 1 << 20),
+    ("MiB", 1 << 20),
+    ("g", 1 << 30),
+    ("G", 1 << 30),
+    ("GiB", 1 << 30),
+    ("t", 1 << 40),
+    ("T", 1 << 40),
+    ("TiB", 1 << 40),
+    ("kB", 1_000),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+    ("TB", 1_000_000_000_000),
+    ("PiB", 1 << 50),
+    ("PB", 1_000_000_000_000_000),
+];
+
+/// What `--help` says about sizes.
+pub const SIZE_HELP: &str =
+    "k, M, G, KiB, MiB, GiB = powers of 1024; kB, MB, GB = powers of 1000; whole bytes only";
+
+/// Parses a size such as `4k`, `64KiB`, `1m`, `1.5G`, `100MB` or `512` (see the module
+/// documentation). Zero, signs, spaces, exponents, digit separators, unknown units and
+/// values that are not a whole number of bytes are refused.
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err("empty size".into());
+    let shown = escape(text);
+    let hint = "try 4k, 64KiB, 1m, 1.5G or 100MB";
+    if text.starts_with('-') {
+        return Err(format!("size '{shown}' is negative"));
     }
-    if t.starts_with('-') {
-        return Err(format!("size '{text}' is negative"));
+    let digits_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits_end);
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || frac.contains('.') || (number.contains('.') && frac.is_empty()) {
+        return Err(format!("size '{shown}' is not a size; {hint}"));
     }
-    let cfg = parse_size::Config::new().with_binary();
-    let v = cfg.parse_size(t).map_err(|e| {
-        if e.to_string().contains("too large") {
-            format!("size '{text}' is absurdly large")
-        } else {
-            format!("size '{text}' is not a size ({e}); try 4k, 64KiB, 1m, 1.5G")
-        }
-    })?;
-    if v == 0 {
-        return Err(format!("size '{text}' is zero"));
+    let Some(&(_, factor)) = SIZE_UNITS.iter().find(|(u, _)| *u == unit) else {
+        return Err(format!(
+            "size '{shown}' has an unknown unit; {hint} ({SIZE_HELP})"
+        ));
+    };
+    // Exact arithmetic: (whole . frac) × factor = (whole·10^f + frac) × factor / 10^f.
+    let too_large = || format!("size '{shown}' is absurdly large");
+    if whole.len() + frac.len() > 30 {
+        return Err(too_large());
     }
-    if v > MAX_SIZE {
-        return Err(format!("size '{text}' is absurdly large"));
+    let scale = 10u128.pow(frac.len() as u32);
+    let mantissa: u128 = format!("{whole}{frac}").parse().map_err(|_| too_large())?;
+    let scaled = mantissa * u128::from(factor);
+    if !scaled.is_multiple_of(scale) {
+        return Err(format!(
+            "size '{shown}' is not a whole number of bytes ({} bytes)",
+            scaled as f64 / scale as f64
+        ));
     }
-    Ok(v)
+    let bytes = scaled / scale;
+    if bytes == 0 {
+        return Err(format!("size '{shown}' is zero"));
+    }
+    if bytes > u128::from(MAX_SIZE) {
+        return Err(too_large());
+    }
+    Ok(bytes as u64)
 }
 
-/// Parses a duration such as `10ms`, `1.5s`, `250us`, `800ns`. A bare number means seconds.
+/// Parses a size where zero is allowed (an empty file is a valid thing to copy).
+pub fn parse_size_or_zero(text: &str) -> Result<u64, String> {
+    if text.trim_end_matches(|c: char| c.is_ascii_alphabetic()) == "0" {
+        return Ok(0);
+    }
+    parse_size(text)
+}
+
+/// A size as an exact, parseable label without spaces: the largest binary unit that
+/// divides it (`4KiB`, `1536MiB`), else bytes (`4097B`). Case names use it, so two sizes
+/// never share a name.
+pub fn size_label(bytes: u64) -> String {
+    for (unit, factor) in [
+        ("PiB", 1u64 << 50),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ] {
+        if bytes >= factor && bytes.is_multiple_of(factor) {
+            return format!("{}{unit}", bytes / factor);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// Parses a duration with its unit: `10ms`, `1.5s`, `250us` (or `µs`), `800ns`. A bare
+/// number is refused (`--sample-time 10` would silently mean ten seconds), and so are
+/// spaces, signs and exponents.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
+    let shown = escape(text);
+    let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+        .unwrap_or(text.len());
+    let (num, unit) = text.split_at(split);
+    let well_formed = !num.is_empty()
+        && !num.starts_with('.')
+        && !num.ends_with('.')
+        && num.matches('.').count() <= 1;
+    if !well_formed {
+        return Err(format!(
+            "duration '{shown}' is not a duration; try 10ms or 1.5s"
+        ));
+    }
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("duration '{text}' is not a duration; try 10ms or 1.5s"))?;
-    let scale = match unit.trim() {
-        "" | "s" => 1.0,
+        .map_err(|_| format!("duration '{shown}' is not a duration; try 10ms or 1.5s"))?;
+    let scale = match unit {
+        "" => {
+            return Err(format!(
+                "duration '{shown}' needs a unit: ns, us, ms or s (e.g. {num}ms)"
+            ));
+        }
+        "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "ns" => 1e-9,
-        other => return Err(format!("duration '{text}' has unknown unit '{other}'")),
+        _ => {
+            return Err(format!(
+                "duration '{shown}' has an unknown unit (ns, us, ms or s)"
+            ));
+        }
     };
     let secs = value * scale;
     if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("duration '{text}' must be positive"));
+        return Err(format!("duration '{shown}' must be positive"));
     }
     if secs > 86_400.0 {
-        return Err(format!("duration '{text}' is longer than a day"));
+        return Err(format!("duration '{shown}' is longer than a day"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// A duration that the clock can measure: at least `floor` (a hundred times the clock's
+/// resolution), so `--sample-time 0.0000000001s` is refused rather than taken as 0 ns.
+pub fn parse_duration_at_least(text: &str, floor: Duration) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < floor {
+        return Err(format!(
+            "duration '{}' is shorter than {} (a hundred times the clock's resolution)",
+            escape(text),
+            format_ns(floor.as_nanos() as f64)
+        ));
+    }
+    Ok(d)
+}
+
+/// User input made safe to echo on one line: control characters (newlines, escapes) are
+/// shown escaped.
+pub fn escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 /// Prints a byte count in binary units: `512 B`, `4 KiB`, `1.5 MiB`.
@@ -139,31 +264,106 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_as_binary_units() {
+    fn sizes_parse_as_dd_and_fio_read_them() {
         assert_eq!(parse_size("4k"), Ok(4096));
         assert_eq!(parse_size("4K"), Ok(4096));
         assert_eq!(parse_size("64KiB"), Ok(65536));
         assert_eq!(parse_size("1m"), Ok(1 << 20));
         assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
         assert_eq!(parse_size("512"), Ok(512));
-        assert_eq!(parse_size("8 MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("512B"), Ok(512));
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("1kB"), Ok(1000));
+        assert_eq!(parse_size("1KB"), Ok(1000));
+        assert_eq!(parse_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_size("1.5GB"), Ok(1_500_000_000));
+        assert_eq!(parse_size("0.5k"), Ok(512));
     }
 
     #[test]
     fn bad_sizes_are_refused() {
-        for bad in ["0", "-4k", "abc", "", "4q", "0k", "99999P"] {
-            assert!(parse_size(bad).is_err(), "{bad} should be refused");
+        for bad in [
+            "0", "-4k", "+4k", "abc", "", "4q", "0k", "99999P", "0.5", "1.5", "0.001k", "1e3",
+            "1_000", "1i", " 4 k ", "4 k", "4k ", " 4k", "8 MiB", ".5k", "5.k", "1.2.3k", "4kib",
+            "4Kb", "4\n", "4k\n", "1,000", "0x10", "NaN", "inf",
+        ] {
+            let bad = bad.replace("\\n", "\n");
+            assert!(parse_size(&bad).is_err(), "{bad:?} should be refused");
         }
+        assert!(
+            parse_size("0.5")
+                .unwrap_err()
+                .contains("whole number of bytes")
+        );
+        assert!(
+            parse_size("4\nk").unwrap_err().contains("4\\nk"),
+            "newline escaped"
+        );
     }
 
     #[test]
-    fn durations_parse() {
+    fn size_labels_are_exact() {
+        assert_eq!(size_label(4096), "4KiB");
+        assert_eq!(size_label(4097), "4097B");
+        assert_eq!(size_label(4098), "4098B");
+        assert_eq!(size_label(3 << 29), "1536MiB");
+        assert_eq!(size_label(1 << 30), "1GiB");
+        assert_eq!(size_label(100), "100B");
+        assert_eq!(size_label(0), "0B");
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
         assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
-        for bad in ["0", "-1s", "abc", "5parsecs", "0ms"] {
+        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("800ns"), Ok(Duration::from_nanos(800)));
+        for bad in [
+            "0", "2", "10", "-1s", "abc", "5parsecs", "0ms", " 1s", "1 s", "1e3ms", ".5s", "1.s",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad} should be refused");
+        }
+        assert!(parse_duration("10").unwrap_err().contains("needs a unit"));
+        let floor = Duration::from_nanos(100);
+        assert!(parse_duration_at_least("0.0000000001s", floor).is_err());
+        assert!(parse_duration_at_least("99ns", floor).is_err());
+        assert_eq!(parse_duration_at_least("100ns", floor), Ok(floor));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_size_label_parses_back_to_its_size(bytes in 1u64..=MAX_SIZE) {
+            proptest::prop_assert_eq!(parse_size(&size_label(bytes)), Ok(bytes));
+        }
+
+        #[test]
+        fn scaled_sizes_parse_exactly(n in 1u64..1_000_000, unit in 0usize..SIZE_UNITS.len()) {
+            let (u, f) = SIZE_UNITS[unit];
+            let text = format!("{n}{u}");
+            match n.checked_mul(f) {
+                Some(v) if v <= MAX_SIZE => proptest::prop_assert_eq!(parse_size(&text), Ok(v)),
+                _ => proptest::prop_assert!(parse_size(&text).is_err()),
+            }
+        }
+
+        #[test]
+        fn whatever_is_accepted_is_a_whole_number_of_bytes(text in "[0-9]{0,4}(\\.[0-9]{0,4})?(k|K|KiB|m|M|MiB|g|G|GiB|kB|MB|GB|B|i|e3|_0| )?") {
+            if let Ok(v) = parse_size(&text) {
+                // Recompute with rationals: the value times 10^frac is an integer multiple.
+                let (num, unit) = text.split_at(text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len()));
+                let f = SIZE_UNITS.iter().find(|(u, _)| *u == unit).unwrap().1 as f64;
+                let x: f64 = num.parse().unwrap();
+                proptest::prop_assert!(((x * f) - v as f64).abs() < 1e-6 * v as f64 + 1e-9);
+                proptest::prop_assert!(v > 0);
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,12}") {
+            let _ = parse_size(&text);
+            let _ = parse_duration(&text);
         }
     }
 

@@ -69,6 +69,111 @@ pub trait Probe {
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()>;
     /// Runs every case.
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>>;
+    /// The params every measurement of this probe carries, checked on runs read from
+    /// files so that a hostile or damaged document cannot reach tables and plots.
+    fn params(&self) -> &'static [ParamSpec];
+}
+
+/// One parameter of a probe's measurements.
+pub struct ParamSpec {
+    pub key: &'static str,
+    pub kind: ParamKind,
+    /// Unsupported rows may lack optional params (a granted pipe size, say).
+    pub required: bool,
+}
+
+/// What a parameter's value must be.
+pub enum ParamKind {
+    /// A byte count from `min` to [`crate::units::MAX_SIZE`].
+    Size { min: u64 },
+    /// Any string.
+    Text,
+    /// true or false.
+    Bool,
+    /// A string the predicate accepts (a method or state name).
+    OneOf(fn(&str) -> bool),
+}
+
+impl ParamSpec {
+    pub const fn size(key: &'static str, min: u64) -> ParamSpec {
+        ParamSpec {
+            key,
+            kind: ParamKind::Size { min },
+            required: true,
+        }
+    }
+    pub const fn text(key: &'static str) -> ParamSpec {
+        ParamSpec {
+            key,
+            kind: ParamKind::Text,
+            required: true,
+        }
+    }
+    pub const fn one_of(key: &'static str, ok: fn(&str) -> bool) -> ParamSpec {
+        ParamSpec {
+            key,
+            kind: ParamKind::OneOf(ok),
+            required: true,
+        }
+    }
+    pub const fn flag(key: &'static str) -> ParamSpec {
+        ParamSpec {
+            key,
+            kind: ParamKind::Bool,
+            required: true,
+        }
+    }
+    /// The same parameter, allowed to be absent.
+    pub const fn optional(self) -> ParamSpec {
+        ParamSpec {
+            required: false,
+            ..self
+        }
+    }
+
+    fn check(&self, v: Option<&serde_json::Value>) -> std::result::Result<(), String> {
+        let Some(v) = v else {
+            return if self.required {
+                Err(format!("lacks param '{}'", self.key))
+            } else {
+                Ok(())
+            };
+        };
+        let ok = match self.kind {
+            ParamKind::Size { min } => v
+                .as_u64()
+                .is_some_and(|b| b >= min && b <= crate::units::MAX_SIZE),
+            ParamKind::Text => v.is_string(),
+            ParamKind::Bool => v.is_boolean(),
+            ParamKind::OneOf(ok) => v.as_str().is_some_and(ok),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "param '{}' has an invalid value {}",
+                self.key,
+                crate::units::escape(&v.to_string())
+            ))
+        }
+    }
+}
+
+/// Checks a measurement read from a file against its probe: a probe this ioprobe knows,
+/// and every param its tables and plots rely on, of the right type and range.
+pub fn check_measurement(m: &Measurement) -> std::result::Result<(), String> {
+    let list = registry();
+    let Some(probe) = list.iter().find(|p| p.name() == m.probe) else {
+        return Err(format!(
+            "unknown probe '{}' (known: {})",
+            crate::units::escape(&m.probe),
+            list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+        ));
+    };
+    for spec in probe.params() {
+        spec.check(m.params.get(spec.key))?;
+    }
+    Ok(())
 }
 
 /// Every probe with its default options, in the order `ioprobe run` runs them.

@@ -7,7 +7,7 @@
 //! out of a shared mapping made once per case. Every pass checks it moved exactly
 //! `file_size` bytes. The figure is the copy from page cache into a user buffer.
 
-use super::{Context, Probe};
+use super::{Context, ParamSpec, Probe};
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::results::{Measurement, Metric};
@@ -16,7 +16,7 @@ use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
 use crate::sys::mapping::{Mapping, file_residency};
 use crate::sys::scratch::Scratch;
-use crate::units::format_size;
+use crate::units::{format_size, size_label};
 use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;
 use serde_json::{Map, json};
@@ -179,6 +179,16 @@ pub fn fits_in(env: &Environment, bytes: u64) -> String {
 }
 
 impl Probe for ReadProbe {
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::one_of("method", |s| Method::parse(s).is_ok()),
+            ParamSpec::size("block_size", 1),
+            ParamSpec::size("file_size", 1),
+            ParamSpec::text("page_cache"),
+        ];
+        PARAMS
+    }
+
     fn name(&self) -> &'static str {
         "read"
     }
@@ -221,7 +231,7 @@ impl Probe for ReadProbe {
         let mut out = Vec::new();
         for &method in &self.opts.methods {
             for &block in &self.opts.block_sizes {
-                let case = format!("{}/{}", method.name(), format_size(block).replace(' ', ""));
+                let case = format!("{}/{}", method.name(), size_label(block));
                 let (res, pages) = super::ensure_resident(&fd, size)?;
                 let map = match method {
                     Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),

@@ -6,7 +6,7 @@
 //! and touch it with volatile stores or loads on every iteration, because the seed's
 //! memcpy loop compiled to one register move.
 
-use super::{Context, Probe};
+use super::{Context, ParamSpec, Probe};
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::results::{Measurement, Metric};
@@ -248,6 +248,14 @@ impl Workload for CaseRun<'_> {
 }
 
 impl Probe for Syscalls {
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::size("io_size", 0),
+            ParamSpec::size("file_size", 0),
+        ];
+        PARAMS
+    }
+
     fn name(&self) -> &'static str {
         "syscalls"
     }

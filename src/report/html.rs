@@ -58,14 +58,42 @@ pub fn render(run: &Run, advice: &[String], label: &str, plots: &[Plot]) -> Resu
     page.render().context("rendering the HTML report")
 }
 
-/// Writes every plot as `DIR/<probe>.svg`; returns the paths written.
-pub fn write_svgs(plots: &[Plot], dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut out = Vec::new();
-    for p in plots {
-        let path = dir.join(format!("{}.svg", p.name));
-        std::fs::write(&path, &p.svg).with_context(|| format!("writing {}", path.display()))?;
-        out.push(path);
-    }
-    Ok(out)
+/// A plot's file name in the SVG directory: its name reduced to `[a-z0-9_-]` (names come
+/// from run documents, which may be hostile), so no name can climb out of the directory.
+pub fn svg_file_name(name: &str) -> String {
+    let stem: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let stem = if stem.trim_matches('_').is_empty() {
+        "plot".to_string()
+    } else {
+        stem
+    };
+    format!("{stem}.svg")
+}
+
+/// Where each plot goes: `DIR/<name>.svg`, names made safe and unique.
+pub fn svg_paths(plots: &[Plot], dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut seen: Vec<String> = Vec::new();
+    plots
+        .iter()
+        .map(|p| {
+            let mut file = svg_file_name(&p.name);
+            let mut k = 2;
+            while seen.contains(&file) {
+                file = format!("{}-{k}.svg", file.trim_end_matches(".svg"));
+                k += 1;
+            }
+            seen.push(file.clone());
+            dir.join(file)
+        })
+        .collect()
 }

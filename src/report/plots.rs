@@ -24,6 +24,26 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
+/// An axis range plotters can draw: finite, non-empty, and positive on a log axis. A
+/// degenerate range (no points, one value, NaN) would otherwise make plotters generate
+/// ticks without end.
+fn axis(lo: f64, hi: f64, log: bool) -> (f64, f64) {
+    let lo = match (lo.is_finite(), log) {
+        (true, true) => lo.max(1e-9),
+        (true, false) => lo,
+        (false, true) => 1.0,
+        (false, false) => 0.0,
+    };
+    let hi = if hi.is_finite() && hi > lo * (1.0 + 1e-9) && hi > lo {
+        hi
+    } else if lo > 0.0 {
+        lo * 2.0
+    } else {
+        lo + 1.0
+    };
+    (lo, hi)
+}
+
 fn e<E: std::fmt::Display>(err: E) -> anyhow::Error {
     anyhow!("drawing plot: {err}")
 }
@@ -59,7 +79,7 @@ fn bars(title: &str, rows: &[&Measurement], scale: f64, unit: &str) -> Result<St
         let log = hi / lo.max(1e-12) > 50.0;
         let bar_base;
         if log {
-            let (xmin, xmax) = (lo / 2.0, hi * 2.0);
+            let (xmin, xmax) = axis(lo / 2.0, hi * 2.0, true);
             bar_base = xmin;
             let mut chart = builder
                 .build_cartesian_2d((xmin..xmax).log_scale(), (0..n - 1).into_segmented())
@@ -75,8 +95,9 @@ fn bars(title: &str, rows: &[&Measurement], scale: f64, unit: &str) -> Result<St
             draw_bars(&mut chart, rows, scale, bar_base)?;
         } else {
             bar_base = 0.0;
+            let (_, xmax) = axis(0.0, hi * 1.1, false);
             let mut chart = builder
-                .build_cartesian_2d(0.0..hi * 1.1, (0..n - 1).into_segmented())
+                .build_cartesian_2d(0.0..xmax, (0..n - 1).into_segmented())
                 .map_err(e)?;
             chart
                 .configure_mesh()
@@ -160,15 +181,22 @@ fn lines(
     {
         let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
-        let xmin = pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min) / 1.5;
-        let xmax = pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.5;
-        let ymax = pts.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15;
+        let (xmin, xmax) = axis(
+            pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min) / 1.5,
+            pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.5,
+            true,
+        );
+        let (_, ymax) = axis(
+            0.0,
+            pts.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15,
+            false,
+        );
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d((xmin..xmax).log_scale().base(2.0), 0.0..ymax.max(0.001))
+            .build_cartesian_2d((xmin..xmax).log_scale().base(2.0), 0.0..ymax)
             .map_err(e)?;
         chart
             .configure_mesh()

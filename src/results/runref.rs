@@ -2,29 +2,118 @@
 //! written by `--json` / `ioprobe export` (schema version 1 only).
 
 use super::store::Store;
-use super::{Run, SCHEMA_VERSION};
-use anyhow::{Context, Result, anyhow, bail};
+use super::{Measurement, Run, SCHEMA_VERSION};
+use crate::error::UsageError;
+use anyhow::{Context, Result};
 use std::path::Path;
 
-/// Parses and validates a JSON run document.
+/// Largest JSON run file read (a run with millions of raw samples is still far below).
+pub const MAX_RUN_FILE: u64 = 256 << 20;
+
+/// Parses and validates a JSON run document. Every problem is a usage error (exit 2):
+/// the document is the user's input.
 pub fn parse_run_json(text: &str, origin: &str) -> Result<Run> {
+    let origin = crate::units::escape(origin);
+    let bad = |msg: String| anyhow::Error::new(UsageError(format!("{origin}: {msg}")));
     let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| anyhow!("{origin}: malformed JSON ({e})"))?;
+        serde_json::from_str(text).map_err(|e| bad(format!("malformed JSON ({e})")))?;
     match v.get("schema_version").and_then(|s| s.as_u64()) {
         Some(n) if n == u64::from(SCHEMA_VERSION) => {}
         Some(n) => {
-            bail!("{origin}: schema version {n}, this ioprobe reads version {SCHEMA_VERSION}")
+            return Err(bad(format!(
+                "schema version {n}, this ioprobe reads version {SCHEMA_VERSION}"
+            )));
         }
-        None => bail!("{origin}: not an ioprobe run (no schema_version)"),
+        None => return Err(bad("not an ioprobe run (no schema_version)".into())),
     }
-    serde_json::from_value(v).map_err(|e| anyhow!("{origin}: not a valid ioprobe run ({e})"))
+    let run: Run =
+        serde_json::from_value(v).map_err(|e| bad(format!("not a valid ioprobe run ({e})")))?;
+    for (i, m) in run.measurements.iter().enumerate() {
+        check_measurement(m).map_err(|e| bad(format!("measurement {}: {e}", i + 1)))?;
+    }
+    Ok(run)
 }
 
-/// Reads a JSON run file.
+/// Characters a case name may use (they come from sizes, method names and states).
+fn safe_name(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-/".contains(&b))
+}
+
+/// The generic shape every measurement must have, then its probe's own params.
+fn check_measurement(m: &Measurement) -> Result<(), String> {
+    if !safe_name(&m.case, 200) {
+        return Err(format!(
+            "case name '{}' is not made of letters, digits and ._+-/",
+            crate::units::escape(&m.case)
+        ));
+    }
+    crate::probes::check_measurement(m)?;
+    if !["ns/op", "bytes/s"].contains(&m.unit.as_str()) {
+        return Err(format!("unknown unit '{}'", crate::units::escape(&m.unit)));
+    }
+    if !["ok", "unsupported", "failed"].contains(&m.status.as_str()) {
+        return Err(format!(
+            "unknown status '{}'",
+            crate::units::escape(&m.status)
+        ));
+    }
+    let figures = [
+        m.median, m.ci95[0], m.ci95[1], m.min, m.max, m.mean, m.stddev, m.cv, m.mad,
+    ];
+    if figures
+        .iter()
+        .chain(&m.raw)
+        .any(|v| !v.is_finite() || *v < 0.0)
+    {
+        return Err(format!("{}: a figure is negative or not a number", m.case));
+    }
+    Ok(())
+}
+
+/// Reads a JSON run file: a regular file (opened without blocking, so a FIFO with no
+/// writer is refused rather than waited on) of at most [`MAX_RUN_FILE`] bytes.
 pub fn load_json_file(path: &Path) -> Result<Run> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = crate::units::escape(&path.display().to_string());
+    let usage = |msg: String| anyhow::Error::new(UsageError(format!("{shown}: {msg}")));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| usage(plain(&e)))?;
+    let meta = file.metadata().map_err(|e| usage(plain(&e)))?;
+    if !meta.is_file() {
+        return Err(usage("not a regular file".into()));
+    }
+    if meta.len() > MAX_RUN_FILE {
+        return Err(usage(format!(
+            "{} is larger than the {} a run file may be",
+            crate::units::format_size(meta.len()),
+            crate::units::format_size(MAX_RUN_FILE)
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_RUN_FILE + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {shown}"))?;
+    if bytes.len() as u64 > MAX_RUN_FILE {
+        return Err(usage(
+            "grew beyond the size a run file may be while read".into(),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| usage("not UTF-8 text".into()))?;
     parse_run_json(&text, &path.display().to_string())
+}
+
+/// An io::Error without the "(os error N)" suffix.
+fn plain(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    s.find(" (os error")
+        .map_or(s.clone(), |i| s[..i].to_string())
 }
 
 /// A run named on the command line, with a label for headings.
@@ -37,14 +126,12 @@ pub struct Named {
 /// store (opened lazily through `store`).
 pub fn resolve(spec: &str, store: &mut dyn FnMut() -> Result<Store>) -> Result<Named> {
     let p = Path::new(spec);
-    if p.is_file() {
+    // An existing path (a FIFO or directory too: refused there) or a *.json name is a file.
+    if p.exists() || spec.ends_with(".json") {
         return Ok(Named {
             label: spec.to_string(),
             run: load_json_file(p)?,
         });
-    }
-    if spec.ends_with(".json") {
-        bail!("{spec}: no such file");
     }
     let store = store()?;
     let id = store.resolve(spec)?;

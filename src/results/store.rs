@@ -8,6 +8,7 @@
 //! newer ioprobe, is refused before anything is written to it.
 
 use super::Run;
+use crate::error::UsageError;
 use anyhow::{Context, Result, anyhow, bail};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -85,9 +86,68 @@ pub fn default_path() -> Result<PathBuf> {
     Ok(base.join("ioprobe").join("results.db"))
 }
 
+/// How long a store operation waits for another ioprobe holding the database.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// Refuses a store path that exists but is not a regular file (`--store /dev/null` would
+/// make SQLite create `/dev/null-journal` beside it).
+fn check_store_path(path: &Path) -> Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(_) => Err(UsageError(format!(
+            "--store {}: not a regular file",
+            crate::units::escape(&path.display().to_string())
+        ))
+        .into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(anyhow!("store {}: {e}", path.display())),
+    }
+}
+
+/// Runs `f` again while SQLite says the database is busy or locked, for up to
+/// [`BUSY_WAIT`]: some lock conflicts (switching to WAL, a read upgraded to a write)
+/// are reported at once rather than through the busy handler.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && start.elapsed() < BUSY_WAIT =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// `file:` URI of a path, percent-encoded, for SQLite's `immutable` parameter.
+fn file_uri(path: &Path, query: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path` and migrates it to this schema.
+    /// Creation is race-free: many processes may create the same new store at once.
     pub fn open(path: &Path) -> Result<Store> {
+        check_store_path(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("store {}: cannot create {}", path.display(), dir.display())
@@ -100,7 +160,9 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| store_err(path, e))?;
-        conn.busy_timeout(Duration::from_secs(10))?;
+        // Before any statement: every later lock wait goes through it.
+        conn.busy_timeout(BUSY_WAIT)
+            .map_err(|e| store_err(path, e))?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -117,6 +179,63 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens an existing store for reading only, so results stay readable where nothing
+    /// can be written: a read-only mount, or a 0444 store in a directory the user cannot
+    /// write (SQLite then cannot make its WAL index; the store is opened `immutable`).
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        Store::open_read_only_if_any(path)?.ok_or_else(|| {
+            UsageError(format!(
+                "no runs saved in {} (nothing saved yet)",
+                crate::units::escape(&path.display().to_string())
+            ))
+            .into()
+        })
+    }
+
+    /// [`Store::open_read_only`], or None when there is no store or it holds no runs.
+    pub fn open_read_only_if_any(path: &Path) -> Result<Option<Store>> {
+        if !check_store_path(path)? {
+            return Ok(None);
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let open = |uri: &str| -> rusqlite::Result<Store> {
+            let conn = Connection::open_with_flags(uri, flags)?;
+            conn.busy_timeout(BUSY_WAIT)?;
+            let store = Store {
+                conn,
+                path: path.to_path_buf(),
+            };
+            store
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))?;
+            Ok(store)
+        };
+        let store = match open(&file_uri(path, "mode=ro")) {
+            Ok(s) => s,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::CannotOpen
+                        | rusqlite::ErrorCode::ReadOnly
+                        | rusqlite::ErrorCode::PermissionDenied
+                ) =>
+            {
+                open(&file_uri(path, "immutable=1")).map_err(|e| store_err(path, e))?
+            }
+            Err(e) => return Err(store_err(path, e)),
+        };
+        let version = store.user_version()?;
+        if version > STORE_SCHEMA {
+            bail!(
+                "store {}: schema version {version} was written by a newer ioprobe (this one reads {STORE_SCHEMA})",
+                path.display()
+            );
+        }
+        Ok((version == STORE_SCHEMA).then_some(store))
+    }
+
     /// Fails now, rather than after a long measurement, when the store cannot be written
     /// (read-only file or directory, or locked beyond the busy timeout).
     pub fn check_writable(&mut self) -> Result<()> {
@@ -125,14 +244,6 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| store_err(&self.path, e))?;
         tx.rollback().map_err(|e| store_err(&self.path, e))
-    }
-
-    /// Opens a store that must already exist (for reading commands).
-    pub fn open_existing(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            bail!("no results store at {} (nothing saved yet)", path.display());
-        }
-        Store::open(path)
     }
 
     /// Where the store lives.
@@ -154,24 +265,28 @@ impl Store {
         if self.user_version()? == STORE_SCHEMA {
             return Ok(());
         }
-        let wrap = |e: rusqlite::Error| store_err(&self.path, e);
-        // WAL lets readers and one writer work at once; set before the first write.
-        self.conn
-            .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
-            .map_err(wrap)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(wrap)?;
-        let current: i64 = tx
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(wrap)?;
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-            tx.execute_batch(sql).map_err(wrap)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)
-                .map_err(wrap)?;
-        }
-        tx.commit().map_err(wrap)
+        let path = self.path.clone();
+        let wrap = |e: rusqlite::Error| store_err(&path, e);
+        // WAL lets readers and one writer work at once; set before the first write. The
+        // switch needs the database to itself and can report "locked" at once while
+        // another process is creating the store, so it is retried.
+        retry_busy(|| {
+            self.conn
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        })
+        .map_err(wrap)?;
+        retry_busy(|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+                tx.execute_batch(sql)?;
+                tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            }
+            tx.commit()
+        })
+        .map_err(wrap)
     }
 
     /// Saves a run in one transaction; returns its id.
@@ -259,15 +374,24 @@ impl Store {
             .with_context(|| format!("run {id} in {} is unreadable", self.path.display()))
     }
 
-    /// Id of `last` (newest), `last~N` (N before the newest) or a plain id.
+    /// Id of `last` (newest), `last~N` (N before the newest, N ≥ 0) or a plain id. A
+    /// malformed or missing run is a usage error (exit 2).
     pub fn resolve(&self, spec: &str) -> Result<i64> {
+        let shown = crate::units::escape(spec);
+        let usage = |msg: String| anyhow::Error::new(UsageError(msg));
         let back = if spec == "last" {
             Some(0)
         } else if let Some(n) = spec.strip_prefix("last~") {
-            Some(
-                n.parse::<i64>()
-                    .map_err(|_| anyhow!("'{spec}': expected last~N with N a number"))?,
-            )
+            let n = n
+                .parse::<u32>()
+                .ok()
+                .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| {
+                    usage(format!(
+                        "'{shown}': expected last~N with N a whole number ≥ 0"
+                    ))
+                })?;
+            Some(i64::from(n))
         } else {
             None
         };
@@ -280,22 +404,38 @@ impl Store {
                     |r| r.get(0),
                 )
                 .map_err(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => {
-                        anyhow!(
-                            "no run '{spec}' in {} (fewer than {} runs saved)",
-                            self.path.display(),
-                            n + 1
-                        )
-                    }
+                    rusqlite::Error::QueryReturnedNoRows => usage(format!(
+                        "no run '{shown}' in {} (fewer than {} runs saved)",
+                        self.path.display(),
+                        n + 1
+                    )),
                     other => self.err(other),
                 }),
             None => {
-                let id = spec.parse::<i64>().map_err(|_| {
-                    anyhow!("'{spec}' is not a run: use an id, last, last~N or a JSON file")
-                })?;
-                self.load(id).map(|_| id)
+                let id = spec
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|id| *id > 0 && spec.bytes().all(|b| b.is_ascii_digit()))
+                    .ok_or_else(|| {
+                        usage(format!(
+                            "'{shown}' is not a run: use an id, last, last~N or a JSON file"
+                        ))
+                    })?;
+                if !self.exists(id)? {
+                    return Err(usage(format!("no run {id} in {}", self.path.display())));
+                }
+                Ok(id)
             }
         }
+    }
+
+    fn exists(&self, id: i64) -> Result<bool> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [id], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
     }
 
     /// Raw sample count stored for run `id` (for tests and integrity checks).

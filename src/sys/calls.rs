@@ -175,6 +175,12 @@ pub fn c_path(path: &Path) -> anyhow::Result<CString> {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: comparable between processes, unlike `Instant`.
+/// CLOCK_MONOTONIC's resolution (clock_getres(2)); 1 ns on most Linux machines.
+pub fn monotonic_resolution() -> std::time::Duration {
+    let t = rustix::time::clock_getres(rustix::time::ClockId::Monotonic);
+    std::time::Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.max(1) as u32)
+}
+
 pub fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64

@@ -237,46 +237,61 @@ fn bad_runs_and_files_are_one_line_errors() {
         with_store(&store)
             .args(["import", FIXTURE_BAD])
             .assert()
-            .code(1),
+            .code(2),
         "malformed JSON",
     );
     one_line_failure(
         with_store(&store)
             .args(["import", FIXTURE_V2])
             .assert()
-            .code(1),
+            .code(2),
         "schema version 2",
     );
     assert!(!store.exists(), "a rejected import writes nothing");
     one_line_failure(
-        with_store(&store).args(["show", "last"]).assert().code(1),
-        "no results store",
+        with_store(&store).args(["show", "last"]).assert().code(2),
+        "no runs saved",
     );
     with_store(&store)
         .args(["import", FIXTURE_A])
         .assert()
         .success();
     one_line_failure(
-        with_store(&store).args(["show", "42"]).assert().code(1),
+        with_store(&store).args(["show", "42"]).assert().code(2),
         "no run 42",
     );
     one_line_failure(
-        with_store(&store).args(["show", "last~5"]).assert().code(1),
+        with_store(&store).args(["show", "last~5"]).assert().code(2),
         "fewer than 6 runs",
     );
     one_line_failure(
         with_store(&store)
             .args(["show", "nonsense"])
             .assert()
-            .code(1),
+            .code(2),
         "is not a run",
     );
     one_line_failure(
         with_store(&store)
             .args(["show", "missing.json"])
             .assert()
-            .code(1),
-        "no such file",
+            .code(2),
+        "No such file",
+    );
+    one_line_failure(
+        with_store(&store)
+            .args(["show", "last~-1"])
+            .assert()
+            .code(2),
+        "N a whole number",
+    );
+    one_line_failure(
+        with_store(&store).args(["show", "-3"]).assert().code(2),
+        "unexpected argument",
+    );
+    one_line_failure(
+        with_store(&store).args(["show", "0"]).assert().code(2),
+        "is not a run",
     );
     one_line_failure(
         with_store(&store).args(["report", "last"]).assert().code(2),
@@ -326,9 +341,11 @@ fn a_corrupt_store_is_refused_and_left_untouched() {
 
 #[test]
 fn concurrent_saves_all_succeed() {
+    // 40 processes create one new store at once, then save: none may fail with
+    // "database is locked" (issue 9: 13 of 40 did).
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("results.db");
-    let children: Vec<_> = (0..4)
+    let children: Vec<_> = (0..40)
         .map(|_| {
             std::process::Command::new(BIN)
                 .arg("--store")
@@ -356,7 +373,7 @@ fn concurrent_saves_all_succeed() {
             .get_output()
             .stdout,
     );
-    assert_eq!(h.as_array().unwrap().len(), 8);
+    assert_eq!(h.as_array().unwrap().len(), 80);
 }
 
 #[test]
@@ -430,4 +447,328 @@ fn text_markdown_and_csv_are_stable() {
             .success(),
     );
     insta::assert_snapshot!("compare_markdown", cmp);
+}
+
+/// FIXTURE_A with `edit` applied, written to `dir/name`.
+fn edited_fixture(dir: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> std::path::PathBuf {
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE_A).unwrap()).unwrap();
+    edit(&mut v);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn hostile_run_files_are_refused_before_they_reach_a_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let read_row = |v: &Value| {
+        v["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|m| m["probe"] == "read")
+            .unwrap()
+    };
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (
+            edited_fixture(tmp.path(), "climb.json", |v| {
+                v["measurements"][0]["probe"] = "../x".into()
+            }),
+            "unknown probe '../x'",
+        ),
+        (
+            edited_fixture(tmp.path(), "abs.json", |v| {
+                v["measurements"][0]["probe"] = "/tmp/evil".into()
+            }),
+            "unknown probe",
+        ),
+        (
+            edited_fixture(tmp.path(), "case.json", |v| {
+                v["measurements"][0]["case"] = "a\nb <script>".into()
+            }),
+            "case name",
+        ),
+        (
+            edited_fixture(tmp.path(), "noblock.json", |v| {
+                let i = read_row(v);
+                v["measurements"][i]["params"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("block_size");
+            }),
+            "lacks param 'block_size'",
+        ),
+        (
+            edited_fixture(tmp.path(), "nomethod.json", |v| {
+                let i = read_row(v);
+                let m = &mut v["measurements"][i];
+                m["probe"] = "pipe".into();
+                *m["params"].as_object_mut().unwrap() = serde_json::from_str(
+                    r#"{"placement":"any","chunk_size":4096,"read_size":4096,"pipe_size_requested":"default","total":1048576}"#,
+                )
+                .unwrap();
+            }),
+            "lacks param 'method'",
+        ),
+        (
+            edited_fixture(tmp.path(), "huge.json", |v| {
+                let i = read_row(v);
+                v["measurements"][i]["params"]["block_size"] = Value::from(u64::MAX);
+            }),
+            "param 'block_size' has an invalid value",
+        ),
+        (
+            edited_fixture(tmp.path(), "nan.json", |v| {
+                v["measurements"][0]["median"] = Value::from(-1.0);
+            }),
+            "negative or not a number",
+        ),
+    ];
+    for (file, needle) in &cases {
+        one_line_failure(
+            with_store(&store).arg("import").arg(file).assert().code(2),
+            needle,
+        );
+        // Read straight from the file, not through the store: refused just the same.
+        let out = tmp.path().join("out");
+        one_line_failure(
+            with_store(&store)
+                .arg("report")
+                .arg(file)
+                .arg("--svg")
+                .arg(&out)
+                .assert()
+                .code(2),
+            needle,
+        );
+        assert!(!out.exists(), "nothing written for {}", file.display());
+    }
+    assert!(!store.exists(), "a rejected import writes nothing");
+    assert!(!tmp.path().join("x.svg").exists());
+}
+
+#[test]
+fn imports_refuse_what_is_not_a_regular_file_of_sane_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let fifo = tmp.path().join("fifo.json");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = tmp.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    for (file, needle) in [
+        (fifo.as_path(), "not a regular file"),
+        (Path::new("/dev/zero"), "not a regular file"),
+        (tmp.path(), "not a regular file"),
+        (big.as_path(), "larger than the 256 MiB"),
+    ] {
+        let start = Instant::now();
+        one_line_failure(
+            with_store(&store)
+                .arg("import")
+                .arg(file)
+                .timeout(Duration::from_secs(20))
+                .assert()
+                .code(2),
+            needle,
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            file.display()
+        );
+    }
+    assert!(!store.exists());
+}
+
+#[test]
+fn store_paths_that_are_not_regular_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let journal_before = Path::new("/dev/null-journal").exists();
+    for store in [Path::new("/dev/null"), tmp.path()] {
+        one_line_failure(
+            with_store(store)
+                .args(["import", FIXTURE_A])
+                .assert()
+                .code(2),
+            "not a regular file",
+        );
+        one_line_failure(
+            with_store(store).arg("history").assert().code(2),
+            "not a regular file",
+        );
+    }
+    assert_eq!(Path::new("/dev/null-journal").exists(), journal_before);
+    assert!(entries(tmp.path()).is_empty());
+}
+
+#[test]
+fn reports_never_replace_the_store_and_are_shareable() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    with_store(&store)
+        .args(["import", FIXTURE_A])
+        .assert()
+        .success();
+    let link = tmp.path().join("link.html");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    for target in [&store, &link] {
+        one_line_failure(
+            with_store(&store)
+                .args(["report", "last", "--html"])
+                .arg(target)
+                .assert()
+                .code(2),
+            "is the results store",
+        );
+    }
+    with_store(&store).arg("history").assert().success();
+    // 0644 less the umask, as any file a user asks for.
+    for (umask, mode) in [("022", 0o644), ("027", 0o640), ("077", 0o600)] {
+        let html = tmp.path().join(format!("r-{umask}.html"));
+        let svg = tmp.path().join(format!("svg-{umask}"));
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" --store \"$1\" report last --html \"$2\" --svg \"$3\""
+            ))
+            .arg(BIN)
+            .arg(&store)
+            .arg(&html)
+            .arg(&svg)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        for f in [html.clone(), svg.join("read.svg"), svg.join("syscalls.svg")] {
+            let m = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+            assert_eq!(m, mode, "{} with umask {umask}", f.display());
+        }
+    }
+}
+
+#[test]
+fn svg_files_stay_in_their_directory_and_never_follow_a_planted_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    with_store(&store)
+        .args(["import", FIXTURE_A])
+        .assert()
+        .success();
+    let svg = tmp.path().join("svg");
+    std::fs::create_dir(&svg).unwrap();
+    let victim = tmp.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, svg.join("read.svg")).unwrap();
+    with_store(&store)
+        .args(["report", "last", "--svg"])
+        .arg(&svg)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    let meta = std::fs::symlink_metadata(svg.join("read.svg")).unwrap();
+    assert!(
+        meta.file_type().is_file(),
+        "the link was replaced, not followed"
+    );
+    let mut names = entries(&svg);
+    names.sort();
+    assert_eq!(names, ["read.svg", "syscalls.svg"]);
+}
+
+/// Runs ioprobe as user nobody (needs root and setpriv); None when that is not possible.
+fn as_nobody(args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
+    let root = std::process::Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&root.stdout).trim() != "0" {
+        return None;
+    }
+    std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(args)
+        .output()
+        .ok()
+}
+
+#[test]
+fn read_only_stores_can_still_be_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let store = tmp.path().join("results.db");
+    for f in [FIXTURE_A, FIXTURE_B] {
+        with_store(&store).args(["import", f]).assert().success();
+    }
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(out_dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let html = out_dir.path().join("r.html");
+    let reads: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["history".as_ref()],
+        vec!["show".as_ref(), "last".as_ref()],
+        vec!["export".as_ref(), "1".as_ref()],
+        vec!["compare".as_ref(), "1".as_ref(), "2".as_ref()],
+        vec!["advise".as_ref()],
+        vec![
+            "report".as_ref(),
+            "last".as_ref(),
+            "--html".as_ref(),
+            html.as_os_str(),
+        ],
+    ];
+    // A 0444 store in a directory the user cannot write.
+    let mut ran = false;
+    for args in &reads {
+        let mut full: Vec<&std::ffi::OsStr> = vec!["--store".as_ref(), store.as_os_str()];
+        full.extend(args);
+        let Some(out) = as_nobody(&full) else { break };
+        ran = true;
+        assert!(
+            out.status.success(),
+            "{args:?} as nobody: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    if !ran {
+        eprintln!(
+            "read_only_stores_can_still_be_read: not root, the unwritable-directory part skipped"
+        );
+    }
+    // A store on a read-only mount (a private mount namespace; needs root).
+    let mnt = tempfile::tempdir().unwrap();
+    let script = "set -e; mount -t tmpfs none \"$1\"; \"$0\" --store \"$1/r.db\" import \"$2\" >/dev/null; mount -o remount,ro \"$1\"; \
+         for c in history 'show last' 'export 1' 'advise'; do \"$0\" --store \"$1/r.db\" $c >/dev/null; done; \
+         \"$0\" --store \"$1/r.db\" report last --html \"$3\"".to_string();
+    let can_unshare = std::process::Command::new("unshare")
+        .args(["-m", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can_unshare {
+        eprintln!(
+            "read_only_stores_can_still_be_read: no mount namespace here, read-only mount part skipped"
+        );
+        return;
+    }
+    let o = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .arg(BIN)
+        .arg(mnt.path())
+        .arg(FIXTURE_A)
+        .arg(out_dir.path().join("ro.html"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "read-only mount: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -138,7 +138,7 @@ impl Variant {
     /// The variant's label: method plus its parameters, e.g. `read-write/1MiB`,
     /// `mmap-write/whole+madvise`, `io-uring/qd16+fixed`.
     pub fn label(&self) -> String {
-        let size = |b: u64| crate::units::format_size(b).replace(' ', "");
+        let size = crate::units::size_label;
         let mut s = self.method.name().to_string();
         match self.method {
             Method::MmapWrite => {

@@ -14,7 +14,7 @@ pub mod methods;
 pub mod source;
 pub mod tools;
 
-use super::{Context, Probe};
+use super::{Context, ParamSpec, Probe};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
 use crate::results::{Measurement, Metric};
@@ -22,7 +22,7 @@ use crate::sys::calls::{self, SysError};
 use crate::sys::copyfile;
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
-use crate::units::format_size;
+use crate::units::{format_size, size_label};
 use anyhow::Result;
 pub use methods::{Method, Variant};
 use methods::{Prepared, ToolRusage};
@@ -339,6 +339,20 @@ fn residency_label(cache: Cache, seen: &[(usize, usize)]) -> (String, f64) {
 }
 
 impl Probe for CopyProbe {
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::one_of("method", |s| Method::parse(s).is_ok()),
+            ParamSpec::text("variant"),
+            ParamSpec::size("buffer_size", 1).optional(),
+            ParamSpec::size("file_size", 0),
+            ParamSpec::flag("sparse"),
+            ParamSpec::one_of("cache", |s| Cache::parse(s).is_ok()),
+            ParamSpec::one_of("durability", |s| Durability::parse(s).is_ok()),
+            ParamSpec::text("durability_state"),
+        ];
+        PARAMS
+    }
+
     fn name(&self) -> &'static str {
         "copy"
     }
@@ -426,7 +440,7 @@ impl Probe for CopyProbe {
                             v.label(),
                             cache.name(),
                             dur.name(),
-                            format_size(size).replace(' ', "")
+                            size_label(size)
                         );
                         let params = params(v, size, cache, dur, o.sparse, drop_all);
                         if let Err(reason) = verdict {

@@ -8,13 +8,13 @@
 pub mod stream;
 pub mod transfer;
 
-use super::{Context, Probe};
+use super::{Context, ParamSpec, Probe};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
 use crate::results::{Measurement, Metric};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
-use crate::units::format_size;
+use crate::units::{format_size, size_label};
 use anyhow::{Result, bail};
 use serde_json::{Map, json};
 pub use stream::Method;
@@ -90,7 +90,7 @@ impl Capacity {
     pub fn label(self) -> String {
         match self {
             Capacity::Default => "default".into(),
-            Capacity::Bytes(b) => format_size(b).replace(' ', ""),
+            Capacity::Bytes(b) => size_label(b),
         }
     }
 
@@ -236,6 +236,19 @@ fn method_note(m: Method, read_size: Option<u64>) -> String {
 }
 
 impl Probe for PipeProbe {
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::one_of("method", |s| Method::parse(s).is_ok()),
+            ParamSpec::one_of("placement", |s| Placement::parse(s).is_ok()),
+            ParamSpec::size("chunk_size", 1),
+            ParamSpec::size("read_size", 1),
+            ParamSpec::text("pipe_size_requested"),
+            ParamSpec::size("total", 1),
+            ParamSpec::size("pipe_size", 1).optional(),
+        ];
+        PARAMS
+    }
+
     fn name(&self) -> &'static str {
         "pipe"
     }
@@ -278,6 +291,11 @@ impl Probe for PipeProbe {
                 format_size(avail)
             ));
         }
+        if let (true, Some(cpu)) = (o.placements.contains(&Placement::Split), env.pinned_cpu) {
+            return usage(format!(
+                "--cpu {cpu} pins writer and reader to one CPU, which conflicts with --placement split (two CPUs); drop one of them"
+            ));
+        }
         if o.placements.contains(&Placement::Split) && env.logical_cpus < 2 {
             return usage("--placement split needs two CPUs; this machine has one");
         }
@@ -315,7 +333,7 @@ impl Probe for PipeProbe {
                 method.name(),
                 placement.name(),
                 cap.label(),
-                format_size(chunk).replace(' ', "")
+                size_label(chunk)
             );
             let mut params = Map::new();
             params.insert("method".into(), json!(method.name()));
