@@ -34,8 +34,18 @@ fn pin(cpu: Option<usize>) -> Result<()> {
 /// Runs `probes` under `settings` and returns the run; scratch is gone when this returns.
 pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &str) -> Result<Run> {
     interrupt::install()?;
+    crate::sys::signals::install()
+        .map_err(|e| anyhow::anyhow!("cannot set signal dispositions: {e}"))?;
     let cpus = affinity::allowed_cpus()?;
     pin(settings.cpu)?;
+    for s in crate::sys::scratch::reclaim_stale(&settings.dir) {
+        eprintln!(
+            "ioprobe: removed {} ({}) left behind by ioprobe process {}, which is gone",
+            s.path.display(),
+            crate::units::format_size(s.bytes),
+            s.pid
+        );
+    }
     let scratch = Scratch::create_in(&settings.dir)?;
     let result = run_in(settings, &probes, command, &scratch, &cpus);
     let removed = scratch_cleanup(scratch);

@@ -2,7 +2,8 @@
 //!
 //! `IOPROBE_FAULT` holds comma-separated names: `pipe-corrupt` (the pipe writer stamps
 //! one chunk wrongly), `copy-corrupt` (a byte of a copy's destination is flipped before
-//! verification), `evict` (a file that must be in the page cache is evicted just before
+//! verification), `sigbus` (an mmap copy's destination is truncated under its mapping, so
+//! the copy dies of SIGBUS), `evict` (a file that must be in the page cache is evicted just before
 //! every mincore check, as memory pressure can). Never set in normal use; a run with a fault fails by design.
 
 /// True when fault `name` is listed in `IOPROBE_FAULT`.

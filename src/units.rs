@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const MAX_SIZE: u64 = 1 << 50;
 
 /// The units a size may carry, with their factor.
-const SIZE_UNITS: [(&str, u64); 21] = [
+const SIZE_UNITS: [(&str, u64); 23] = [
     ("", 1),
     ("B", 1),
     ("k", 1 << 10),
@@ -33,6 +33,8 @@ const SIZE_UNITS: [(&str, u64); 21] = [
     ("MB", 1_000_000),
     ("GB", 1_000_000_000),
     ("TB", 1_000_000_000_000),
+    ("p", 1 << 50),
+    ("P", 1 << 50),
     ("PiB", 1 << 50),
     ("PB", 1_000_000_000_000_000),
 ];

@@ -63,6 +63,14 @@ fn grids(c: &Comparison) -> Vec<Grid> {
     let mut footnotes = vec![
         "B ÷ A of medians; interval: 95% bootstrap; p: two-sided Mann–Whitney U on the raw samples; faster/slower needs p < 0.05 and a change of at least 1% (ns/op: lower is faster; bytes/s: higher is faster)".to_string(),
     ];
+    for r in c.rows.iter().filter(|r| r.note.is_some()) {
+        footnotes.push(format!(
+            "{}/{}: {}",
+            r.probe,
+            r.case,
+            r.note.as_deref().unwrap_or_default()
+        ));
+    }
     for (label, list) in [(&c.a, &c.only_in_a), (&c.b, &c.only_in_b)] {
         if !list.is_empty() {
             footnotes.push(format!("only in {label}: {}", few(list)));

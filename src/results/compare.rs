@@ -3,7 +3,7 @@
 //! interval of that ratio and a Mann–Whitney verdict on the raw samples.
 
 use super::{Measurement, Run};
-use crate::harness::compare::{mann_whitney_p, ratio_interval};
+use crate::harness::compare::{MAX_SAMPLES, mann_whitney_p, ratio_interval, subsample};
 use serde::Serialize;
 
 /// Significance level of the rank test.
@@ -68,6 +68,9 @@ pub struct Row {
     /// How much slower B is than A in performance terms (0.05 = 5% slower); negative
     /// when B is faster.
     pub slowdown: f64,
+    /// Set when a side had more than [`MAX_SAMPLES`] raw samples and was subsampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The whole comparison.
@@ -183,8 +186,21 @@ fn env_diffs(a: &Run, b: &Run) -> Vec<EnvDiff> {
 
 fn row(a: &Measurement, b: &Measurement) -> Row {
     let ratio = b.median / a.median;
-    let (lo, hi) = ratio_interval(&a.raw, &b.raw);
-    let p = mann_whitney_p(&a.raw, &b.raw);
+    let (ra, rb) = (
+        subsample(&a.raw, MAX_SAMPLES),
+        subsample(&b.raw, MAX_SAMPLES),
+    );
+    let note = (ra.len() < a.raw.len() || rb.len() < b.raw.len()).then(|| {
+        format!(
+            "rank test and interval on a random subsample (fixed seed) of {} of {} samples in A and {} of {} in B",
+            ra.len(),
+            a.raw.len(),
+            rb.len(),
+            b.raw.len()
+        )
+    });
+    let (lo, hi) = ratio_interval(&ra, &rb);
+    let p = mann_whitney_p(&ra, &rb);
     let higher_is_better = a.unit == "bytes/s";
     let slowdown = if higher_is_better {
         a.median / b.median - 1.0
@@ -210,6 +226,7 @@ fn row(a: &Measurement, b: &Measurement) -> Row {
         p_value: p,
         verdict,
         slowdown,
+        note,
     }
 }
 

@@ -43,6 +43,20 @@ pub fn ftruncate<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<()> {
     check("ftruncate", rustix::fs::ftruncate(fd, len))
 }
 
+/// Reserves `len` bytes of blocks for `fd` with fallocate(2), so stores through a
+/// mapping of it cannot fail for lack of space (a SIGBUS). Returns false where the
+/// filesystem cannot reserve (EOPNOTSUPP); a full filesystem is an error (ENOSPC).
+pub fn reserve<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<bool> {
+    if len == 0 {
+        return Ok(true);
+    }
+    match rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, len) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::OPNOTSUPP) => Ok(false),
+        Err(e) => Err(SysError::new("fallocate", e)),
+    }
+}
+
 /// fsync(2): data and metadata on stable storage.
 pub fn fsync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
     check("fsync", rustix::fs::fsync(fd))
@@ -115,18 +129,30 @@ impl Mapping {
 
     /// Copies all of `src` into this (writable) mapping from offset 0 (memcpy); both
     /// must have the same length.
-    pub fn copy_from(&mut self, src: &Mapping) -> SysResult<()> {
+    /// memcpy of the whole of `src` in pieces of 64 MiB; `stop()` is asked between
+    /// pieces, and a true answer ends the copy early with `Ok(false)`.
+    pub fn copy_from(&mut self, src: &Mapping, stop: &dyn Fn() -> bool) -> SysResult<bool> {
         if src.byte_len() != self.byte_len() {
             return Err(SysError {
                 call: "memcpy",
                 errno: libc::EINVAL,
             });
         }
-        // SAFETY: two distinct live mappings of equal length; the destination is
-        // writable (mapped PROT_WRITE by the caller, or the store faults: a bug, not UB
-        // in Rust terms since no reference aliases it).
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.as_ptr(), self.byte_len()) };
-        Ok(())
+        const PIECE: usize = 64 << 20;
+        let mut off = 0;
+        while off < self.byte_len() {
+            if off > 0 && stop() {
+                return Ok(false);
+            }
+            let n = (self.byte_len() - off).min(PIECE);
+            // SAFETY: two distinct live mappings of equal length, [off, off+n) inside
+            // both; the destination is writable (mapped PROT_WRITE by the caller).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr().add(off), self.as_ptr().add(off), n)
+            };
+            off += n;
+        }
+        Ok(true)
     }
 
     /// The mapped bytes, read-only.

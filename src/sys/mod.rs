@@ -15,4 +15,5 @@ pub mod pipes;
 pub mod process;
 pub mod rusage;
 pub mod scratch;
+pub mod signals;
 pub mod uring;

@@ -70,10 +70,11 @@ fn bad_directories_are_refused() {
 #[test]
 fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
     // A file-size limit makes writes fail with EFBIG like a full disk would fail with
-    // ENOSPC; SIGXFSZ is ignored so the write returns the error instead of killing us.
+    // ENOSPC. ioprobe ignores SIGXFSZ itself (no `trap '' XFSZ` in the shell), so the
+    // write returns the error instead of killing it with scratch left behind.
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
-        "trap '' XFSZ; exec prlimit --fsize=65536 {BIN} read --no-save --dir {} --file-size 1m --block-sizes 4k --sample-time 1ms --budget 20ms",
+        "exec prlimit --fsize=65536 {BIN} read --no-save --dir {} --file-size 1m --block-sizes 4k --sample-time 1ms --budget 20ms",
         dir.path().display()
     );
     let out = Command::new("sh").arg("-c").arg(script).assert().code(1);
@@ -87,5 +88,35 @@ fn a_full_filesystem_fails_at_run_time_and_cleans_up() {
         errors[0].contains("File too large") || errors[0].contains("No space"),
         "{stderr}"
     );
+    assert_empty(dir.path());
+}
+
+#[test]
+fn a_copy_beyond_the_file_size_limit_fails_cleanly() {
+    // Without a shell that ignores SIGXFSZ for it: the first write past the limit fails
+    // with EFBIG (one line, exit 1, scratch removed) instead of killing ioprobe (153).
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("prlimit")
+        .arg("--fsize=1000000")
+        .arg(BIN)
+        .args(["--no-save", "--dir"])
+        .arg(dir.path())
+        .args([
+            "copy",
+            "--file-size",
+            "1m",
+            "--method",
+            "mmap-memcpy-munmap,mmap-memcpy-msync",
+            "--cache",
+            "warm",
+            "--durability",
+            "none",
+        ])
+        .args(TINY)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("File too large"), "{stderr}");
     assert_empty(dir.path());
 }

@@ -68,3 +68,120 @@ fn closed_stdout_is_not_an_error() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("error"));
     assert_empty(dir.path());
 }
+
+#[test]
+fn a_sigbus_on_a_mapped_scratch_file_is_one_line_and_removes_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .env("IOPROBE_FAULT", "sigbus")
+        .args([
+            "copy",
+            "--file-size",
+            "1m",
+            "--method",
+            "mmap-memcpy-munmap",
+            "--cache",
+            "warm",
+            "--durability",
+            "none",
+        ])
+        .args(TINY)
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].starts_with("ioprobe: error: SIGBUS"), "{stderr}");
+    assert_empty(dir.path());
+}
+
+/// This test process's start time in clock ticks (field 22 of /proc/self/stat).
+fn own_start_time() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(19).unwrap().to_string()
+}
+
+#[test]
+fn scratch_left_by_sigkill_is_reclaimed_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_measuring(
+        &["read", "--file-size", "8m", "--sample-time", "100ms"],
+        dir.path(),
+        Stdio::null(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL: nothing can clean up
+    child.wait().unwrap();
+    let left = entries(dir.path());
+    assert_eq!(
+        left.len(),
+        1,
+        "kill -9 leaves its scratch directory: {left:?}"
+    );
+    // A directory whose owner is alive (this test process), and one with no owner file:
+    // both must stay.
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let live = dir.path().join(".ioprobe-live01");
+    std::fs::create_dir(&live).unwrap();
+    std::fs::write(
+        live.join("owner"),
+        format!(
+            "ioprobe scratch owner v1\npid {}\nstart {}\nboot {}\n",
+            std::process::id(),
+            own_start_time(),
+            boot.trim()
+        ),
+    )
+    .unwrap();
+    let unknown = dir.path().join(".ioprobe-nofile");
+    std::fs::create_dir(&unknown).unwrap();
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null"])
+        .args(TINY)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("removed {}", dir.path().join(&left[0]).display()))
+            && stderr.contains(&format!("left behind by ioprobe process {}", child.id())),
+        "{stderr}"
+    );
+    let mut now = entries(dir.path());
+    now.sort();
+    assert_eq!(now, [".ioprobe-live01", ".ioprobe-nofile"]);
+}
+
+#[test]
+fn ctrl_c_is_obeyed_within_a_long_sample() {
+    // --sample-time 10s: a sample is run in pieces with the flag checked between them.
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_measuring(
+        &[
+            "syscalls",
+            "--case",
+            "null",
+            "--sample-time",
+            "10s",
+            "--budget",
+            "120s",
+        ],
+        dir.path(),
+        Stdio::piped(),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(130));
+    // Pieces last 250 ms; 5 s leaves room for a loaded machine, half the sample time.
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    assert_empty(dir.path());
+}

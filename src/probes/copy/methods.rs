@@ -3,6 +3,7 @@
 //! (checking every call's result and byte count), and, in `fsync` mode, makes the data
 //! durable before returning. The caller times the whole call.
 
+use crate::harness::interrupt;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::copyfile;
@@ -258,6 +259,10 @@ fn expect(call: &'static str, got: u64, size: u64) -> Result<()> {
     Ok(())
 }
 
+/// Bytes one sendfile(2) or copy_file_range(2) call is asked to move: small enough that
+/// a cold 1 GiB copy looks at the interrupt flag every quarter second or so.
+const IN_KERNEL_STEP: u64 = 256 << 20;
+
 /// A copy's result: rusage of the child tool, when a tool made it.
 pub type ToolRusage = Option<(String, RawRusage)>;
 
@@ -294,6 +299,7 @@ pub fn copy(
             let buf = p.buf.as_mut().ok_or_else(|| anyhow!("no buffer"))?;
             let mut total = 0u64;
             loop {
+                interrupt::check()?;
                 let n = calls::read(&s, buf.as_mut_slice())?;
                 if n == 0 {
                     break;
@@ -307,6 +313,7 @@ pub fn copy(
             let buf = p.buf.as_mut().ok_or_else(|| anyhow!("no buffer"))?;
             let mut off = 0u64;
             while off < size {
+                interrupt::check()?;
                 let want = (size - off).min(buf.len() as u64) as usize;
                 let n = calls::pread(&s, &mut buf.as_mut_slice()[..want], off)?;
                 if n == 0 {
@@ -330,12 +337,16 @@ pub fn copy(
                     v.buffer.unwrap_or(1 << 20) as usize
                 };
                 for c in bytes.chunks(step.max(1)) {
+                    interrupt::check()?;
                     write_all(&d, c)?;
                 }
             }
         }
         Method::MmapMemcpyMsync | Method::MmapMemcpyMunmap => {
             copyfile::ftruncate(&d, size)?;
+            // Blocks reserved before mapping: a full filesystem fails here with ENOSPC
+            // rather than as a SIGBUS on a store through the mapping.
+            copyfile::reserve(&d, size)?;
             if size > 0 {
                 let from = Mapping::map_file(&s, size as usize, false)?;
                 let mut to = Mapping::map_file(&d, size as usize, true)?;
@@ -343,7 +354,14 @@ pub fn copy(
                     from.advise(rustix::mm::Advice::Sequential)?;
                     to.advise(rustix::mm::Advice::Sequential)?;
                 }
-                to.copy_from(&from)?;
+                if crate::fault::enabled("sigbus") {
+                    // Test hook: the mapped destination loses its blocks, as on a full
+                    // filesystem without reservation: the stores raise SIGBUS.
+                    copyfile::ftruncate(&d, 0)?;
+                }
+                if !to.copy_from(&from, &interrupt::requested)? {
+                    return Err(crate::error::Interrupted.into());
+                }
                 if v.method == Method::MmapMemcpyMsync {
                     to.sync(fsync)?; // MS_SYNC when durability is asked, else MS_ASYNC
                 }
@@ -353,7 +371,8 @@ pub fn copy(
         Method::Sendfile => {
             let mut off = 0u64;
             while off < size {
-                let want = (size - off).min(1 << 30) as usize;
+                interrupt::check()?;
+                let want = (size - off).min(IN_KERNEL_STEP) as usize;
                 let n = copyfile::sendfile(&d, &s, &mut off, want)?;
                 if n == 0 {
                     break;
@@ -369,6 +388,7 @@ pub fn copy(
             };
             let mut off = 0u64;
             while off < size {
+                interrupt::check()?;
                 let want = (size - off).min(cap as u64) as usize;
                 let n = pipes::splice(&s, Some(&mut off), &pw, None, want)?;
                 if n == 0 {
@@ -388,7 +408,8 @@ pub fn copy(
         Method::CopyFileRange => {
             let (mut a, mut b) = (0u64, 0u64);
             while a < size {
-                let want = (size - a).min(1 << 30) as usize;
+                interrupt::check()?;
+                let want = (size - a).min(IN_KERNEL_STEP) as usize;
                 let n = copyfile::copy_file_range(&s, &mut a, &d, &mut b, want)?;
                 if n == 0 {
                     break;
@@ -408,6 +429,7 @@ pub fn copy(
             let align = p.dio_align;
             let mut total = 0u64;
             loop {
+                interrupt::check()?;
                 let n = calls::read(&s, buf.as_mut_slice())?;
                 if n == 0 {
                     break;

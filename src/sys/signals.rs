@@ -1,0 +1,147 @@
+//! Process-wide dispositions for the signals a file-system fault raises.
+//!
+//! - SIGXFSZ (a write beyond `ulimit -f`) is ignored: the write then fails with EFBIG,
+//!   which the checked calls already turn into a one-line error and clean-up.
+//! - SIGBUS (a store through a mapping whose file could not be backed, e.g. a full
+//!   filesystem) cannot be unwound from. Its handler uses only async-signal-safe
+//!   system calls: it writes one line to stderr, removes the scratch directory named by
+//!   [`set_scratch`] with getdents64/unlinkat, and exits with status 1.
+
+use std::ffi::{CStr, CString, c_int};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The scratch directory the SIGBUS handler removes (a leaked C string), or null.
+static SCRATCH: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Installs the dispositions (idempotent).
+pub fn install() -> std::io::Result<()> {
+    // SAFETY: SIG_IGN for SIGXFSZ replaces no Rust-visible state; the result is checked.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a zeroed sigaction is valid; we set a plain handler that only performs
+    // async-signal-safe system calls (see on_sigbus), with an empty mask.
+    let r = unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigbus as extern "C" fn(c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut())
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Names the scratch directory the SIGBUS handler removes; None once it is gone.
+pub fn set_scratch(path: Option<&std::path::Path>) {
+    use std::os::unix::ffi::OsStrExt;
+    let new = path
+        .and_then(|p| CString::new(p.as_os_str().as_bytes()).ok())
+        .map_or(std::ptr::null_mut(), CString::into_raw);
+    let old = SCRATCH.swap(new, Ordering::SeqCst);
+    if !old.is_null() {
+        // SAFETY: `old` came from CString::into_raw above and is no longer published.
+        drop(unsafe { CString::from_raw(old) });
+    }
+}
+
+extern "C" fn on_sigbus(_sig: c_int) {
+    const MSG: &[u8] = b"ioprobe: error: SIGBUS: a mapped file could not be backed (filesystem full or file truncated); scratch files removed\n";
+    // SAFETY: write(2), open(2), rmdir(2) and _exit(2) are async-signal-safe; the path
+    // pointer, when not null, is a valid C string that set_scratch never frees while
+    // published.
+    unsafe {
+        libc::write(2, MSG.as_ptr().cast(), MSG.len());
+        let dir = SCRATCH.load(Ordering::SeqCst);
+        if !dir.is_null() {
+            let fd = libc::open(
+                dir,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            );
+            if fd >= 0 {
+                clear_dir(fd, 0);
+                libc::close(fd);
+            }
+            libc::rmdir(dir);
+        }
+        libc::_exit(1);
+    }
+}
+
+/// Removes everything inside the directory open as `fd` (subdirectories up to a small
+/// depth), with system calls only: usable inside a signal handler.
+fn clear_dir(fd: c_int, depth: u32) {
+    let mut buf = [0u8; 4096];
+    // Each pass lists from the start again: unlinking while listing may skip entries.
+    for _ in 0..10_000 {
+        // SAFETY: lseek and getdents64 on our directory descriptor into our buffer.
+        let n = unsafe {
+            libc::lseek(fd, 0, libc::SEEK_SET);
+            libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len())
+        };
+        if n <= 0 {
+            return;
+        }
+        let mut removed = false;
+        let mut off = 0usize;
+        while off + 19 < n as usize {
+            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+            let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+            if reclen == 0 || off + reclen > n as usize {
+                return;
+            }
+            let kind = buf[off + 18];
+            let name = &buf[off + 19..off + reclen];
+            off += reclen;
+            let Ok(name) = CStr::from_bytes_until_nul(name) else {
+                continue;
+            };
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            // SAFETY: openat/unlinkat relative to our directory descriptor with a
+            // NUL-terminated name from the kernel's listing.
+            unsafe {
+                if kind == libc::DT_DIR && depth < 4 {
+                    let sub = libc::openat(
+                        fd,
+                        name.as_ptr(),
+                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    );
+                    if sub >= 0 {
+                        clear_dir(sub, depth + 1);
+                        libc::close(sub);
+                    }
+                    removed |= libc::unlinkat(fd, name.as_ptr(), libc::AT_REMOVEDIR) == 0;
+                } else {
+                    removed |= libc::unlinkat(fd, name.as_ptr(), 0) == 0;
+                }
+            }
+        }
+        if !removed {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clear_dir_removes_files_and_subdirectories() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..300 {
+            std::fs::write(
+                dir.path().join(format!("file-with-a-long-name-{i:04}")),
+                b"x",
+            )
+            .unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/c"), b"y").unwrap();
+        let f = std::fs::File::open(dir.path()).unwrap();
+        super::clear_dir(f.as_raw_fd(), 0);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
