@@ -120,3 +120,249 @@ fn a_copy_beyond_the_file_size_limit_fails_cleanly() {
     assert!(stderr.contains("File too large"), "{stderr}");
     assert_empty(dir.path());
 }
+
+#[test]
+fn sizes_and_durations_are_exact_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for bad in [
+        "0.5", "1.5", "0.001k", "1e3", "1_000", "1i", " 4 k ", "4 k", "1,5k",
+    ] {
+        fails(d, &["syscalls", "--io-size", bad], 2, "--io-size");
+    }
+    fails(
+        d,
+        &["syscalls", "--io-size", "0.5"],
+        2,
+        "whole number of bytes",
+    );
+    fails(d, &["run", "--sample-time", "10"], 2, "needs a unit");
+    fails(
+        d,
+        &["run", "--sample-time", "0.0000000001s"],
+        2,
+        "a hundred times the clock's resolution",
+    );
+    fails(d, &["run", "--budget", "1e3ms"], 2, "unknown unit");
+    // Decimal units are powers of 1000, binary ones of 1024; fractions that make whole
+    // bytes are fine.
+    let out = ioprobe(d)
+        .args(["syscalls", "--case", "pread", "--io-size", "1kB", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    assert_eq!(
+        json_of(&out.get_output().stdout)["measurements"][0]["params"]["io_size"],
+        1000
+    );
+    let out = ioprobe(d)
+        .args(["syscalls", "--case", "pread", "--io-size", "1.5k", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    assert_eq!(
+        json_of(&out.get_output().stdout)["measurements"][0]["params"]["io_size"],
+        1536
+    );
+    let help = Command::new(BIN)
+        .args(["read", "--help"])
+        .assert()
+        .success();
+    let help = String::from_utf8_lossy(&help.get_output().stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains("powers of 1024") && help.contains("powers of 1000"),
+        "{help}"
+    );
+    assert_empty(d);
+}
+
+#[test]
+fn repeated_values_are_measured_once_and_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args([
+            "read",
+            "--file-size",
+            "64k",
+            "--block-sizes",
+            "4k,4k,4096,8k",
+            "--method",
+            "read,read",
+            "--json",
+        ])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let cases: Vec<&str> = v["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["case"].as_str().unwrap())
+        .collect();
+    assert_eq!(cases, ["read/4KiB", "read/8KiB"]);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(
+        stderr.matches("--block-sizes repeats a value").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("--method repeats a value").count(),
+        1,
+        "{stderr}"
+    );
+    let out = ioprobe(dir.path())
+        .args(["syscalls", "--case", "null,null", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    assert_eq!(
+        json_of(&out.get_output().stdout)["measurements"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_empty(dir.path());
+}
+
+#[test]
+fn sizes_that_are_not_whole_kib_get_exact_case_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args([
+            "copy",
+            "--file-size",
+            "4097,4098,4k",
+            "--method",
+            "read-write",
+            "--buffers",
+            "64k",
+            "--cache",
+            "warm",
+            "--durability",
+            "none",
+            "--json",
+        ])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let cases: Vec<&str> = v["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["case"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            "read-write/64KiB/warm/none/4097B",
+            "read-write/64KiB/warm/none/4098B",
+            "read-write/64KiB/warm/none/4KiB"
+        ]
+    );
+    assert_empty(dir.path());
+}
+
+#[test]
+fn messages_say_what_is_wrong_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // --cpu pins everything to one CPU: that is the conflict, whatever the machine has.
+    fails(
+        d,
+        &["pipe", "--placement", "split", "--cpu", "0"],
+        2,
+        "conflicts with --placement split",
+    );
+    // A newline in an argument is shown escaped, the error stays on one line.
+    fails(d, &["read", "--file-size", "4\nk"], 2, "'4\\nk'");
+    fails(d, &["--store", "/no\nsuch", "history"], 2, "/no\\nsuch");
+    // clap's useful parts survive the one-line form.
+    fails(d, &["compare", "1"], 2, "<B>");
+    fails(d, &["histroy"], 2, "similar subcommand exists: 'history'");
+    assert_empty(d);
+}
+
+#[test]
+fn export_and_advise_honour_the_output_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    with_store(&store)
+        .args(["import", FIXTURE_A])
+        .assert()
+        .success();
+    let csv = stdout_of(
+        &with_store(&store)
+            .args(["export", "1", "--csv"])
+            .assert()
+            .success(),
+    );
+    assert!(csv.starts_with("probe,case,unit,median"), "{csv}");
+    let md = stdout_of(
+        &with_store(&store)
+            .args(["export", "1", "--markdown"])
+            .assert()
+            .success(),
+    );
+    assert!(md.contains("| "), "{md}");
+    let v = json_of(
+        &with_store(&store)
+            .args(["advise", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let adv = v["advice"].as_array().unwrap();
+    assert!(adv.iter().any(|a| a["probe"] == "read"
+        && a["run"] == 1
+        && a["advice"].to_string().contains("use 64 KiB blocks")));
+    let csv = stdout_of(
+        &with_store(&store)
+            .args(["advise", "--csv"])
+            .assert()
+            .success(),
+    );
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    assert_eq!(
+        r.headers().unwrap().iter().collect::<Vec<_>>(),
+        ["probe", "run", "date", "host", "advice"]
+    );
+    assert!(r.records().count() >= 2);
+    let md = stdout_of(
+        &with_store(&store)
+            .args(["advise", "--markdown"])
+            .assert()
+            .success(),
+    );
+    assert!(
+        md.contains("| probe |") && md.contains("use 64 KiB blocks"),
+        "{md}"
+    );
+}
+
+#[test]
+fn advise_without_saving_prints_what_it_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let a = with_store(&tmp.path().join("none.db"))
+        .args(["advise", "--no-save", "--dir"])
+        .arg(&scratch)
+        .args(["--sample-time", "1ms", "--budget", "10ms"])
+        .assert()
+        .success();
+    let out = stdout_of(&a);
+    assert!(
+        out.contains("from this run (not saved)") && out.contains("read (read): use"),
+        "{out}"
+    );
+    assert!(!tmp.path().join("none.db").exists());
+    assert_empty(&scratch);
+}

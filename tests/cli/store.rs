@@ -772,3 +772,41 @@ fn read_only_stores_can_still_be_read() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn compare_subsamples_huge_runs_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = edited_fixture(tmp.path(), "big.json", |v| {
+        let m = &mut v["measurements"][0];
+        let med = m["median"].as_f64().unwrap();
+        let raw: Vec<f64> = (0..12_000)
+            .map(|i| med * (1.0 + (i % 7) as f64 * 1e-3))
+            .collect();
+        m["samples"] = raw.len().into();
+        m["raw"] = raw.into();
+    });
+    let store = tmp.path().join("results.db");
+    let a = with_store(&store)
+        .arg("compare")
+        .arg(&big)
+        .arg(&big)
+        .arg("--markdown")
+        .assert()
+        .success();
+    let out = stdout_of(&a);
+    assert!(
+        out.contains("random subsample (fixed seed) of 10000 of 12000 samples in A"),
+        "{out}"
+    );
+    // Reproducible: the same text twice.
+    let again = stdout_of(
+        &with_store(&store)
+            .arg("compare")
+            .arg(&big)
+            .arg(&big)
+            .arg("--markdown")
+            .assert()
+            .success(),
+    );
+    assert_eq!(out, again);
+}
