@@ -15,6 +15,8 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod fault;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod harness;
 pub mod probes;
 pub mod progress;

@@ -158,7 +158,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if secs > 86_400.0 {
         return Err(format!("duration '{shown}' is longer than a day"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    let d = Duration::from_secs_f64(secs);
+    if d.is_zero() {
+        // Found by the fuzzer: 0.33331ns was accepted as a zero duration.
+        return Err(format!("duration '{shown}' is shorter than 1 ns"));
+    }
+    Ok(d)
 }
 
 /// A duration that the clock can measure: at least `floor` (a hundred times the clock's
@@ -328,6 +333,9 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad} should be refused");
         }
         assert!(parse_duration("10").unwrap_err().contains("needs a unit"));
+        // Fuzz regression (fuzz/regressions/parse-zero-duration): under 1 ns is zero.
+        assert!(parse_duration("0.33331ns").is_err());
+        assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
         let floor = Duration::from_nanos(100);
         assert!(parse_duration_at_least("0.0000000001s", floor).is_err());
         assert!(parse_duration_at_least("99ns", floor).is_err());
