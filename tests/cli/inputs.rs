@@ -141,6 +141,12 @@ fn sizes_and_durations_are_exact_or_refused() {
         d,
         &["run", "--sample-time", "0.0000000001s"],
         2,
+        "shorter than",
+    );
+    fails(
+        d,
+        &["run", "--sample-time", "50ns"],
+        2,
         "a hundred times the clock's resolution",
     );
     fails(d, &["run", "--budget", "1e3ms"], 2, "unknown unit");
