@@ -84,6 +84,7 @@ fn copy_covers_cache_states_and_durability_and_labels_them() {
         .args(TINY)
         .assert()
         .success();
+    imports_back(&out.get_output().stdout);
     let v = json_of(&out.get_output().stdout);
     let ms = v["measurements"].as_array().unwrap();
     // 2 cache states × 2 durability modes × (read-write, reflink, 2 munmap variants).

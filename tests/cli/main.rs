@@ -223,3 +223,18 @@ fn processes_mentioning(needle: &str, except: u32) -> Vec<String> {
     }
     out
 }
+
+/// A run's JSON (from `--json`) must import back: its own output passes the validation
+/// that guards against hostile files.
+fn imports_back(json: &[u8]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("run.json");
+    std::fs::write(&file, json).unwrap();
+    Command::new(BIN)
+        .arg("--store")
+        .arg(tmp.path().join("r.db"))
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+}

@@ -12,6 +12,7 @@ fn pipe_runs_every_axis_value_and_reports_both_processes() {
         .args(TINY)
         .assert()
         .success();
+    imports_back(&out.get_output().stdout);
     let v = json_of(&out.get_output().stdout);
     let ms = v["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 2 * 2 * 2 * 3);
