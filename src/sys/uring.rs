@@ -66,7 +66,13 @@ impl UringCopy {
 
     /// Copies `size` bytes from `src` to `dst` (same offsets); returns the number of
     /// read and write operations completed.
-    pub fn copy(&mut self, src: &OwnedFd, dst: &OwnedFd, size: u64) -> SysResult<u64> {
+    pub fn copy(
+        &mut self,
+        src: &OwnedFd,
+        dst: &OwnedFd,
+        size: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> SysResult<u64> {
         let n = self.bufs.len();
         let mut slots = vec![
             Slot {
@@ -82,6 +88,13 @@ impl UringCopy {
         let mut ops = 0u64;
         let mut first_err: Option<SysError> = None;
         loop {
+            if first_err.is_none() && stop() {
+                // Interrupted: submit nothing more, reap what is in flight, then return.
+                first_err = Some(SysError {
+                    call: "io_uring copy",
+                    errno: libc::EINTR,
+                });
+            }
             if first_err.is_none() {
                 for (i, s) in slots.iter_mut().enumerate() {
                     if s.phase == Phase::Idle && next < size {

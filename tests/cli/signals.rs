@@ -185,3 +185,75 @@ fn ctrl_c_is_obeyed_within_a_long_sample() {
     assert!(took < Duration::from_secs(5), "exit took {took:?}");
     assert_empty(dir.path());
 }
+
+/// Bytes free in `dir` (df), for tests that need large scratch files.
+fn free_bytes(dir: &Path) -> u64 {
+    let out = std::process::Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn ctrl_c_is_obeyed_inside_a_long_copy_pass() {
+    // One pass of a 1 GiB copy in 1 KiB reads with fsync lasts seconds (2.6 s here); the
+    // copy loop looks at the flag, so the interrupt does not wait for the pass to end
+    // (before: 2.6 s to exit, now 0.24 s).
+    let dir = tempfile::tempdir().unwrap();
+    if free_bytes(dir.path()) < 3 << 30 {
+        eprintln!("ctrl_c_is_obeyed_inside_a_long_copy_pass: under 3 GiB free, skipped");
+        return;
+    }
+    let child = spawn_measuring(
+        &[
+            "copy",
+            "--file-size",
+            "1g",
+            "--method",
+            "read-write",
+            "--buffers",
+            "1k",
+            "--cache",
+            "cold",
+            "--durability",
+            "fsync",
+        ],
+        dir.path(),
+        Stdio::piped(),
+    );
+    // Wait until a pass is under way: its destination exists.
+    let start = Instant::now();
+    let scratch = dir.path().join(&entries(dir.path())[0]);
+    while !entries(&scratch).iter().any(|e| e.starts_with("copy-dst")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no copy pass started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = Instant::now();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(2), "exit took {took:?}");
+    assert_empty(dir.path());
+}

@@ -421,7 +421,10 @@ pub fn copy(
         Method::IoUring => {
             if size > 0 {
                 let u = p.uring.as_mut().ok_or_else(|| anyhow!("no ring"))?;
-                u.copy(&s, &d, size)?;
+                if let Err(e) = u.copy(&s, &d, size, &interrupt::requested) {
+                    interrupt::check()?;
+                    return Err(e.into());
+                }
             }
         }
         Method::Direct => {
