@@ -38,3 +38,13 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
 #[derive(Debug, Error)]
 #[error("{0}")]
 pub struct Regression(pub String);
+
+/// An io::Error as a short phrase, without the "(os error N)" suffix, for one-line
+/// messages.
+pub fn plain(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}

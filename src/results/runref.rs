@@ -4,6 +4,7 @@
 use super::store::Store;
 use super::{Measurement, Run, SCHEMA_VERSION};
 use crate::error::UsageError;
+use crate::error::plain;
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -107,13 +108,6 @@ pub fn load_json_file(path: &Path) -> Result<Run> {
     }
     let text = String::from_utf8(bytes).map_err(|_| usage("not UTF-8 text".into()))?;
     parse_run_json(&text, &path.display().to_string())
-}
-
-/// An io::Error without the "(os error N)" suffix.
-fn plain(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    s.find(" (os error")
-        .map_or(s.clone(), |i| s[..i].to_string())
 }
 
 /// A run named on the command line, with a label for headings.

@@ -10,6 +10,7 @@
 
 use super::calls::{self, SysError};
 use crate::error::UsageError;
+use crate::error::plain;
 use anyhow::{Context, Result};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
@@ -233,15 +234,6 @@ fn space_hint(e: SysError, s: &Scratch) -> anyhow::Error {
         )
     } else {
         e.into()
-    }
-}
-
-/// An io::Error without the "(os error N)" suffix, for one-line messages.
-fn plain(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
     }
 }
 
