@@ -170,6 +170,16 @@ fn ctrl_c_is_obeyed_within_a_long_sample() {
         Stdio::piped(),
     );
     std::thread::sleep(Duration::from_millis(1500));
+    let (out, took) = interrupt_and_wait(child);
+    assert_eq!(out.status.code(), Some(130));
+    // Pieces last 250 ms; 5 s leaves room for a loaded machine, half the sample time.
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
+    assert_empty(dir.path());
+}
+
+/// Sends SIGINT (as kill(1) does) and waits; returns the output and how long the exit
+/// took after the signal.
+fn interrupt_and_wait(child: std::process::Child) -> (std::process::Output, Duration) {
     let sent = Instant::now();
     assert!(
         std::process::Command::new("kill")
@@ -179,11 +189,7 @@ fn ctrl_c_is_obeyed_within_a_long_sample() {
             .success()
     );
     let out = child.wait_with_output().unwrap();
-    let took = sent.elapsed();
-    assert_eq!(out.status.code(), Some(130));
-    // Pieces last 250 ms; 5 s leaves room for a loaded machine, half the sample time.
-    assert!(took < Duration::from_secs(5), "exit took {took:?}");
-    assert_empty(dir.path());
+    (out, sent.elapsed())
 }
 
 /// Bytes free in `dir` (df), for tests that need large scratch files.
@@ -238,16 +244,7 @@ fn ctrl_c_is_obeyed_inside_a_long_copy_pass() {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(200));
-    let sent = Instant::now();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let out = child.wait_with_output().unwrap();
-    let took = sent.elapsed();
+    let (out, took) = interrupt_and_wait(child);
     assert_eq!(
         out.status.code(),
         Some(130),
