@@ -101,7 +101,7 @@ fn run_in(
             Ok(m) => measurements.extend(m),
             Err(e) => {
                 progress.finish();
-                return Err(e.context(format!("probe {}", p.name())));
+                return Err(e.context(format!("probe {}", p.kind().name())));
             }
         }
     }

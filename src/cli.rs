@@ -2,6 +2,8 @@
 //! nothing below this module sees clap.
 
 use crate::harness;
+use crate::present::names::parser;
+pub use crate::probes::Scale;
 use crate::probes::{copy, pipe, read, syscalls};
 use crate::report::Format;
 use crate::units::{parse_duration_at_least, parse_size, parse_size_or_zero};
@@ -64,7 +66,8 @@ pub const UNITS_HELP: &str = "Sizes: a whole number of bytes, with k, M, G, KiB,
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run every probe (syscalls, then read) behind one progress display.
+    /// Run every probe (syscalls, read, write, pipe, copy) with short defaults behind
+    /// one progress display, save the run and write its HTML report.
     #[command(after_help = UNITS_HELP)]
     Run,
     /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
@@ -121,8 +124,9 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         svg: Option<PathBuf>,
     },
-    /// Advice (read buffer size, syscall patterns) with its evidence, from the newest
-    /// saved runs, or from a quick run when nothing is saved.
+    /// Advice from every probe (syscall patterns, read and write block sizes, pipe
+    /// chunks and capacity, copy methods) with its evidence, from the newest saved run
+    /// of each probe, or from a quick run when nothing is saved.
     Advise,
 }
 
@@ -138,28 +142,29 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+// Every probe flag is optional: a flag the user gave overrides that one default of
+// the probe's own `Options::for_scale`; an empty list means "not given".
+
 #[derive(Debug, Args)]
 pub struct SyscallsArgs {
-    /// Cases to run (comma-separated): null, open_close, open_write_close,
-    /// open_read_close, lseek_write, lseek_read, pwrite, pread, mmap_store, mmap_load,
-    /// fstat, stat. Default: all.
-    #[arg(long, value_name = "CASE", value_delimiter = ',', value_parser = syscalls::Case::parse)]
+    /// Cases to run (comma-separated). Default: all.
+    #[arg(long, value_name = "CASE", value_delimiter = ',', value_parser = parser::<syscalls::Case>())]
     pub case: Vec<syscalls::Case>,
-    /// Bytes per read/write/store/load.
-    #[arg(long, value_name = "SIZE", default_value = "8", value_parser = parse_size)]
-    pub io_size: u64,
+    /// Bytes per read/write/store/load (default 8 B).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub io_size: Option<u64>,
 }
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// Size of the file read from the page cache.
-    #[arg(long, value_name = "SIZE", default_value = "10MiB", value_parser = parse_size)]
-    pub file_size: u64,
+    /// Size of the file read from the page cache (default 10 MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
     /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
     #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
     pub block_sizes: Vec<u64>,
-    /// How each pass reads the file: read, pread, mmap (comma-separated).
-    #[arg(long, value_name = "METHOD", value_delimiter = ',', default_value = "read", value_parser = read::Method::parse)]
+    /// How each pass reads the file (comma-separated; default read).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<read::Method>())]
     pub method: Vec<read::Method>,
 }
 
@@ -172,14 +177,15 @@ pub struct PipeArgs {
     /// Reader's read size; default: the chunk size.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub read_size: Option<u64>,
-    /// Pipe capacities (comma-separated): `default` or a size set with F_SETPIPE_SZ.
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', default_value = "default,1m", value_parser = pipe::Capacity::parse)]
+    /// Pipe capacities (comma-separated): `default` or a size set with F_SETPIPE_SZ;
+    /// default: default,1m.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = pipe::Capacity::parse)]
     pub pipe_size: Vec<pipe::Capacity>,
-    /// Methods (comma-separated): write-read, vmsplice-splice.
-    #[arg(long, value_name = "METHOD", value_delimiter = ',', default_value = "write-read,vmsplice-splice", value_parser = pipe::Method::parse)]
+    /// Methods (comma-separated; default both).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<pipe::Method>())]
     pub method: Vec<pipe::Method>,
-    /// CPU placement of writer and reader (comma-separated): any, same, split.
-    #[arg(long, value_name = "WHERE", value_delimiter = ',', default_value = "any,same,split", value_parser = pipe::Placement::parse)]
+    /// CPU placement of writer and reader (comma-separated; default all three).
+    #[arg(long, value_name = "WHERE", value_delimiter = ',', value_parser = parser::<pipe::Placement>())]
     pub placement: Vec<pipe::Placement>,
     /// Bytes pushed through the pipe per sample; default 1 GiB (256 MiB with --quick).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -191,24 +197,23 @@ pub struct CopyArgs {
     /// File sizes (comma-separated); default 64 MiB and 1 GiB (64 MiB with --quick).
     #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size_or_zero)]
     pub file_size: Vec<u64>,
-    /// Methods (comma-separated): read-write, read-write-fadvise, pread-pwrite,
-    /// mmap-write, mmap-memcpy-msync, mmap-memcpy-munmap, sendfile, splice,
-    /// copy-file-range, reflink, io-uring, direct, and the tools cp, cat, dd.
-    /// Default: every in-process method (plus the tools with --system-tools).
-    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = copy::Method::parse)]
+    /// Methods (comma-separated). Default: every in-process method (plus the tools cp,
+    /// cat and dd with --system-tools).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<copy::Method>())]
     pub method: Vec<copy::Method>,
-    /// read-write buffer sizes (comma-separated).
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', default_value = "1k,64k,128k,256k,1m,2m,100m", value_parser = parse_size)]
+    /// read-write buffer sizes (comma-separated); default 1k,64k,128k,256k,1m,2m,100m.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
     pub buffers: Vec<u64>,
-    /// Page-cache state of the source before each copy (comma-separated): warm, cold.
-    #[arg(long, value_name = "STATE", value_delimiter = ',', default_value = "warm,cold", value_parser = copy::Cache::parse)]
+    /// Page-cache state of the source before each copy (comma-separated; default both).
+    #[arg(long, value_name = "STATE", value_delimiter = ',', value_parser = parser::<copy::Cache>())]
     pub cache: Vec<copy::Cache>,
-    /// Durability (comma-separated): none, fsync (fsync inside the timing).
-    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "none,fsync", value_parser = copy::Durability::parse)]
+    /// Durability (comma-separated; default both): fsync puts an fsync inside the timing.
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parser::<copy::Durability>())]
     pub durability: Vec<copy::Durability>,
-    /// Verify the copy after the first passes (first) or after every sample (always).
-    #[arg(long, value_name = "WHEN", default_value = "first", value_parser = ["first", "always"])]
-    pub verify: String,
+    /// Verify the copy after the first passes (first, the default) or after every
+    /// sample (always).
+    #[arg(long, value_name = "WHEN", value_parser = ["first", "always"])]
+    pub verify: Option<String>,
     /// Also run cp, `cat src > dst` and `dd bs=1M` as child processes.
     #[arg(long)]
     pub system_tools: bool,
@@ -223,14 +228,6 @@ pub struct CopyArgs {
 /// A duration flag: with a unit, and at least a hundred times the clock's resolution.
 fn parse_clock_duration(text: &str) -> Result<Duration, String> {
     parse_duration_at_least(text, crate::sys::calls::monotonic_resolution() * 100)
-}
-
-/// How much work a probe's defaults ask for: `--quick`, nothing, or `--thorough`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
-    Quick,
-    Default,
-    Thorough,
 }
 
 /// Settings shared by every command, free of clap.
@@ -289,29 +286,28 @@ impl Common {
     }
 }
 
+/// `v` deduplicated when the user gave it, else the default `d`.
+fn list<T: PartialEq + Copy>(flag: &str, v: &[T], d: Vec<T>) -> Vec<T> {
+    if v.is_empty() { d } else { dedup(flag, v) }
+}
+
 impl SyscallsArgs {
-    pub fn options(&self) -> syscalls::Options {
-        let mut cases = dedup("--case", &self.case);
-        if cases.is_empty() {
-            cases = syscalls::Case::ALL.to_vec();
-        }
+    pub fn options(&self, scale: Scale) -> syscalls::Options {
+        let d = syscalls::Options::for_scale(scale);
         syscalls::Options {
-            cases,
-            io_size: self.io_size,
+            cases: list("--case", &self.case, d.cases),
+            io_size: self.io_size.unwrap_or(d.io_size),
         }
     }
 }
 
 impl ReadArgs {
-    pub fn options(&self) -> read::Options {
+    pub fn options(&self, scale: Scale) -> read::Options {
+        let d = read::Options::for_scale(scale);
         read::Options {
-            file_size: self.file_size,
-            block_sizes: if self.block_sizes.is_empty() {
-                read::default_block_sizes()
-            } else {
-                dedup("--block-sizes", &self.block_sizes)
-            },
-            methods: dedup("--method", &self.method),
+            file_size: self.file_size.unwrap_or(d.file_size),
+            block_sizes: list("--block-sizes", &self.block_sizes, d.block_sizes),
+            methods: list("--method", &self.method, d.methods),
         }
     }
 }
@@ -337,59 +333,44 @@ fn dedup<T: PartialEq + Copy>(flag: &str, v: &[T]) -> Vec<T> {
 
 impl PipeArgs {
     pub fn options(&self, scale: Scale) -> pipe::Options {
+        let d = pipe::Options::for_scale(scale);
         pipe::Options {
-            sizes: if self.sizes.is_empty() {
-                pipe::default_sizes(scale == Scale::Thorough)
-            } else {
-                dedup("--sizes", &self.sizes)
-            },
-            read_size: self.read_size,
-            capacities: dedup("--pipe-size", &self.pipe_size),
-            methods: dedup("--method", &self.method),
-            placements: dedup("--placement", &self.placement),
-            total: self.total.unwrap_or(if scale == Scale::Quick {
-                256 << 20
-            } else {
-                1 << 30
-            }),
-            corrupt: crate::fault::enabled("pipe-corrupt"),
+            sizes: list("--sizes", &self.sizes, d.sizes),
+            read_size: self.read_size.or(d.read_size),
+            capacities: list("--pipe-size", &self.pipe_size, d.capacities),
+            methods: list("--method", &self.method, d.methods),
+            placements: list("--placement", &self.placement, d.placements),
+            total: self.total.unwrap_or(d.total),
+            corrupt: d.corrupt,
         }
     }
 }
 
 impl CopyArgs {
     pub fn options(&self, scale: Scale) -> copy::Options {
-        let mut methods = if self.method.is_empty() {
-            copy::Method::IN_PROCESS.to_vec()
-        } else {
-            dedup("--method", &self.method)
-        };
+        let d = copy::Options::for_scale(scale);
+        let mut methods = list("--method", &self.method, d.methods);
         if self.system_tools {
-            for t in copy::Method::TOOLS {
+            for &t in &copy::Method::TOOLS {
                 if !methods.contains(&t) {
                     methods.push(t);
                 }
             }
         }
         copy::Options {
-            file_sizes: if self.file_size.is_empty() {
-                if scale == Scale::Quick {
-                    vec![64 << 20]
-                } else {
-                    vec![64 << 20, 1 << 30]
-                }
-            } else {
-                dedup("--file-size", &self.file_size)
-            },
+            file_sizes: list("--file-size", &self.file_size, d.file_sizes),
             methods,
-            buffers: dedup("--buffers", &self.buffers),
-            caches: dedup("--cache", &self.cache),
-            durability: dedup("--durability", &self.durability),
-            verify_always: self.verify == "always",
-            drop_caches: self.drop_caches,
-            sparse: self.sparse,
-            lean: false,
-            corrupt: crate::fault::enabled("copy-corrupt"),
+            buffers: list("--buffers", &self.buffers, d.buffers),
+            caches: list("--cache", &self.cache, d.caches),
+            durability: list("--durability", &self.durability, d.durability),
+            verify_always: self
+                .verify
+                .as_deref()
+                .map_or(d.verify_always, |v| v == "always"),
+            drop_caches: self.drop_caches || d.drop_caches,
+            sparse: self.sparse || d.sparse,
+            lean: d.lean,
+            corrupt: d.corrupt,
         }
     }
 }

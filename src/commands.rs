@@ -270,7 +270,7 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<AdviceBlock>>
         return Ok(None);
     }
     let mut out = Vec::new();
-    for probe in crate::probes::registry().iter().map(|p| p.name()) {
+    for probe in crate::probes::REGISTRY.iter().map(|k| k.name()) {
         let Some(summary) = runs
             .iter()
             .rev()

@@ -5,7 +5,8 @@
 //! (experiments as named cases), [`harness`] (timing and statistics, knows no I/O),
 //! [`sys`] (the only module allowed unsafe code: syscalls, mappings, machine facts,
 //! scratch files),
-//! [`results`] (data model and JSON schema) and [`report`] (output formats, advice).
+//! [`results`] (data model and JSON schema), [`present`] (tables and plot primitives
+//! that probes and reports share) and [`report`] (output formats).
 
 // Unsafe code is refused everywhere but `sys`, which opts back in.
 #![deny(unsafe_code)]
@@ -18,6 +19,7 @@ pub mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harness;
+pub mod present;
 pub mod probes;
 pub mod progress;
 pub mod report;

@@ -124,7 +124,7 @@ fn measure_run(
     let failed: Vec<&str> = run
         .measurements
         .iter()
-        .filter(|m| m.status == "failed")
+        .filter(|m| m.status == ioprobe::results::Status::Failed)
         .map(|m| m.case.as_str())
         .collect();
     if !failed.is_empty() {
@@ -148,8 +148,16 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             report::render_environment(&env, s.format)?
         }
         Command::Run => measure(s, "run", probes::registry())?,
-        Command::Syscalls(a) => measure(s, "syscalls", vec![Box::new(Syscalls::new(a.options()))])?,
-        Command::Read(a) => measure(s, "read", vec![Box::new(ReadProbe::new(a.options()))])?,
+        Command::Syscalls(a) => measure(
+            s,
+            "syscalls",
+            vec![Box::new(Syscalls::new(a.options(s.scale)))],
+        )?,
+        Command::Read(a) => measure(
+            s,
+            "read",
+            vec![Box::new(ReadProbe::new(a.options(s.scale)))],
+        )?,
         Command::Copy(a) => measure(
             s,
             "copy",

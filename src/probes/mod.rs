@@ -1,20 +1,77 @@
-//! Probes: one file per experiment family, each a list of named cases run by the harness.
+//! Probes: one folder per experiment family. Each folder holds the probe's options
+//! (with `for_scale`, the one place its defaults live), its cases as a [`Plan`], its
+//! typed params, and its presentation (tables, plots, advice) behind [`ProbeKind`].
 //!
 //! A probe turns its options into workloads, hands them to the harness and returns
-//! [`Measurement`]s; it never formats anything. Adding a probe means one file here and
-//! one line in [`registry`].
+//! [`Measurement`]s; it never formats them (its presentation reads them back, from a
+//! live run or a saved one). Adding a probe means its folder, one line in [`REGISTRY`]
+//! and its subcommand in `cli.rs` and `main.rs`.
 
 pub mod copy;
 pub mod pipe;
+mod plan;
 pub mod read;
+mod sweep;
 pub mod syscalls;
 
 use crate::harness::{self, Overhead, Sampled, Workload};
+use crate::present::{Grid, Plot};
 use crate::progress::Progress;
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use anyhow::Result;
+pub use plan::Plan;
+
+/// Every probe, in the order `ioprobe run` runs them and reports show them.
+pub const REGISTRY: &[&dyn ProbeKind] = &[
+    &syscalls::Kind,
+    &read::Kind,
+    &pipe::Kind,
+    &copy::Kind,
+];
+
+/// How much work a probe's defaults ask for: `--quick`, nothing, `--thorough`, or the
+/// short selection `ioprobe run` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Quick,
+    Default,
+    Thorough,
+    Run,
+}
+
+/// What a probe is, independent of any options: its name, the params its rows carry,
+/// and how its rows are presented. Reports, stores and comparisons reach probes only
+/// through this trait.
+pub trait ProbeKind: Sync {
+    /// The probe's name, as used on the command line and in JSON (`probe`).
+    fn name(&self) -> &'static str;
+    /// The params every measurement of this probe carries, checked on runs read from
+    /// files so that a hostile or damaged document cannot reach tables and plots.
+    fn params(&self) -> &'static [ParamSpec];
+    /// Params that record what was observed (page-cache state, granted sizes, CPUs)
+    /// rather than what was asked for; `compare` matches rows on the others.
+    fn observed_params(&self) -> &'static [&'static str];
+    /// The probe's tables, from its rows in run order.
+    fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid>;
+    /// The probe's plots, from its measured rows (never empty).
+    fn plots(&self, rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>>;
+    /// Advice lines, each with the figures that justify it.
+    fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String>;
+    /// The probe configured as `ioprobe run` runs it.
+    fn for_run(&self) -> Box<dyn Probe>;
+}
+
+/// The probe called `name`, if this ioprobe knows it.
+pub fn kind(name: &str) -> Option<&'static dyn ProbeKind> {
+    REGISTRY.iter().copied().find(|k| k.name() == name)
+}
+
+/// Every probe with the options `ioprobe run` uses, in registry order.
+pub fn registry() -> Vec<Box<dyn Probe>> {
+    REGISTRY.iter().map(|k| k.for_run()).collect()
+}
 
 /// What a probe may use while it runs.
 pub struct Context<'a> {
@@ -38,17 +95,17 @@ impl Context<'_> {
 
     /// Runs whole-pass workloads (one iteration = one pass) round-robin through the
     /// harness, one name per workload for the progress display.
-    pub fn measure_rounds<W: Workload>(
+    fn measure_rounds<W: Workload>(
         &self,
         probe: &str,
-        names: &[String],
+        names: &[&str],
         rows: &mut [W],
     ) -> Result<Vec<Sampled>> {
         let mut refs: Vec<&mut dyn Workload> =
             rows.iter_mut().map(|r| r as &mut dyn Workload).collect();
         let s = harness::measure_rounds(&mut refs, self.harness, |i, round| {
             let what = if round == 0 { "warm-up" } else { "sample" };
-            let name = names.get(i).map_or("", String::as_str);
+            let name = names.get(i).copied().unwrap_or("");
             self.progress
                 .start(probe, &format!("{name} ({what} {round})"));
         })?;
@@ -59,19 +116,16 @@ impl Context<'_> {
     }
 }
 
-/// An experiment family.
+/// A configured experiment: options chosen, ready to validate and run.
 pub trait Probe {
-    /// The probe's name, as used on the command line and in JSON (`probe`).
-    fn name(&self) -> &'static str;
+    /// What the probe is (name, params, presentation).
+    fn kind(&self) -> &'static dyn ProbeKind;
     /// Number of cases it will measure (for the progress bar).
     fn case_count(&self) -> usize;
     /// Checks options against the machine before anything is created (usage errors).
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()>;
     /// Runs every case.
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>>;
-    /// The params every measurement of this probe carries, checked on runs read from
-    /// files so that a hostile or damaged document cannot reach tables and plots.
-    fn params(&self) -> &'static [ParamSpec];
 }
 
 /// One parameter of a probe's measurements.
@@ -116,6 +170,10 @@ impl ParamSpec {
             required: true,
         }
     }
+    /// A name of the [`Named`](crate::present::Named) type `T`.
+    pub const fn named<T: crate::present::Named>(key: &'static str) -> ParamSpec {
+        ParamSpec::one_of(key, is_name::<T>)
+    }
     pub const fn flag(key: &'static str) -> ParamSpec {
         ParamSpec {
             key,
@@ -159,31 +217,28 @@ impl ParamSpec {
     }
 }
 
+fn is_name<T: crate::present::Named>(s: &str) -> bool {
+    T::parse(s).is_ok()
+}
+
 /// Checks a measurement read from a file against its probe: a probe this ioprobe knows,
 /// and every param its tables and plots rely on, of the right type and range.
 pub fn check_measurement(m: &Measurement) -> std::result::Result<(), String> {
-    let list = registry();
-    let Some(probe) = list.iter().find(|p| p.name() == m.probe) else {
+    let Some(probe) = kind(&m.probe) else {
         return Err(format!(
             "unknown probe '{}' (known: {})",
             crate::units::escape(&m.probe),
-            list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+            REGISTRY
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     };
     for spec in probe.params() {
         spec.check(m.params.get(spec.key))?;
     }
     Ok(())
-}
-
-/// Every probe with its default options, in the order `ioprobe run` runs them.
-pub fn registry() -> Vec<Box<dyn Probe>> {
-    vec![
-        Box::new(syscalls::Syscalls::new(syscalls::Options::default())),
-        Box::new(read::ReadProbe::new(read::Options::default())),
-        Box::new(pipe::PipeProbe::new(pipe::Options::for_run())),
-        Box::new(copy::CopyProbe::new(copy::Options::for_run())),
-    ]
 }
 
 /// How many times [`ensure_resident`] reads a file whose pages keep going missing.

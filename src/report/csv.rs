@@ -126,7 +126,10 @@ pub fn render_run(run: &Run) -> Result<String> {
                 None => rec.extend(PROCESS_FIELDS.map(|_| String::new())),
             }
         }
-        rec.extend([m.status.clone(), m.reason.clone().unwrap_or_default()]);
+        rec.extend([
+            m.status.name().to_string(),
+            m.reason.clone().unwrap_or_default(),
+        ]);
         w.write_record(&rec)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

@@ -41,7 +41,7 @@ pub fn render(run: &Run, advice: &[String], label: &str, plots: &[Plot]) -> Resu
             Section {
                 title,
                 grids,
-                plots: plots.iter().filter(|p| p.name == probe).collect(),
+                plots: plots.iter().filter(|p| p.probe == probe).collect(),
             }
         })
         .collect();

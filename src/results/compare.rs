@@ -14,16 +14,6 @@ pub const ALPHA: f64 = 0.05;
 /// no change.
 pub const MIN_EFFECT: f64 = 0.01;
 
-/// Parameters that describe what was observed, not what was asked for; they do not
-/// take part in matching.
-const OBSERVED_PARAMS: [&str; 5] = [
-    "page_cache",
-    "pipe_size",
-    "writer_cpus",
-    "reader_cpus",
-    "cache_observed",
-];
-
 /// What a difference means for performance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,11 +89,14 @@ pub fn identity(m: &Measurement) -> String {
     format!("{}/{} {}", m.probe, m.case, identifying_params(m))
 }
 
+/// The params that identify a row: all but those its probe declares observed (see
+/// [`ProbeKind::observed_params`](crate::probes::ProbeKind::observed_params)).
 fn identifying_params(m: &Measurement) -> String {
+    let observed = crate::probes::kind(&m.probe).map_or(&[][..], |k| k.observed_params());
     let parts: Vec<String> = m
         .params
         .iter()
-        .filter(|(k, _)| !OBSERVED_PARAMS.contains(&k.as_str()))
+        .filter(|(k, _)| !observed.contains(&k.as_str()))
         .map(|(k, v)| match v {
             serde_json::Value::String(s) => format!("{k}={s}"),
             other => format!("{k}={other}"),

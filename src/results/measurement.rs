@@ -44,10 +44,11 @@ pub struct Measurement {
     pub params: Map<String, Value>,
     /// `ns/op` or `bytes/s`.
     pub unit: String,
-    /// `ok`, or `unsupported` when the case cannot run here (`reason` names the call
-    /// and errno; every figure is then 0 and `samples` is 0).
-    #[serde(default = "ok_status")]
-    pub status: String,
+    /// `ok`; `unsupported` when the case cannot run here (`reason` names the call and
+    /// errno; every figure is then 0 and `samples` is 0); `failed` when its result was
+    /// wrong (`reason` says how).
+    #[serde(default)]
+    pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub median: f64,
@@ -77,8 +78,33 @@ pub struct Measurement {
     pub raw: Vec<f64>,
 }
 
-fn ok_status() -> String {
-    "ok".into()
+/// A typed params (or derived) struct as the JSON object rows carry, keys in field
+/// order. A struct of strings, numbers and flags always serialises to an object.
+pub fn to_map(v: &impl Serialize) -> Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Whether a row was measured. Names are a contract (JSON `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    #[default]
+    Ok,
+    Unsupported,
+    Failed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Unsupported => "unsupported",
+            Status::Failed => "failed",
+        }
+    }
 }
 
 impl Measurement {
@@ -86,7 +112,7 @@ impl Measurement {
     pub fn from_sampled(
         probe: &str,
         case: &str,
-        params: Map<String, Value>,
+        params: impl Serialize,
         metric: Metric,
         sampled: &Sampled,
         overhead: &Overhead,
@@ -158,9 +184,9 @@ impl Measurement {
         Ok(Measurement {
             probe: probe.into(),
             case: case.into(),
-            params,
+            params: to_map(&params),
             unit: unit.into(),
-            status: ok_status(),
+            status: Status::Ok,
             reason: None,
             median: s.median,
             ci95: [s.ci95.0, s.ci95.1],
@@ -192,7 +218,7 @@ impl Measurement {
     pub fn unsupported(
         probe: &str,
         case: &str,
-        params: Map<String, Value>,
+        params: impl Serialize,
         unit: &str,
         reason: impl Into<String>,
     ) -> Measurement {
@@ -200,9 +226,9 @@ impl Measurement {
         Measurement {
             probe: probe.into(),
             case: case.into(),
-            params,
+            params: to_map(&params),
             unit: unit.into(),
-            status: "unsupported".into(),
+            status: Status::Unsupported,
             reason: Some(reason.clone()),
             median: 0.0,
             ci95: [0.0, 0.0],
@@ -232,7 +258,18 @@ impl Measurement {
 
     /// True for a measured row (not `unsupported`).
     pub fn is_ok(&self) -> bool {
-        self.status == "ok"
+        self.status == Status::Ok
+    }
+
+    /// The params as a probe's typed struct; `None` when they do not fit it (a
+    /// document from another version).
+    pub fn params_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_value(Value::Object(self.params.clone())).ok()
+    }
+
+    /// The derived figures as a probe's typed struct (missing figures as `None`).
+    pub fn derived_as<T: serde::de::DeserializeOwned + Default>(&self) -> T {
+        serde_json::from_value(Value::Object(self.derived.clone())).unwrap_or_default()
     }
 
     /// Numeric parameter `key`, if present.

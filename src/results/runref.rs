@@ -55,12 +55,6 @@ fn check_measurement(m: &Measurement) -> Result<(), String> {
     if !["ns/op", "bytes/s"].contains(&m.unit.as_str()) {
         return Err(format!("unknown unit '{}'", crate::units::escape(&m.unit)));
     }
-    if !["ok", "unsupported", "failed"].contains(&m.status.as_str()) {
-        return Err(format!(
-            "unknown status '{}'",
-            crate::units::escape(&m.status)
-        ));
-    }
     let figures = [
         m.median, m.ci95[0], m.ci95[1], m.min, m.max, m.mean, m.stddev, m.cv, m.mad,
     ];

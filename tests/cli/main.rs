@@ -51,6 +51,44 @@ fn json_of(out: &[u8]) -> Value {
     serde_json::from_slice(out).expect("stdout is exactly one JSON document")
 }
 
+/// The JSON of a live run, every row of a probe that existed before the probes got
+/// their own folders checked against the shapes that version wrote (keys of the row,
+/// its params and its derived figures, in order): schema 1 may gain keys, never lose or
+/// rename one.
+fn run_json(out: &[u8]) -> Value {
+    let v = json_of(out);
+    let known: Value =
+        serde_json::from_str(include_str!("../fixtures/json-shapes-v0.1.json")).unwrap();
+    let keys = |x: &Value| -> Vec<String> {
+        x.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    for m in v["measurements"].as_array().unwrap() {
+        let Some(shapes) = known[m["probe"].as_str().unwrap()].as_array() else {
+            continue; // a probe added since
+        };
+        // A failed row has the shape of a measured one, plus its reason.
+        let failed = m["status"] == "failed";
+        let mut row_keys = keys(m);
+        if failed {
+            row_keys.retain(|k| k != "reason");
+        }
+        let shape = serde_json::json!({
+            "status": if failed { "ok" } else { m["status"].as_str().unwrap() },
+            "keys": row_keys,
+            "params": keys(&m["params"]),
+            "derived": keys(&m["derived"]),
+        });
+        assert!(
+            shapes.contains(&shape),
+            "{}: JSON shape changed: {shape}",
+            m["case"]
+        );
+    }
+    v
+}
+
 const CASES: [&str; 12] = [
     "null",
     "open_close",
@@ -170,6 +208,8 @@ fn spawn_measuring(args: &[&str], dir: &Path, out: Stdio) -> std::process::Child
 const FIXTURE_A: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-a.json");
 const FIXTURE_B: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/run-b.json");
 const FIXTURE_V2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v2.json");
+const FIXTURE_PIPE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pipe-run.json");
+const FIXTURE_COPY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/copy-run.json");
 const FIXTURE_BAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/malformed.json");
 
 /// ioprobe with an explicit results store.
@@ -237,4 +277,39 @@ fn imports_back(json: &[u8]) {
         .arg(&file)
         .assert()
         .success();
+}
+
+/// A saved run's presentation without a live run: its table, Markdown, CSV and advice
+/// as snapshots named `<name>_…`, and its JSON exported back unchanged.
+fn presentation_is_stable(name: &str, fixture: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("r.db");
+    let show = |fmt: Option<&str>| {
+        let mut c = with_store(&store);
+        c.args(["show", fixture]);
+        c.args(fmt);
+        stdout_of(&c.assert().success())
+    };
+    insta::assert_snapshot!(format!("{name}_table"), show(None));
+    insta::assert_snapshot!(format!("{name}_markdown"), show(Some("--markdown")));
+    insta::assert_snapshot!(format!("{name}_csv"), show(Some("--csv")));
+    with_store(&store)
+        .args(["import", fixture])
+        .assert()
+        .success();
+    let advice = stdout_of(&with_store(&store).arg("advise").assert().success());
+    insta::assert_snapshot!(format!("{name}_advice"), advice);
+    let exported = json_of(
+        &with_store(&store)
+            .args(["export", "last"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    assert_eq!(
+        exported, original,
+        "export of an imported run changed its JSON"
+    );
 }

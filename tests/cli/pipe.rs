@@ -13,7 +13,7 @@ fn pipe_runs_every_axis_value_and_reports_both_processes() {
         .assert()
         .success();
     imports_back(&out.get_output().stdout);
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     let ms = v["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 2 * 2 * 2 * 3);
     for m in ms {
@@ -144,7 +144,7 @@ fn pipe_bad_input_is_refused() {
         .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("rounded it to 128 KiB"), "{stderr}");
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     assert_eq!(v["measurements"][0]["params"]["pipe_size"], 131072);
     assert_empty(dir.path());
 }
@@ -199,4 +199,9 @@ fn interrupting_a_pipe_run_leaves_no_process_or_file() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn pipe_tables_markdown_csv_and_advice_from_a_saved_run_are_stable() {
+    presentation_is_stable("pipe", FIXTURE_PIPE);
 }

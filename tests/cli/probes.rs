@@ -11,7 +11,7 @@ fn syscalls_json_has_every_contract_case() {
         .arg("--json")
         .assert()
         .success();
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["tool"]["name"], "ioprobe");
     assert!(v["tool"]["version"].is_string());
@@ -46,7 +46,7 @@ fn syscalls_case_and_io_size_select() {
         .args(TINY)
         .assert()
         .success();
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     let ms = v["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 2);
     assert_eq!(ms[0]["case"], "pread");
@@ -72,7 +72,7 @@ fn read_json_every_method_verifies_page_cache() {
         .args(TINY)
         .assert()
         .success();
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     let ms = v["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 9);
     for m in ms {
@@ -217,7 +217,7 @@ fn cpu_pinning_is_recorded() {
         .args(TINY)
         .assert()
         .success();
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     assert_eq!(v["environment"]["pinned_cpu"], 0);
     assert_empty(dir.path());
 }
@@ -266,7 +266,7 @@ fn a_page_evicted_under_memory_pressure_is_labelled_not_fatal() {
         .args(TINY)
         .assert()
         .success();
-    let v = json_of(&out.get_output().stdout);
+    let v = run_json(&out.get_output().stdout);
     let m = &v["measurements"][0];
     let label = m["params"]["page_cache"].as_str().unwrap();
     assert!(label.starts_with("resident 0/256 pages before"), "{label}");

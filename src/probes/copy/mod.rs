@@ -11,49 +11,56 @@
 //! and removed. A mismatch marks the row `failed` and the command exits non-zero.
 
 pub mod methods;
+mod present;
 pub mod source;
 pub mod tools;
+pub mod variant;
 
-use super::{Context, ParamSpec, Probe};
+use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
-use crate::results::{Measurement, Metric};
+use crate::present::{Grid, Named, Plot};
+use crate::results::{Measurement, Metric, Status, measurement::to_map};
 use crate::sys::calls::{self, SysError};
 use crate::sys::copyfile;
 use crate::sys::machine::Environment;
+use crate::sys::rusage::RawRusage;
 use crate::sys::scratch::Scratch;
 use crate::units::{format_size, size_label};
 use anyhow::Result;
-pub use methods::{Method, Variant};
-use methods::{Prepared, ToolRusage};
+use methods::Prepared;
 use rustix::fs::OFlags;
-use serde_json::{Map, json};
+use serde::{Deserialize, Serialize};
 pub use source::Cache;
 use source::Source;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
+pub use variant::{Method, Variant};
 
 /// Whether the copy must be on stable storage when the clock stops. Names are a
 /// contract (`--durability`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Durability {
     None,
     Fsync,
 }
 
-impl Durability {
-    pub fn name(self) -> &'static str {
+impl Named for Durability {
+    const ALL: &'static [Durability] = &[Durability::None, Durability::Fsync];
+    const WHAT: &'static str = "durability";
+
+    fn name(self) -> &'static str {
         match self {
             Durability::None => "none",
             Durability::Fsync => "fsync",
         }
     }
+}
 
-    pub fn parse(s: &str) -> Result<Durability, String> {
-        match s {
-            "none" => Ok(Durability::None),
-            "fsync" => Ok(Durability::Fsync),
-            _ => Err(format!("unknown durability '{s}' (valid: none, fsync)")),
-        }
+impl Durability {
+    /// Whether the copy is on stable storage when the clock stops.
+    pub fn durable(self) -> bool {
+        self == Durability::Fsync
     }
 }
 
@@ -76,34 +83,41 @@ pub struct Options {
     pub corrupt: bool,
 }
 
-/// Seed 003's buffer list plus today's cp default: 1K, 64K, 128K, 256K, 1M, 2M, 100M.
-pub fn default_buffers() -> Vec<u64> {
-    vec![
-        1 << 10,
-        64 << 10,
-        128 << 10,
-        256 << 10,
-        1 << 20,
-        2 << 20,
-        100 << 20,
-    ]
-}
-
 impl Options {
-    /// `ioprobe run`: 64 MiB, warm, both durabilities, one variant per method.
-    pub fn for_run() -> Options {
-        Options {
-            file_sizes: vec![64 << 20],
+    /// The defaults: 64 MiB and 1 GiB files (64 MiB when quick), every in-process
+    /// method, seed 003's read-write buffers plus today's cp default (1K, 64K, 128K,
+    /// 256K, 1M, 2M, 100M), warm and cold sources, both durabilities. `ioprobe run`
+    /// takes a warm 64 MiB file and one variant per method.
+    pub fn for_scale(scale: Scale) -> Options {
+        let mut o = Options {
+            file_sizes: match scale {
+                Scale::Quick | Scale::Run => vec![64 << 20],
+                Scale::Default | Scale::Thorough => vec![64 << 20, 1 << 30],
+            },
             methods: Method::IN_PROCESS.to_vec(),
-            buffers: vec![1 << 20],
-            caches: vec![Cache::Warm],
+            buffers: vec![
+                1 << 10,
+                64 << 10,
+                128 << 10,
+                256 << 10,
+                1 << 20,
+                2 << 20,
+                100 << 20,
+            ],
+            caches: vec![Cache::Warm, Cache::Cold],
             durability: vec![Durability::None, Durability::Fsync],
             verify_always: false,
             drop_caches: false,
             sparse: false,
-            lean: true,
-            corrupt: false,
+            lean: false,
+            corrupt: crate::fault::enabled("copy-corrupt"),
+        };
+        if scale == Scale::Run {
+            o.buffers = vec![1 << 20];
+            o.caches = vec![Cache::Warm];
+            o.lean = true;
         }
+        o
     }
 
     /// Every variant of the selected methods.
@@ -164,6 +178,99 @@ impl Options {
     }
 }
 
+/// The params of a copy row. Keys are a contract (JSON `params`); the variant's own
+/// parameters appear only for the methods that have them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    pub method: Method,
+    /// The variant's label, e.g. `read-write/1MiB`.
+    pub variant: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub madvise: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole: Option<bool>,
+    /// splice: `default` or the requested bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe_size_requested: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_buffers: Option<bool>,
+    pub file_size: u64,
+    pub sparse: bool,
+    pub cache: Cache,
+    /// How the source was put in its cache state.
+    pub eviction: String,
+    pub durability: Durability,
+    /// What the destination's data had reached, in words (for footnotes only; tables
+    /// read `durability`).
+    pub durability_state: String,
+    /// What mincore saw before the samples (observed; absent on unsupported rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_observed: Option<String>,
+}
+
+/// The figures a copy row derives (per copy). Keys are a contract.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Derived {
+    pub median_s: Option<f64>,
+    pub best_s: Option<f64>,
+    pub user_s_per_copy: Option<f64>,
+    pub sys_s_per_copy: Option<f64>,
+    pub voluntary_cs_per_copy: Option<f64>,
+    pub involuntary_cs_per_copy: Option<f64>,
+    pub minor_faults_per_copy: Option<f64>,
+    pub blocks_in_per_copy: Option<f64>,
+    pub blocks_out_per_copy: Option<f64>,
+    pub max_resident_fraction: Option<f64>,
+    pub verified_passes: Option<f64>,
+}
+
+/// The copy probe, independent of options.
+pub struct Kind;
+
+impl ProbeKind for Kind {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::named::<Method>("method"),
+            ParamSpec::text("variant"),
+            ParamSpec::size("buffer_size", 1).optional(),
+            ParamSpec::size("file_size", 0),
+            ParamSpec::flag("sparse"),
+            ParamSpec::named::<Cache>("cache"),
+            ParamSpec::named::<Durability>("durability"),
+            ParamSpec::text("durability_state"),
+        ];
+        PARAMS
+    }
+
+    fn observed_params(&self) -> &'static [&'static str] {
+        &["cache_observed"]
+    }
+
+    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
+        present::grids(rows)
+    }
+
+    fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {
+        present::plots(rows)
+    }
+
+    fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
+        present::advice(rows)
+    }
+
+    fn for_run(&self) -> Box<dyn Probe> {
+        Box::new(CopyProbe::new(Options::for_scale(Scale::Run)))
+    }
+}
+
 /// The copy probe.
 pub struct CopyProbe {
     opts: Options,
@@ -198,7 +305,7 @@ fn support(
     }
     let dst = calls::c_path(&dir.join("copy-probe.out"))?;
     let attempt = Prepared::new(v, dio)
-        .and_then(|mut p| methods::copy(v, &mut p, &probe.c_path, &dst, probe.size, false));
+        .and_then(|mut p| copy_once(v, &mut p, &probe.c_path, &dst, probe.size, false));
     let verdict = match attempt {
         Ok(_) => {
             let (size, hash) = source::fingerprint(&dst)?;
@@ -223,6 +330,25 @@ fn support(
     };
     copyfile::remove_if_present(&dst)?;
     Ok(verdict)
+}
+
+/// A copy's result: rusage of the child tool, when a tool made it.
+type ToolRusage = Option<(String, RawRusage)>;
+
+/// One copy with `v`: a system tool as a child process, or an in-process method.
+fn copy_once(
+    v: &Variant,
+    p: &mut Prepared,
+    src: &CStr,
+    dst: &CStr,
+    size: u64,
+    fsync: bool,
+) -> Result<ToolRusage> {
+    if v.method.is_tool() {
+        tools::run(v, src, dst, size, fsync).map(Some)
+    } else {
+        methods::copy(v, p, src, dst, size, fsync).map(|()| None)
+    }
 }
 
 /// One row: a variant in one cache state and durability mode, a copy per sample.
@@ -261,7 +387,7 @@ impl Workload for Row<'_> {
                 // harness asks for one; before_sample has removed the destination).
                 copyfile::remove_if_present(&self.dst)?;
             }
-            self.tool = methods::copy(
+            self.tool = copy_once(
                 &self.v,
                 &mut self.prep,
                 &self.src.c_path,
@@ -339,22 +465,8 @@ fn residency_label(cache: Cache, seen: &[(usize, usize)]) -> (String, f64) {
 }
 
 impl Probe for CopyProbe {
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::one_of("method", |s| Method::parse(s).is_ok()),
-            ParamSpec::text("variant"),
-            ParamSpec::size("buffer_size", 1).optional(),
-            ParamSpec::size("file_size", 0),
-            ParamSpec::flag("sparse"),
-            ParamSpec::one_of("cache", |s| Cache::parse(s).is_ok()),
-            ParamSpec::one_of("durability", |s| Durability::parse(s).is_ok()),
-            ParamSpec::text("durability_state"),
-        ];
-        PARAMS
-    }
-
-    fn name(&self) -> &'static str {
-        "copy"
+    fn kind(&self) -> &'static dyn ProbeKind {
+        &Kind
     }
 
     fn case_count(&self) -> usize {
@@ -426,12 +538,12 @@ impl Probe for CopyProbe {
         }
         copyfile::remove_if_present(&probe.c_path)?;
         drop(probe);
+        let name = Kind.name();
         let mut out = Vec::new();
         for &size in &o.file_sizes {
             let src = Source::create(dir, size, o.sparse, &stop)?;
-            let mut rows = Vec::new();
-            let mut keys = Vec::new();
-            let mut slots: Vec<Option<Measurement>> = Vec::new();
+            let mut plan = Plan::new("bytes/s");
+            let mut dst_n = 0;
             for &cache in &o.caches {
                 for &dur in &o.durability {
                     for (v, verdict) in variants.iter().zip(&verdicts) {
@@ -444,24 +556,17 @@ impl Probe for CopyProbe {
                         );
                         let params = params(v, size, cache, dur, o.sparse, drop_all);
                         if let Err(reason) = verdict {
-                            slots.push(Some(Measurement::unsupported(
-                                self.name(),
-                                &case,
-                                params,
-                                "bytes/s",
-                                reason.clone(),
-                            )));
+                            plan.unsupported(case, params, reason.clone());
                             continue;
                         }
-                        slots.push(None);
-                        keys.push((slots.len() - 1, case.clone(), params));
-                        rows.push(Row {
+                        dst_n += 1;
+                        let row = Row {
                             v: v.clone(),
                             prep: Prepared::new(v, dio)?,
                             src: &src,
-                            dst: calls::c_path(&dir.join(format!("copy-dst-{}.dat", rows.len())))?,
+                            dst: calls::c_path(&dir.join(format!("copy-dst-{dst_n}.dat")))?,
                             cache,
-                            fsync: dur == Durability::Fsync,
+                            fsync: dur.durable(),
                             drop_all,
                             verify_always: o.verify_always,
                             corrupt: o.corrupt,
@@ -470,18 +575,17 @@ impl Probe for CopyProbe {
                             residency: Vec::new(),
                             failed: None,
                             tool: None,
-                        });
+                        };
+                        plan.ready(case, params, row);
                     }
                 }
             }
-            let names: Vec<String> = keys.iter().map(|k| k.1.clone()).collect();
-            let sampled = ctx.measure_rounds(self.name(), &names, &mut rows)?;
-            for (((slot, case, mut params), row), s) in keys.into_iter().zip(&rows).zip(&sampled) {
+            out.extend(ctx.run_plan(name, plan, |case, mut params, row, s| {
                 let (label, frac) = residency_label(row.cache, &row.residency);
-                params.insert("cache_observed".into(), json!(label));
+                params.cache_observed = Some(label.clone());
                 let mut m = Measurement::from_sampled(
-                    self.name(),
-                    &case,
+                    name,
+                    case,
                     params,
                     Metric::Throughput {
                         bytes_per_iter: size as f64,
@@ -492,35 +596,21 @@ impl Probe for CopyProbe {
                 )?;
                 let copies = m.iterations.max(1) as f64;
                 let t = &m.rusage.total;
-                for (k, v) in [
-                    (
-                        "median_s",
-                        if m.median > 0.0 {
-                            size as f64 / m.median
-                        } else {
-                            0.0
-                        },
-                    ),
-                    (
-                        "best_s",
-                        if m.max > 0.0 {
-                            size as f64 / m.max
-                        } else {
-                            0.0
-                        },
-                    ),
-                    ("user_s_per_copy", t.user_us as f64 / 1e6 / copies),
-                    ("sys_s_per_copy", t.sys_us as f64 / 1e6 / copies),
-                    ("voluntary_cs_per_copy", t.voluntary_cs as f64 / copies),
-                    ("involuntary_cs_per_copy", t.involuntary_cs as f64 / copies),
-                    ("minor_faults_per_copy", t.minor_faults as f64 / copies),
-                    ("blocks_in_per_copy", t.blocks_in as f64 / copies),
-                    ("blocks_out_per_copy", t.blocks_out as f64 / copies),
-                    ("max_resident_fraction", frac),
-                    ("verified_passes", row.verified as f64),
-                ] {
-                    m.derived.insert(k.into(), json!(k_round(v)));
-                }
+                let per = |v: u64| Some(k_round(v as f64 / copies));
+                let secs = |b: f64| Some(k_round(if b > 0.0 { size as f64 / b } else { 0.0 }));
+                m.derived = to_map(&Derived {
+                    median_s: secs(m.median),
+                    best_s: secs(m.max),
+                    user_s_per_copy: Some(k_round(t.user_us as f64 / 1e6 / copies)),
+                    sys_s_per_copy: Some(k_round(t.sys_us as f64 / 1e6 / copies)),
+                    voluntary_cs_per_copy: per(t.voluntary_cs),
+                    involuntary_cs_per_copy: per(t.involuntary_cs),
+                    minor_faults_per_copy: per(t.minor_faults),
+                    blocks_in_per_copy: per(t.blocks_in),
+                    blocks_out_per_copy: per(t.blocks_out),
+                    max_resident_fraction: Some(k_round(frac)),
+                    verified_passes: Some(row.verified as f64),
+                });
                 let fully = row.residency.iter().all(|r| r.0 == r.1);
                 if row.cache == Cache::Warm && !fully {
                     m.warnings.push(format!(
@@ -534,14 +624,12 @@ impl Probe for CopyProbe {
                     ));
                 }
                 if let Some(f) = &row.failed {
-                    m.status = "failed".into();
+                    m.status = Status::Failed;
                     m.reason = Some(f.clone());
                 }
-                slots[slot] = Some(m);
-            }
-            drop(rows);
+                Ok(m)
+            })?);
             copyfile::remove_if_present(&src.c_path)?;
-            out.extend(slots.into_iter().flatten());
         }
         Ok(out)
     }
@@ -558,49 +646,31 @@ fn params(
     dur: Durability,
     sparse: bool,
     drop_all: bool,
-) -> Map<String, serde_json::Value> {
-    let mut p = Map::new();
-    p.insert("method".into(), json!(v.method.name()));
-    p.insert("variant".into(), json!(v.label()));
-    if let Some(b) = v.buffer {
-        p.insert("buffer_size".into(), json!(b));
-    }
-    if v.method.is_mmap() {
-        p.insert("madvise".into(), json!(v.madvise));
-    }
-    if v.method == Method::MmapWrite {
-        p.insert("whole".into(), json!(v.whole));
-    }
-    if v.method == Method::Splice {
-        p.insert(
-            "pipe_size_requested".into(),
-            json!(v.pipe_size.map_or("default".into(), |b| b.to_string())),
-        );
-    }
-    if v.method == Method::IoUring {
-        p.insert("queue_depth".into(), json!(v.depth));
-        p.insert("registered_buffers".into(), json!(v.registered));
-    }
-    p.insert("file_size".into(), json!(size));
-    p.insert("sparse".into(), json!(sparse));
-    p.insert("cache".into(), json!(cache.name()));
-    p.insert(
-        "eviction".into(),
-        json!(match cache {
+) -> Params {
+    let m = v.method;
+    Params {
+        method: m,
+        variant: v.label(),
+        buffer_size: v.buffer,
+        madvise: m.is_mmap().then_some(v.madvise),
+        whole: (m == Method::MmapWrite).then_some(v.whole),
+        pipe_size_requested: (m == Method::Splice)
+            .then(|| v.pipe_size.map_or("default".into(), |b| b.to_string())),
+        queue_depth: (m == Method::IoUring).then_some(v.depth),
+        registered_buffers: (m == Method::IoUring).then_some(v.registered),
+        file_size: size,
+        sparse,
+        cache,
+        eviction: match cache {
             Cache::Warm => "none (read whole if any page missing)",
             Cache::Cold if drop_all => "fdatasync + POSIX_FADV_DONTNEED + drop_caches",
             Cache::Cold => "fdatasync + POSIX_FADV_DONTNEED",
-        }),
-    );
-    p.insert("durability".into(), json!(dur.name()));
-    p.insert(
-        "durability_state".into(),
-        json!(methods::durability_state(
-            v.method,
-            dur == Durability::Fsync
-        )),
-    );
-    p
+        }
+        .into(),
+        durability: dur,
+        durability_state: variant::durability_state(m, dur.durable()).into(),
+        cache_observed: None,
+    }
 }
 
 fn note(v: &Variant) -> String {

@@ -16,25 +16,21 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 /// Page-cache state asked of the source. Names are a contract (`--cache`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Cache {
     Warm,
     Cold,
 }
 
-impl Cache {
-    pub fn name(self) -> &'static str {
+impl crate::present::Named for Cache {
+    const ALL: &'static [Cache] = &[Cache::Warm, Cache::Cold];
+    const WHAT: &'static str = "cache state";
+
+    fn name(self) -> &'static str {
         match self {
             Cache::Warm => "warm",
             Cache::Cold => "cold",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Cache, String> {
-        match s {
-            "warm" => Ok(Cache::Warm),
-            "cold" => Ok(Cache::Cold),
-            _ => Err(format!("unknown cache state '{s}' (valid: warm, cold)")),
         }
     }
 }

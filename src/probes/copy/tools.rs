@@ -4,7 +4,8 @@
 //! directory. In `fsync` mode ioprobe fsyncs the destination after the tool exits,
 //! inside the timing. The child's rusage comes from wait4(2).
 
-use super::methods::{Method, Variant};
+use super::variant::{Method, Variant};
+use crate::present::Named;
 use crate::sys::calls;
 use crate::sys::copyfile;
 use crate::sys::rusage::RawRusage;

@@ -5,18 +5,20 @@
 //! forked, see [`transfer`]) and reports bytes/s with each process's rusage. Rows are
 //! sampled round-robin by the harness, so drift hits every row alike.
 
+mod present;
 pub mod stream;
 pub mod transfer;
 
-use super::{Context, ParamSpec, Probe};
+use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
-use crate::results::{Measurement, Metric};
+use crate::present::{Grid, Named, Plot};
+use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use crate::units::{format_size, size_label};
 use anyhow::{Result, bail};
-use serde_json::{Map, json};
+use serde::{Deserialize, Serialize};
 pub use stream::Method;
 use transfer::{Outcome, Spec};
 
@@ -24,7 +26,8 @@ use transfer::{Outcome, Spec};
 pub const MAX_CHUNK: u64 = 1 << 30;
 
 /// Where the two processes run. Names are a contract (`--placement`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Placement {
     /// Neither process is pinned (all CPUs ioprobe may use).
     Any,
@@ -34,25 +37,20 @@ pub enum Placement {
     Split,
 }
 
-impl Placement {
-    pub const ALL: [Placement; 3] = [Placement::Any, Placement::Same, Placement::Split];
+impl Named for Placement {
+    const ALL: &'static [Placement] = &[Placement::Any, Placement::Same, Placement::Split];
+    const WHAT: &'static str = "placement";
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Placement::Any => "any",
             Placement::Same => "same",
             Placement::Split => "split",
         }
     }
+}
 
-    pub fn parse(s: &str) -> Result<Placement, String> {
-        Placement::ALL
-            .iter()
-            .copied()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown placement '{s}' (valid: any, same, split)"))
-    }
-
+impl Placement {
     /// (writer CPUs, reader CPUs) given the CPUs ioprobe may use; `first` is the CPU
     /// named by `--cpu`, if any.
     pub fn cpus(self, allowed: &[usize], first: Option<usize>) -> Option<(Vec<usize>, Vec<usize>)> {
@@ -117,24 +115,36 @@ pub struct Options {
 }
 
 /// 1 KiB … 256 MiB in powers of 4, or of 2 when `fine`.
-pub fn default_sizes(fine: bool) -> Vec<u64> {
+fn default_sizes(fine: bool) -> Vec<u64> {
     let step = if fine { 1 } else { 2 };
     (10..=28).step_by(step).map(|p| 1u64 << p).collect()
 }
 
 impl Options {
-    /// The options `ioprobe run` uses: three chunk sizes, both capacities, both
-    /// methods, unpinned, 64 MiB per sample.
-    pub fn for_run() -> Options {
-        Options {
-            sizes: vec![4 << 10, 64 << 10, 1 << 20],
+    /// The defaults: chunks of 1 KiB … 256 MiB in powers of 4 (of 2 when thorough),
+    /// the default and a 1 MiB pipe, both methods, every placement, 1 GiB per sample
+    /// (256 MiB when quick). `ioprobe run` takes three chunk sizes, unpinned, 64 MiB
+    /// per sample.
+    pub fn for_scale(scale: Scale) -> Options {
+        let mut o = Options {
+            sizes: default_sizes(scale == Scale::Thorough),
             read_size: None,
             capacities: vec![Capacity::Default, Capacity::Bytes(1 << 20)],
             methods: Method::ALL.to_vec(),
-            placements: vec![Placement::Any],
-            total: 64 << 20,
-            corrupt: false,
+            placements: Placement::ALL.to_vec(),
+            total: if scale == Scale::Quick {
+                256 << 20
+            } else {
+                1 << 30
+            },
+            corrupt: crate::fault::enabled("pipe-corrupt"),
+        };
+        if scale == Scale::Run {
+            o.sizes = vec![4 << 10, 64 << 10, 1 << 20];
+            o.placements = vec![Placement::Any];
+            o.total = 64 << 20;
         }
+        o
     }
 
     fn cases(&self) -> impl Iterator<Item = (Method, Placement, Capacity, u64)> + '_ {
@@ -145,6 +155,74 @@ impl Options {
                     .flat_map(move |&c| self.sizes.iter().map(move |&s| (m, p, c, s)))
             })
         })
+    }
+}
+
+/// The params of a pipe row. Keys are a contract (JSON `params`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    pub method: Method,
+    pub placement: Placement,
+    pub chunk_size: u64,
+    pub read_size: u64,
+    /// `default` or the F_SETPIPE_SZ request as a size label.
+    pub pipe_size_requested: String,
+    pub total: u64,
+    /// CPUs each process was allowed (observed).
+    pub writer_cpus: Vec<usize>,
+    pub reader_cpus: Vec<usize>,
+    /// The capacity the kernel granted (observed; absent on unsupported rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe_size: Option<u64>,
+}
+
+/// The figures a pipe row derives from its median. Keys are a contract.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Derived {
+    pub s_per_sample: Option<f64>,
+    pub writer_calls_per_gib: Option<f64>,
+    pub reader_calls_per_gib: Option<f64>,
+}
+
+/// The pipe probe, independent of options.
+pub struct Kind;
+
+impl ProbeKind for Kind {
+    fn name(&self) -> &'static str {
+        "pipe"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::named::<Method>("method"),
+            ParamSpec::named::<Placement>("placement"),
+            ParamSpec::size("chunk_size", 1),
+            ParamSpec::size("read_size", 1),
+            ParamSpec::text("pipe_size_requested"),
+            ParamSpec::size("total", 1),
+            ParamSpec::size("pipe_size", 1).optional(),
+        ];
+        PARAMS
+    }
+
+    fn observed_params(&self) -> &'static [&'static str] {
+        &["pipe_size", "writer_cpus", "reader_cpus"]
+    }
+
+    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
+        present::grids(rows)
+    }
+
+    fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {
+        present::plots(rows)
+    }
+
+    fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
+        present::advice(rows)
+    }
+
+    fn for_run(&self) -> Box<dyn Probe> {
+        Box::new(PipeProbe::new(Options::for_scale(Scale::Run)))
     }
 }
 
@@ -236,21 +314,8 @@ fn method_note(m: Method, read_size: Option<u64>) -> String {
 }
 
 impl Probe for PipeProbe {
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::one_of("method", |s| Method::parse(s).is_ok()),
-            ParamSpec::one_of("placement", |s| Placement::parse(s).is_ok()),
-            ParamSpec::size("chunk_size", 1),
-            ParamSpec::size("read_size", 1),
-            ParamSpec::text("pipe_size_requested"),
-            ParamSpec::size("total", 1),
-            ParamSpec::size("pipe_size", 1).optional(),
-        ];
-        PARAMS
-    }
-
-    fn name(&self) -> &'static str {
-        "pipe"
+    fn kind(&self) -> &'static dyn ProbeKind {
+        &Kind
     }
 
     fn case_count(&self) -> usize {
@@ -324,9 +389,7 @@ impl Probe for PipeProbe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let o = &self.opts;
         let vmsplice = vmsplice_support();
-        let mut rows = Vec::new();
-        let mut out: Vec<Option<Measurement>> = Vec::new();
-        let mut keys = Vec::new();
+        let mut plan = Plan::new("bytes/s");
         for (method, placement, cap, chunk) in o.cases() {
             let case = format!(
                 "{}/{}/{}/{}",
@@ -335,36 +398,30 @@ impl Probe for PipeProbe {
                 cap.label(),
                 size_label(chunk)
             );
-            let mut params = Map::new();
-            params.insert("method".into(), json!(method.name()));
-            params.insert("placement".into(), json!(placement.name()));
-            params.insert("chunk_size".into(), json!(chunk));
-            params.insert("read_size".into(), json!(o.read_size.unwrap_or(chunk)));
-            params.insert("pipe_size_requested".into(), json!(cap.label()));
-            params.insert("total".into(), json!(o.total));
             let Some((wc, rc)) = placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {
                 bail!(
                     "placement {} needs more CPUs than are available",
                     placement.name()
                 );
             };
-            params.insert("writer_cpus".into(), json!(wc));
-            params.insert("reader_cpus".into(), json!(rc));
+            let params = Params {
+                method,
+                placement,
+                chunk_size: chunk,
+                read_size: o.read_size.unwrap_or(chunk),
+                pipe_size_requested: cap.label(),
+                total: o.total,
+                writer_cpus: wc.clone(),
+                reader_cpus: rc.clone(),
+                pipe_size: None,
+            };
             if method == Method::VmspliceSplice
                 && let Err(reason) = &vmsplice
             {
-                out.push(Some(Measurement::unsupported(
-                    self.name(),
-                    &case,
-                    params,
-                    "bytes/s",
-                    reason.clone(),
-                )));
+                plan.unsupported(case, params, reason.clone());
                 continue;
             }
-            out.push(None);
-            keys.push((out.len() - 1, case, params));
-            rows.push(Row {
+            let row = Row {
                 spec: Spec {
                     method,
                     chunk,
@@ -382,22 +439,16 @@ impl Probe for PipeProbe {
                 writer_calls: 0,
                 reader_calls: 0,
                 bytes: 0,
-            });
+            };
+            plan.ready(case, params, row);
         }
-        let names: Vec<String> = keys.iter().map(|k| k.1.clone()).collect();
         let fds_before = crate::sys::calls::open_fds();
-        let sampled = ctx.measure_rounds(self.name(), &names, &mut rows);
-        // Every pipe end and child is released whether the rows succeeded or not.
-        let leaked = crate::sys::calls::open_fds().saturating_sub(fds_before);
-        if leaked > 0 {
-            bail!("the pipe probe leaked {leaked} file descriptors");
-        }
-        let sampled = sampled?;
-        for (((slot, case, mut params), row), s) in keys.into_iter().zip(&rows).zip(&sampled) {
-            params.insert("pipe_size".into(), json!(row.capacity));
+        let name = Kind.name();
+        let out = ctx.run_plan(name, plan, |case, mut params, row, s| {
+            params.pipe_size = row.capacity;
             let mut m = Measurement::from_sampled(
-                self.name(),
-                &case,
+                name,
+                case,
                 params,
                 Metric::Throughput {
                     bytes_per_iter: o.total as f64,
@@ -407,19 +458,19 @@ impl Probe for PipeProbe {
                 method_note(row.spec.method, o.read_size),
             )?;
             let gib = row.bytes as f64 / (1u64 << 30) as f64;
-            m.derived
-                .insert("s_per_sample".into(), json!(o.total as f64 / m.median));
-            m.derived.insert(
-                "writer_calls_per_gib".into(),
-                json!(row.writer_calls as f64 / gib),
-            );
-            m.derived.insert(
-                "reader_calls_per_gib".into(),
-                json!(row.reader_calls as f64 / gib),
-            );
-            out[slot] = Some(m);
+            m.derived = to_map(&Derived {
+                s_per_sample: Some(o.total as f64 / m.median),
+                writer_calls_per_gib: Some(row.writer_calls as f64 / gib),
+                reader_calls_per_gib: Some(row.reader_calls as f64 / gib),
+            });
+            Ok(m)
+        });
+        // Every pipe end and child is released whether the rows succeeded or not.
+        let leaked = crate::sys::calls::open_fds().saturating_sub(fds_before);
+        if leaked > 0 {
+            bail!("the pipe probe leaked {leaked} file descriptors");
         }
-        Ok(out.into_iter().flatten().collect())
+        out
     }
 }
 
@@ -439,6 +490,10 @@ mod tests {
 
     #[test]
     fn default_sizes_are_powers_of_four_or_two() {
+        assert_eq!(
+            Options::for_scale(Scale::Default).sizes,
+            default_sizes(false)
+        );
         let v = default_sizes(false);
         assert_eq!(v.first(), Some(&1024));
         assert_eq!(v.last(), Some(&(256 << 20)));

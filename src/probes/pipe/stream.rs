@@ -7,6 +7,7 @@
 //! last byte of every read against the pattern, and requires end-of-file right after
 //! `total` bytes: a lost, repeated, reordered, zeroed or extra chunk fails the case.
 
+use crate::present::Named;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, SysResult};
 use crate::sys::mapping::AnonPages;
@@ -18,7 +19,8 @@ const MAGIC: u64 = 0x696f_7072_6f62_6521; // "ioprobe!"
 const STAMP: usize = 8;
 
 /// How data enters and leaves the pipe. Names are a contract (`--method`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// write(2) into the pipe, read(2) out of it: two copies.
     WriteRead,
@@ -26,24 +28,15 @@ pub enum Method {
     VmspliceSplice,
 }
 
-impl Method {
-    pub const ALL: [Method; 2] = [Method::WriteRead, Method::VmspliceSplice];
+impl crate::present::Named for Method {
+    const ALL: &'static [Method] = &[Method::WriteRead, Method::VmspliceSplice];
+    const WHAT: &'static str = "pipe method";
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Method::WriteRead => "write-read",
             Method::VmspliceSplice => "vmsplice-splice",
         }
-    }
-
-    pub fn parse(s: &str) -> Result<Method, String> {
-        Method::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                format!("unknown pipe method '{s}' (valid: write-read, vmsplice-splice)")
-            })
     }
 }
 

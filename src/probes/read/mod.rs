@@ -7,10 +7,14 @@
 //! out of a shared mapping made once per case. Every pass checks it moved exactly
 //! `file_size` bytes. The figure is the copy from page cache into a user buffer.
 
-use super::{Context, ParamSpec, Probe};
+mod present;
+
+use super::sweep::{self, Derived};
+use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::results::{Measurement, Metric};
+use crate::present::{Grid, Named, Plot};
+use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
@@ -19,36 +23,32 @@ use crate::sys::scratch::Scratch;
 use crate::units::{format_size, size_label};
 use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;
-use serde_json::{Map, json};
+use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 
 /// How a pass reads the file. Names are a contract (`--method`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Method {
     Read,
     Pread,
     Mmap,
 }
 
-impl Method {
-    pub const ALL: [Method; 3] = [Method::Read, Method::Pread, Method::Mmap];
+impl Named for Method {
+    const ALL: &'static [Method] = &[Method::Read, Method::Pread, Method::Mmap];
+    const WHAT: &'static str = "method";
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Method::Read => "read",
             Method::Pread => "pread",
             Method::Mmap => "mmap",
         }
     }
+}
 
-    pub fn parse(s: &str) -> Result<Method, String> {
-        Method::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown method '{s}' (valid: read, pread, mmap)"))
-    }
-
+impl Method {
     /// System calls (or chunk copies, for mmap) in one pass over `size` bytes.
     pub fn calls_per_pass(self, size: u64, block: u64) -> u64 {
         let chunks = size.div_ceil(block);
@@ -81,18 +81,64 @@ pub struct Options {
     pub methods: Vec<Method>,
 }
 
-/// 1 KiB … 8 MiB in powers of two.
-pub fn default_block_sizes() -> Vec<u64> {
-    (10..=23).map(|p| 1u64 << p).collect()
-}
-
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// The defaults: a 10 MiB file read by read(2) in blocks of 1 KiB … 8 MiB
+    /// (powers of two), at every scale.
+    pub fn for_scale(_scale: Scale) -> Options {
         Options {
             file_size: 10 << 20,
-            block_sizes: default_block_sizes(),
+            block_sizes: sweep::powers_of_two(1 << 10, 8 << 20),
             methods: vec![Method::Read],
         }
+    }
+}
+
+/// The params of a read row. Keys are a contract (JSON `params`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    pub method: Method,
+    pub block_size: u64,
+    pub file_size: u64,
+    /// What mincore saw before and after the case (observed, not asked for).
+    pub page_cache: String,
+}
+
+/// The read probe, independent of options.
+pub struct Kind;
+
+impl ProbeKind for Kind {
+    fn name(&self) -> &'static str {
+        "read"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::named::<Method>("method"),
+            ParamSpec::size("block_size", 1),
+            ParamSpec::size("file_size", 1),
+            ParamSpec::text("page_cache"),
+        ];
+        PARAMS
+    }
+
+    fn observed_params(&self) -> &'static [&'static str] {
+        &["page_cache"]
+    }
+
+    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
+        vec![present::grid(rows)]
+    }
+
+    fn plots(&self, rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
+        present::plots(rows, env)
+    }
+
+    fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String> {
+        present::advice(rows, env)
+    }
+
+    fn for_run(&self) -> Box<dyn Probe> {
+        Box::new(ReadProbe::new(Options::for_scale(Scale::Run)))
     }
 }
 
@@ -170,27 +216,9 @@ impl Workload for Pass<'_> {
     }
 }
 
-/// Which cache level a block of `bytes` fits in: `L1`, `L2`, `L3` or `RAM`.
-pub fn fits_in(env: &Environment, bytes: u64) -> String {
-    env.data_caches()
-        .into_iter()
-        .find(|&(_, size)| bytes <= size)
-        .map_or_else(|| "RAM".to_string(), |(l, _)| format!("L{l}"))
-}
-
 impl Probe for ReadProbe {
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::one_of("method", |s| Method::parse(s).is_ok()),
-            ParamSpec::size("block_size", 1),
-            ParamSpec::size("file_size", 1),
-            ParamSpec::text("page_cache"),
-        ];
-        PARAMS
-    }
-
-    fn name(&self) -> &'static str {
-        "read"
+    fn kind(&self) -> &'static dyn ProbeKind {
+        &Kind
     }
 
     fn case_count(&self) -> usize {
@@ -228,77 +256,56 @@ impl Probe for ReadProbe {
         let size = self.opts.file_size;
         let stop = crate::harness::interrupt::requested;
         let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
-        let mut out = Vec::new();
+        let mut plan = Plan::new("bytes/s");
         for &method in &self.opts.methods {
             for &block in &self.opts.block_sizes {
                 let case = format!("{}/{}", method.name(), size_label(block));
-                let (res, pages) = super::ensure_resident(&fd, size)?;
-                let map = match method {
-                    Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),
-                    _ => None,
-                };
-                let mut w = Pass {
-                    method,
-                    fd: &fd,
-                    size,
-                    buf: AlignedBuf::new(block as usize), // page aligned, pages touched before timing
-                    map,
-                };
-                let sampled = ctx
-                    .measure(self.name(), &case, &mut w)
-                    .map_err(|e| e.context(format!("read case {case}")))?;
-                let (res_after, _) = file_residency(&fd, size)?;
-                let mut params = Map::new();
-                params.insert("method".into(), json!(method.name()));
-                params.insert("block_size".into(), json!(block));
-                params.insert("file_size".into(), json!(size));
-                params.insert(
-                    "page_cache".into(),
-                    json!(format!(
-                        "resident {res}/{pages} pages before, {res_after}/{pages} after (mincore)"
-                    )),
-                );
-                let mut m = Measurement::from_sampled(
-                    self.name(),
-                    &case,
-                    params,
-                    Metric::Throughput {
-                        bytes_per_iter: size as f64,
-                    },
-                    &sampled,
-                    &ctx.overhead,
-                    method.note(),
-                )?;
-                if res != pages {
-                    m.warnings.push(format!(
-                        "not fully in the page cache: {res}/{pages} pages resident before the case even after re-reading it (memory pressure); the figure mixes cached and uncached reads"
-                    ));
-                }
-                if res_after != pages {
-                    m.warnings.push(format!(
-                        "pages left the page cache during the case: {res_after}/{pages} resident afterwards"
-                    ));
-                }
-                let calls = method.calls_per_pass(size, block) as f64;
-                let pass_ns = size as f64 * 1e9 / m.median;
-                m.derived.insert(
-                    "s_per_10gib".into(),
-                    json!(10.0 * (1u64 << 30) as f64 / m.median),
-                );
-                m.derived
-                    .insert("ns_per_call".into(), json!(pass_ns / calls));
-                m.derived.insert("calls_per_pass".into(), json!(calls));
-                m.derived
-                    .insert("fits_in".into(), json!(fits_in(ctx.env, block)));
-                let per = &m.rusage.normalised;
-                m.derived
-                    .insert("voluntary_cs_per_gib".into(), json!(per.voluntary_cs));
-                m.derived
-                    .insert("involuntary_cs_per_gib".into(), json!(per.involuntary_cs));
-                out.push(m);
+                plan.ready(case, (method, block), ());
             }
         }
-        Ok(out)
+        let name = Kind.name();
+        ctx.run_plan_each(name, plan, |case, (method, block), ()| {
+            let (res, pages) = super::ensure_resident(&fd, size)?;
+            let map = match method {
+                Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),
+                _ => None,
+            };
+            let mut w = Pass {
+                method,
+                fd: &fd,
+                size,
+                buf: AlignedBuf::new(block as usize), // page aligned, pages touched before timing
+                map,
+            };
+            let sampled = ctx
+                .measure(name, case, &mut w)
+                .map_err(|e| e.context(format!("read case {case}")))?;
+            let (res_after, _) = file_residency(&fd, size)?;
+            let params = Params {
+                method,
+                block_size: block,
+                file_size: size,
+                page_cache: format!(
+                    "resident {res}/{pages} pages before, {res_after}/{pages} after (mincore)"
+                ),
+            };
+            let mut m = Measurement::from_sampled(
+                name,
+                case,
+                params,
+                Metric::Throughput {
+                    bytes_per_iter: size as f64,
+                },
+                &sampled,
+                &ctx.overhead,
+                method.note(),
+            )?;
+            m.warnings
+                .extend(sweep::residency_warnings((res, res_after), pages));
+            let calls = method.calls_per_pass(size, block);
+            m.derived = to_map(&Derived::of(&m, ctx.env, size, block, calls, false));
+            Ok(m)
+        })
     }
 }
 
@@ -308,7 +315,7 @@ mod tests {
 
     #[test]
     fn default_sweep_is_1k_to_8m() {
-        let v = default_block_sizes();
+        let v = Options::for_scale(Scale::Default).block_sizes;
         assert_eq!(v.first(), Some(&1024));
         assert_eq!(v.last(), Some(&(8 << 20)));
         assert_eq!(v.len(), 14);

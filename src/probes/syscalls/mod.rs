@@ -6,17 +6,20 @@
 //! and touch it with volatile stores or loads on every iteration, because the seed's
 //! memcpy loop compiled to one register move.
 
-use super::{Context, ParamSpec, Probe};
+mod present;
+
+use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::results::{Measurement, Metric};
+use crate::present::{Grid, Named, Plot};
+use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
 use crate::sys::mapping::Mapping;
 use crate::sys::scratch::Scratch;
 use anyhow::Result;
 use rustix::fd::OwnedFd;
-use serde_json::{Map, json};
+use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -38,8 +41,8 @@ pub enum Case {
     Stat,
 }
 
-impl Case {
-    pub const ALL: [Case; 12] = [
+impl Named for Case {
+    const ALL: &'static [Case] = &[
         Case::Null,
         Case::OpenClose,
         Case::OpenWriteClose,
@@ -53,8 +56,9 @@ impl Case {
         Case::Fstat,
         Case::Stat,
     ];
+    const WHAT: &'static str = "case";
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Case::Null => "null",
             Case::OpenClose => "open_close",
@@ -70,19 +74,9 @@ impl Case {
             Case::Stat => "stat",
         }
     }
+}
 
-    /// Parses a case name; the error lists the valid names.
-    pub fn parse(s: &str) -> Result<Case, String> {
-        Case::ALL
-            .iter()
-            .copied()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Case::ALL.iter().map(|c| c.name()).collect();
-                format!("unknown case '{s}' (valid: {})", names.join(", "))
-            })
-    }
-
+impl Case {
     /// What one operation does, stated plainly.
     fn note(self, io: usize) -> String {
         match self {
@@ -113,12 +107,69 @@ pub struct Options {
     pub io_size: u64,
 }
 
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// The defaults: every case, 8-byte calls, at every scale.
+    pub fn for_scale(_scale: Scale) -> Options {
         Options {
             cases: Case::ALL.to_vec(),
             io_size: 8,
         }
+    }
+}
+
+/// The params of a syscalls row. Keys are a contract (JSON `params`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Bytes per read, write, store or load.
+    pub io_size: u64,
+    pub file_size: u64,
+}
+
+/// The figures a syscalls row derives from its median.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Derived {
+    pub ops_per_s: Option<f64>,
+    /// × the null syscall (absent when `null` was not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x_null: Option<f64>,
+    pub voluntary_cs_per_mop: Option<f64>,
+    pub involuntary_cs_per_mop: Option<f64>,
+}
+
+/// The syscalls probe, independent of options.
+pub struct Kind;
+
+impl ProbeKind for Kind {
+    fn name(&self) -> &'static str {
+        "syscalls"
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        const PARAMS: &[ParamSpec] = &[
+            ParamSpec::size("io_size", 0),
+            ParamSpec::size("file_size", 0),
+        ];
+        PARAMS
+    }
+
+    fn observed_params(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
+        vec![present::grid(rows)]
+    }
+
+    fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {
+        present::plots(rows)
+    }
+
+    fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
+        present::advice(rows)
+    }
+
+    fn for_run(&self) -> Box<dyn Probe> {
+        Box::new(Syscalls::new(Options::for_scale(Scale::Run)))
     }
 }
 
@@ -248,16 +299,8 @@ impl Workload for CaseRun<'_> {
 }
 
 impl Probe for Syscalls {
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::size("io_size", 0),
-            ParamSpec::size("file_size", 0),
-        ];
-        PARAMS
-    }
-
-    fn name(&self) -> &'static str {
-        "syscalls"
+    fn kind(&self) -> &'static dyn ProbeKind {
+        &Kind
     }
 
     fn case_count(&self) -> usize {
@@ -284,8 +327,16 @@ impl Probe for Syscalls {
         let (path, fd): (PathBuf, OwnedFd) =
             ctx.scratch.create_file("syscalls.dat", io as u64, &stop)?;
         let cpath = calls::c_path(&path)?;
-        let mut out = Vec::new();
+        let params = Params {
+            io_size: io as u64,
+            file_size: io as u64,
+        };
+        let mut plan = Plan::new("ns/op");
         for &case in &self.opts.cases {
+            plan.ready(case.name().to_string(), params.clone(), case);
+        }
+        let name = Kind.name();
+        let mut out = ctx.run_plan_each(name, plan, |_, params, case| {
             let map = match case {
                 Case::MmapStore | Case::MmapLoad => {
                     let mut m = Mapping::map_file(&fd, io, true)?;
@@ -302,22 +353,18 @@ impl Probe for Syscalls {
                 map,
             };
             let sampled = ctx
-                .measure(self.name(), case.name(), &mut w)
+                .measure(name, case.name(), &mut w)
                 .map_err(|e| e.context(format!("syscalls case {}", case.name())))?;
-            let mut params = Map::new();
-            params.insert("io_size".into(), json!(io));
-            params.insert("file_size".into(), json!(io));
-            let m = Measurement::from_sampled(
-                self.name(),
+            Measurement::from_sampled(
+                name,
                 case.name(),
                 params,
                 Metric::PerOp { ops_per_iter: 1.0 },
                 &sampled,
                 &ctx.overhead,
                 case.note(io),
-            )?;
-            out.push(m);
-        }
+            )
+        })?;
         add_derived(&mut out);
         Ok(out)
     }
@@ -327,17 +374,14 @@ impl Probe for Syscalls {
 fn add_derived(rows: &mut [Measurement]) {
     let null = rows.iter().find(|m| m.case == "null").map(|m| m.median);
     for m in rows.iter_mut() {
-        m.derived.insert("ops_per_s".into(), json!(1e9 / m.median));
-        if let Some(n) = null {
-            m.derived.insert("x_null".into(), json!(m.median / n));
-        }
         let per = &m.rusage.normalised;
-        m.derived
-            .insert("voluntary_cs_per_mop".into(), json!(per.voluntary_cs * 1e6));
-        m.derived.insert(
-            "involuntary_cs_per_mop".into(),
-            json!(per.involuntary_cs * 1e6),
-        );
+        let d = Derived {
+            ops_per_s: Some(1e9 / m.median),
+            x_null: null.map(|n| m.median / n),
+            voluntary_cs_per_mop: Some(per.voluntary_cs * 1e6),
+            involuntary_cs_per_mop: Some(per.involuntary_cs * 1e6),
+        };
+        m.derived = to_map(&d);
     }
 }
 
@@ -347,7 +391,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for c in Case::ALL {
+        for &c in Case::ALL {
             assert_eq!(Case::parse(c.name()), Ok(c));
         }
         let e = Case::parse("nope").unwrap_err();

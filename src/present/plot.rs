@@ -1,0 +1,267 @@
+//! Plot primitives (plotters' SVG backend) that probes draw their plots with: bars of
+//! medians with 95% CI whiskers, and throughput lines against a size on a log2 axis
+//! with marks (cache sizes). They know no probe.
+
+use crate::results::Measurement;
+use crate::units::format_size;
+use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+
+/// One plot: a file-name stem, a title and the SVG text.
+pub struct Plot {
+    /// The probe it belongs to (set by the report) and a file-name stem.
+    pub probe: String,
+    pub name: String,
+    pub title: String,
+    pub svg: String,
+}
+
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// An axis range plotters can draw: finite, non-empty, and positive on a log axis. A
+/// degenerate range (no points, one value, NaN) would otherwise make plotters generate
+/// ticks without end.
+fn axis(lo: f64, hi: f64, log: bool) -> (f64, f64) {
+    let lo = match (lo.is_finite(), log) {
+        (true, true) => lo.max(1e-9),
+        (true, false) => lo,
+        (false, true) => 1.0,
+        (false, false) => 0.0,
+    };
+    let hi = if hi.is_finite() && hi > lo * (1.0 + 1e-9) && hi > lo {
+        hi
+    } else if lo > 0.0 {
+        lo * 2.0
+    } else {
+        lo + 1.0
+    };
+    (lo, hi)
+}
+
+fn e<E: std::fmt::Display>(err: E) -> anyhow::Error {
+    anyhow!("drawing plot: {err}")
+}
+
+/// Horizontal bars of medians with 95% CI whiskers, log axis when values span decades.
+pub fn bars(title: &str, rows: &[&Measurement], scale: f64, unit: &str) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let n = rows.len();
+        let height = 80 + 28 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (900, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(e)?;
+        let lo = rows
+            .iter()
+            .map(|m| m.ci95[0].min(m.median) * scale)
+            .fold(f64::INFINITY, f64::min);
+        let hi = rows
+            .iter()
+            .map(|m| m.ci95[1].max(m.median) * scale)
+            .fold(0.0, f64::max);
+        // Row i is drawn at slot n-1-i so the first case is on top, as in the table.
+        let names: Vec<String> = rows.iter().rev().map(|m| m.case.clone()).collect();
+        let fmt_y = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        };
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(150);
+        let log = hi / lo.max(1e-12) > 50.0;
+        let bar_base;
+        if log {
+            let (xmin, xmax) = axis(lo / 2.0, hi * 2.0, true);
+            bar_base = xmin;
+            let mut chart = builder
+                .build_cartesian_2d((xmin..xmax).log_scale(), (0..n - 1).into_segmented())
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .y_label_formatter(&fmt_y)
+                .y_labels(n + 1)
+                .x_desc(format!("{unit} (log scale)"))
+                .disable_y_mesh()
+                .draw()
+                .map_err(e)?;
+            draw_bars(&mut chart, rows, scale, bar_base)?;
+        } else {
+            bar_base = 0.0;
+            let (_, xmax) = axis(0.0, hi * 1.1, false);
+            let mut chart = builder
+                .build_cartesian_2d(0.0..xmax, (0..n - 1).into_segmented())
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .y_label_formatter(&fmt_y)
+                .y_labels(n + 1)
+                .x_desc(unit.to_string())
+                .disable_y_mesh()
+                .draw()
+                .map_err(e)?;
+            draw_bars(&mut chart, rows, scale, bar_base)?;
+        }
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+fn draw_bars<X>(
+    chart: &mut ChartContext<
+        '_,
+        SVGBackend<'_>,
+        Cartesian2d<
+            X,
+            plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
+        >,
+    >,
+    rows: &[&Measurement],
+    scale: f64,
+    base: f64,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(rows.iter().enumerate().map(|(k, m)| {
+            let i = rows.len() - 1 - k;
+            let mut r = Rectangle::new(
+                [
+                    (base, SegmentValue::Exact(i)),
+                    (m.median * scale, SegmentValue::Exact(i + 1)),
+                ],
+                PALETTE[0].mix(0.75).filled(),
+            );
+            r.set_margin(4, 4, 0, 0);
+            r
+        }))
+        .map_err(e)?;
+    for (k, m) in rows.iter().enumerate() {
+        let i = rows.len() - 1 - k;
+        let (lo, hi) = (m.ci95[0] * scale, m.ci95[1] * scale);
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![
+                    (lo, SegmentValue::CenterOf(i)),
+                    (hi, SegmentValue::CenterOf(i)),
+                ],
+                BLACK.stroke_width(2),
+            )))
+            .map_err(e)?;
+        for x in [lo, hi] {
+            chart
+                .draw_series(std::iter::once(Circle::new(
+                    (x, SegmentValue::CenterOf(i)),
+                    3,
+                    BLACK.filled(),
+                )))
+                .map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Throughput (GB/s) against a size on a log2 axis: one line per series label, with
+/// vertical marks (e.g. cache sizes) labelled. `pts` = (series, bytes, GB/s).
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    pts: &[(String, f64, f64)],
+    marks: &[(String, u64)],
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
+        root.fill(&WHITE).map_err(e)?;
+        let (xmin, xmax) = axis(
+            pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min) / 1.5,
+            pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.5,
+            true,
+        );
+        let (_, ymax) = axis(
+            0.0,
+            pts.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15,
+            false,
+        );
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((xmin..xmax).log_scale().base(2.0), 0.0..ymax)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|v| format_size(v.round() as u64))
+            .x_desc(x_desc)
+            .y_desc("GB/s (10^9 B/s)")
+            .draw()
+            .map_err(e)?;
+        for (label, size) in marks {
+            let x = *size as f64;
+            if x < xmin || x > xmax {
+                continue;
+            }
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, 0.0), (x, ymax)],
+                    RGBColor(120, 120, 120).stroke_width(1),
+                )))
+                .map_err(e)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (x * 1.05, ymax * 0.97),
+                    ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+                )))
+                .map_err(e)?;
+        }
+        let mut methods: Vec<&str> = Vec::new();
+        for p in pts {
+            if !methods.contains(&p.0.as_str()) {
+                methods.push(&p.0);
+            }
+        }
+        for (k, method) in methods.iter().enumerate() {
+            let color = PALETTE[k % PALETTE.len()];
+            let series: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| p.0 == *method)
+                .map(|p| (p.1, p.2))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(series.clone(), color.stroke_width(2)))
+                .map_err(e)?
+                .label(method.to_string())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    series
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color.filled())),
+                )
+                .map_err(e)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerLeft)
+            .draw()
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}

@@ -1,0 +1,240 @@
+//! Copy tables (seed 001's ranked table): one per file size, cache state and durability,
+//! fastest first, with time (median and best), throughput, × the fastest, CPU seconds,
+//! context switches and blocks per copy; unsupported and failed methods last, with why.
+//! The plot shows the best variant of each method; the advice names the fastest durable
+//! method, the read-write buffer size to use, and how far the mmap methods lag.
+
+use super::{Cache, Derived, Durability, Method, Params};
+use crate::present::grid::warnings;
+use crate::present::{Grid, Named, Plot, plot};
+use crate::results::Measurement;
+use crate::units::{format_gbps, format_ns, format_size, sig3};
+use anyhow::Result;
+
+type Typed<'a> = (&'a Measurement, Params);
+
+fn typed<'a>(rows: &[&'a Measurement]) -> Vec<Typed<'a>> {
+    rows.iter()
+        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
+        .collect()
+}
+
+/// (file size, cache state, durability) of one ranked table.
+type Key = (u64, Cache, Durability);
+
+fn key(p: &Params) -> Key {
+    (p.file_size, p.cache, p.durability)
+}
+
+/// Ranked grids, in run order of (size, cache, durability).
+pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
+    let mut groups: Vec<(Key, Vec<Typed>)> = Vec::new();
+    for t in typed(rows) {
+        let k = key(&t.1);
+        match groups.iter_mut().find(|g| g.0 == k) {
+            Some(g) => g.1.push(t),
+            None => groups.push((k, vec![t])),
+        }
+    }
+    groups.into_iter().map(|(k, ts)| grid(k, ts)).collect()
+}
+
+const HEADERS: [&str; 12] = [
+    "#",
+    "method",
+    "median time",
+    "best time",
+    "GB/s (10^9 B/s)",
+    "best GB/s",
+    "× fastest",
+    "usr / sys s",
+    "vol / invol cs",
+    "faults",
+    "blocks in / out",
+    "durable",
+];
+
+fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
+    ts.sort_by(|a, b| {
+        b.0.is_ok()
+            .cmp(&a.0.is_ok())
+            .then(b.0.median.total_cmp(&a.0.median))
+    });
+    let best = ts.iter().find(|t| t.0.is_ok()).map_or(0.0, |t| t.0.median);
+    let mut rank = 0;
+    let rows = ts
+        .iter()
+        .map(|(m, p)| {
+            if !m.is_ok() {
+                let mut r = vec!["-".into(), p.variant.clone(), m.status.name().into()];
+                r.resize(HEADERS.len(), "-".into());
+                return r;
+            }
+            rank += 1;
+            let d: Derived = m.derived_as();
+            let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
+            let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", sig3(f(a)), sig3(f(b)));
+            vec![
+                rank.to_string(),
+                p.variant.clone(),
+                format_ns(f(d.median_s) * 1e9),
+                format_ns(f(d.best_s) * 1e9),
+                format_gbps(m.median),
+                format_gbps(m.max),
+                if m.median > 0.0 {
+                    format!("{}×", sig3(best / m.median))
+                } else {
+                    "-".into()
+                },
+                pair(d.user_s_per_copy, d.sys_s_per_copy),
+                pair(d.voluntary_cs_per_copy, d.involuntary_cs_per_copy),
+                sig3(f(d.minor_faults_per_copy)),
+                pair(d.blocks_in_per_copy, d.blocks_out_per_copy),
+                if p.durability.durable() {
+                    "yes"
+                } else {
+                    "not durable"
+                }
+                .to_string(),
+            ]
+        })
+        .collect();
+    let mut g = Grid::numeric(
+        format!(
+            "copy: {} file, {} source, durability {} — fastest first (seeds 001, 003)",
+            format_size(size),
+            cache.name(),
+            dur.name()
+        ),
+        &HEADERS,
+        rows,
+    );
+    let ok: Vec<&Typed> = ts.iter().filter(|t| t.0.is_ok()).collect();
+    if let Some((_, p)) = ok.first() {
+        if let Some(c) = &p.cache_observed {
+            g.footnotes
+                .push(format!("page cache: {c}; eviction: {}", p.eviction));
+        }
+        let samples = ok.iter().map(|t| t.0.samples);
+        g.footnotes.push(format!(
+            "samples: {}–{} per method (interleaved round-robin); CPU, context switches, faults and blocks are per copy",
+            samples.clone().min().unwrap_or(0),
+            samples.max().unwrap_or(0)
+        ));
+    }
+    let mut states: Vec<&str> = ok.iter().map(|t| t.1.durability_state.as_str()).collect();
+    states.sort_unstable();
+    states.dedup();
+    g.footnotes
+        .extend(states.iter().map(|s| format!("durability: {s}")));
+    g.footnotes
+        .extend(ts.iter().filter(|t| !t.0.is_ok()).map(|(m, p)| {
+            format!(
+                "{} {}: {}",
+                p.variant,
+                m.status.name(),
+                m.reason.as_deref().unwrap_or("?")
+            )
+        }));
+    let ms: Vec<&Measurement> = ts.iter().map(|t| t.0).collect();
+    g.footnotes.extend(warnings(&ms));
+    g
+}
+
+fn fastest<'a, 'b>(rows: impl Iterator<Item = &'b Typed<'a>>) -> Option<&'b Typed<'a>> {
+    rows.filter(|t| t.0.is_ok())
+        .max_by(|a, b| a.0.median.total_cmp(&b.0.median))
+}
+
+/// The fastest variant of each method in each (cache, durability), for the largest
+/// file size, as bars.
+pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
+    let ts = typed(rows);
+    let size = ts.iter().map(|t| t.1.file_size).max();
+    let mut picked: Vec<&Typed> = Vec::new();
+    for t in ts.iter().filter(|t| Some(t.1.file_size) == size) {
+        let same = |o: &&Typed| {
+            o.1.method == t.1.method && o.1.cache == t.1.cache && o.1.durability == t.1.durability
+        };
+        match picked.iter().position(same) {
+            Some(i) if picked[i].0.median < t.0.median => picked[i] = t,
+            Some(_) => {}
+            None => picked.push(t),
+        }
+    }
+    let ms: Vec<&Measurement> = picked.iter().map(|t| t.0).collect();
+    Ok(vec![Plot {
+        probe: String::new(),
+        name: "copy".into(),
+        title: "copy: best variant of each method, per cache state and durability (GB/s, median with 95% CI)".into(),
+        svg: plot::bars(
+            &format!(
+                "copy: {} file, best variant per method (GB/s)",
+                size.map_or("?".into(), format_size)
+            ),
+            &ms,
+            1e-9,
+            "GB/s",
+        )?,
+    }])
+}
+
+/// Advice lines for all copy rows of a run, per file size and cache state.
+pub fn advice(rows: &[&Measurement]) -> Vec<String> {
+    let ts = typed(rows);
+    let mut keys: Vec<(u64, Cache)> = Vec::new();
+    for (_, p) in &ts {
+        if !keys.contains(&(p.file_size, p.cache)) {
+            keys.push((p.file_size, p.cache));
+        }
+    }
+    let mut out = Vec::new();
+    for (size, cache) in keys {
+        let here = |dur: Durability| ts.iter().filter(move |t| key(&t.1) == (size, cache, dur));
+        let what = format!("copy ({} file, {} source)", format_size(size), cache.name());
+        if let Some(b) = fastest(here(Durability::Fsync)) {
+            let rw = here(Durability::Fsync).find(|t| t.1.variant == "read-write/1MiB");
+            out.push(format!(
+                "{what}: fastest durable method is {} ({} GB/s median, fsync inside the timing){}",
+                b.1.variant,
+                format_gbps(b.0.median),
+                rw.filter(|r| r.0.is_ok() && r.0.median > 0.0)
+                    .map_or(String::new(), |r| format!(
+                        ", ×{} a read-write loop with 1 MiB buffers",
+                        sig3(b.0.median / r.0.median)
+                    ))
+            ));
+        }
+        let mut rw: Vec<&Typed> = here(Durability::None)
+            .filter(|t| t.0.is_ok() && t.1.method == Method::ReadWrite)
+            .collect();
+        rw.sort_by_key(|t| t.1.buffer_size);
+        if let Some(top) = fastest(rw.iter().copied())
+            && let Some(small) = rw.iter().find(|t| t.0.median >= top.0.median * 0.95)
+        {
+            let buf = |t: &Typed| t.1.buffer_size.map_or("?".into(), format_size);
+            out.push(format!(
+                "{what}: for a user-space read/write loop use {} buffers, the smallest within 5% of the best ({} GB/s at {}; {} GB/s here)",
+                buf(small),
+                format_gbps(top.0.median),
+                buf(top),
+                format_gbps(small.0.median)
+            ));
+        }
+        if let (Some(all), Some(mm)) = (
+            fastest(here(Durability::None)),
+            fastest(here(Durability::None).filter(|t| t.1.method.is_mmap())),
+        ) && mm.0.median > 0.0
+        {
+            out.push(format!(
+                "{what}: the best mmap method ({}, {} GB/s) lags the fastest ({}, {} GB/s) by ×{}",
+                mm.1.variant,
+                format_gbps(mm.0.median),
+                all.1.variant,
+                format_gbps(all.0.median),
+                sig3(all.0.median / mm.0.median)
+            ));
+        }
+    }
+    out
+}

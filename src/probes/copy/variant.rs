@@ -1,0 +1,183 @@
+//! What a copy variant is: the method (a contract name) and its parameters, and what
+//! its destination's data has reached when it returns. Shared by the in-process
+//! methods and the system tools, which do not know each other.
+
+use crate::present::Named;
+use serde::{Deserialize, Serialize};
+
+/// How a copy is made. Names are a contract (`--method`, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    ReadWrite,
+    ReadWriteFadvise,
+    PreadPwrite,
+    MmapWrite,
+    MmapMemcpyMsync,
+    MmapMemcpyMunmap,
+    Sendfile,
+    Splice,
+    CopyFileRange,
+    Reflink,
+    IoUring,
+    Direct,
+    Cp,
+    Cat,
+    Dd,
+}
+
+impl Method {
+    /// In-process methods, in table order.
+    pub const IN_PROCESS: [Method; 12] = [
+        Method::ReadWrite,
+        Method::ReadWriteFadvise,
+        Method::PreadPwrite,
+        Method::MmapWrite,
+        Method::MmapMemcpyMsync,
+        Method::MmapMemcpyMunmap,
+        Method::Sendfile,
+        Method::Splice,
+        Method::CopyFileRange,
+        Method::Reflink,
+        Method::IoUring,
+        Method::Direct,
+    ];
+    /// Public tools run as child processes with `--system-tools`.
+    pub const TOOLS: [Method; 3] = [Method::Cp, Method::Cat, Method::Dd];
+}
+
+impl Named for Method {
+    const ALL: &'static [Method] = &[
+        Method::ReadWrite,
+        Method::ReadWriteFadvise,
+        Method::PreadPwrite,
+        Method::MmapWrite,
+        Method::MmapMemcpyMsync,
+        Method::MmapMemcpyMunmap,
+        Method::Sendfile,
+        Method::Splice,
+        Method::CopyFileRange,
+        Method::Reflink,
+        Method::IoUring,
+        Method::Direct,
+        Method::Cp,
+        Method::Cat,
+        Method::Dd,
+    ];
+    const WHAT: &'static str = "copy method";
+
+    fn name(self) -> &'static str {
+        match self {
+            Method::ReadWrite => "read-write",
+            Method::ReadWriteFadvise => "read-write-fadvise",
+            Method::PreadPwrite => "pread-pwrite",
+            Method::MmapWrite => "mmap-write",
+            Method::MmapMemcpyMsync => "mmap-memcpy-msync",
+            Method::MmapMemcpyMunmap => "mmap-memcpy-munmap",
+            Method::Sendfile => "sendfile",
+            Method::Splice => "splice",
+            Method::CopyFileRange => "copy-file-range",
+            Method::Reflink => "reflink",
+            Method::IoUring => "io-uring",
+            Method::Direct => "direct",
+            Method::Cp => "cp",
+            Method::Cat => "cat",
+            Method::Dd => "dd",
+        }
+    }
+}
+
+impl Method {
+    pub fn is_tool(self) -> bool {
+        Method::TOOLS.contains(&self)
+    }
+
+    pub fn is_mmap(self) -> bool {
+        matches!(
+            self,
+            Method::MmapWrite | Method::MmapMemcpyMsync | Method::MmapMemcpyMunmap
+        )
+    }
+}
+
+/// One method with its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    pub method: Method,
+    /// User buffer (read-write, pread-pwrite, direct, io-uring per slot, dd bs, mmap-write chunk).
+    pub buffer: Option<u64>,
+    /// madvise(MADV_SEQUENTIAL) on the mappings (mmap methods).
+    pub madvise: bool,
+    /// mmap-write: one write of the whole mapping instead of `buffer` chunks.
+    pub whole: bool,
+    /// splice: F_SETPIPE_SZ of the private pipe (`None` = default).
+    pub pipe_size: Option<u64>,
+    /// io-uring: queue depth and registered buffers.
+    pub depth: u32,
+    pub registered: bool,
+}
+
+impl Variant {
+    pub fn new(method: Method) -> Variant {
+        Variant {
+            method,
+            buffer: None,
+            madvise: false,
+            whole: false,
+            pipe_size: None,
+            depth: 0,
+            registered: false,
+        }
+    }
+
+    /// The variant's label: method plus its parameters, e.g. `read-write/1MiB`,
+    /// `mmap-write/whole+madvise`, `io-uring/qd16+fixed`.
+    pub fn label(&self) -> String {
+        let size = crate::units::size_label;
+        let mut s = self.method.name().to_string();
+        match self.method {
+            Method::MmapWrite => {
+                s += &format!(
+                    "/{}",
+                    if self.whole {
+                        "whole".into()
+                    } else {
+                        size(self.buffer.unwrap_or(0))
+                    }
+                );
+            }
+            Method::Splice => {
+                s += &format!("/pipe-{}", self.pipe_size.map_or("default".into(), size));
+            }
+            Method::IoUring => s += &format!("/qd{}", self.depth),
+            _ => {
+                if let Some(b) = self.buffer {
+                    s += &format!("/{}", size(b));
+                }
+            }
+        }
+        if self.madvise {
+            s += "+madvise";
+        }
+        if self.registered {
+            s += "+fixed";
+        }
+        s
+    }
+}
+
+/// What the destination's data had reached when the copy returned.
+pub fn durability_state(method: Method, fsync: bool) -> &'static str {
+    match (fsync, method) {
+        (true, _) => "durable: fsync (or msync MS_SYNC + fsync) returned inside the timing",
+        (false, Method::MmapMemcpyMsync) => "not durable: queued for write-back (msync MS_ASYNC)",
+        (false, Method::Direct) => {
+            "not durable: written to the device with O_DIRECT, device cache not flushed"
+        }
+        (false, Method::Reflink) => "not durable: blocks shared, metadata not synced",
+        (false, Method::MmapMemcpyMunmap) => {
+            "not durable: dirty pages left in the page cache by munmap"
+        }
+        (false, _) => "not durable: dirty in the page cache",
+    }
+}

@@ -1,0 +1,249 @@
+//! Pipe tables (seed 002's shape): one per (method, placement), rows chunk size × pipe
+//! capacity, with each process's CPU time and context switches per GiB; the
+//! throughput-versus-chunk plot; and the advice: the chunk size to use, what a larger
+//! pipe buys, and what splitting writer and reader across CPUs costs.
+
+use super::{Derived, Method, Params, Placement};
+use crate::harness::rusage::RusagePer;
+use crate::present::grid::{ci_text, notes_and_warnings};
+use crate::present::{Grid, Named, Plot, plot};
+use crate::results::Measurement;
+use crate::units::{format_gbps, format_size, sig3};
+use anyhow::Result;
+
+type Typed<'a> = (&'a Measurement, Params);
+
+fn typed<'a>(rows: &[&'a Measurement]) -> Vec<Typed<'a>> {
+    rows.iter()
+        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
+        .collect()
+}
+
+fn per_process(m: &Measurement, role: &str, f: &dyn Fn(&RusagePer) -> String) -> String {
+    m.rusage
+        .processes
+        .get(role)
+        .map_or("-".into(), |p| f(&p.normalised))
+}
+
+const HEADERS: [&str; 10] = [
+    "chunk",
+    "pipe size",
+    "GB/s (10^9 B/s)",
+    "95% CI",
+    "s/GiB",
+    "writer usr/sys s/GiB",
+    "reader usr/sys s/GiB",
+    "writer vol/invol cs/GiB",
+    "reader vol/invol cs/GiB",
+    "calls/GiB w/r",
+];
+
+fn row((m, p): &Typed) -> Vec<String> {
+    let chunk = format_size(p.chunk_size);
+    let cap = p
+        .pipe_size
+        .map_or_else(|| p.pipe_size_requested.clone(), format_size);
+    if !m.is_ok() {
+        let mut r = vec![
+            chunk,
+            cap,
+            format!("unsupported: {}", m.reason.as_deref().unwrap_or("?")),
+        ];
+        r.resize(HEADERS.len(), "-".into());
+        return r;
+    }
+    let cpu = |p: &RusagePer| format!("{} / {}", sig3(p.user_s), sig3(p.sys_s));
+    let cs = |p: &RusagePer| format!("{} / {}", sig3(p.voluntary_cs), sig3(p.involuntary_cs));
+    let d: Derived = m.derived_as();
+    vec![
+        chunk,
+        cap,
+        format_gbps(m.median),
+        ci_text(m, &format_gbps),
+        sig3((1u64 << 30) as f64 / m.median),
+        per_process(m, "writer", &cpu),
+        per_process(m, "reader", &cpu),
+        per_process(m, "writer", &cs),
+        per_process(m, "reader", &cs),
+        format!(
+            "{} / {}",
+            sig3(d.writer_calls_per_gib.unwrap_or(f64::NAN)),
+            sig3(d.reader_calls_per_gib.unwrap_or(f64::NAN))
+        ),
+    ]
+}
+
+/// One grid per (method, placement), in run order.
+pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
+    let mut groups: Vec<(Method, Placement, Vec<Typed>)> = Vec::new();
+    for t in typed(rows) {
+        let (method, place) = (t.1.method, t.1.placement);
+        match groups.iter_mut().find(|g| g.0 == method && g.1 == place) {
+            Some(g) => g.2.push(t),
+            None => groups.push((method, place, vec![t])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(method, place, ts)| {
+            let first = &ts[0].1;
+            let ms: Vec<&Measurement> = ts.iter().map(|t| t.0).collect();
+            let mut g = Grid::numeric(
+                format!(
+                    "pipe: {}, placement {}, {} per sample (seed 002)",
+                    method.name(),
+                    place.name(),
+                    format_size(first.total)
+                ),
+                &HEADERS,
+                ts.iter().map(row).collect(),
+            );
+            let list = |v: &[usize]| serde_json::to_string(v).unwrap_or_default();
+            g.footnotes.push(format!(
+                "writer on CPUs {}, reader on {}",
+                list(&first.writer_cpus),
+                list(&first.reader_cpus)
+            ));
+            g.footnotes
+                .extend(notes_and_warnings(&ms, &|_| method.name().to_string()));
+            g
+        })
+        .collect()
+}
+
+/// Throughput against chunk size, one line per method, placement and capacity.
+pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
+    let pts: Vec<(String, f64, f64)> = typed(rows)
+        .into_iter()
+        .map(|(m, p)| {
+            let cap = p
+                .pipe_size
+                .map_or("?".into(), |b| format_size(b).replace(' ', ""));
+            (
+                format!("{} {} pipe {cap}", p.method.name(), p.placement.name()),
+                p.chunk_size as f64,
+                m.median / 1e9,
+            )
+        })
+        .collect();
+    Ok(vec![Plot {
+        probe: String::new(),
+        name: "pipe".into(),
+        title: "pipe: throughput against chunk size, per method, placement and capacity".into(),
+        svg: plot::lines(
+            "pipe: throughput by chunk size",
+            "chunk size (log2 scale)",
+            &pts,
+            &[],
+        )?,
+    }])
+}
+
+/// Advice per method, in the order the methods first appear.
+pub fn advice(rows: &[&Measurement]) -> Vec<String> {
+    let typed: Vec<Typed> = typed(rows).into_iter().filter(|t| t.0.is_ok()).collect();
+    let mut methods: Vec<Method> = Vec::new();
+    for (_, p) in &typed {
+        if !methods.contains(&p.method) {
+            methods.push(p.method);
+        }
+    }
+    methods
+        .into_iter()
+        .flat_map(|method| {
+            let rows: Vec<&Typed> = typed.iter().filter(|t| t.1.method == method).collect();
+            method_advice(method, &rows)
+        })
+        .collect()
+}
+
+fn best<'a, 'b>(rows: impl Iterator<Item = &'b &'a Typed<'a>>) -> Option<&'a Typed<'a>>
+where
+    'a: 'b,
+{
+    rows.copied()
+        .max_by(|a, b| a.0.median.total_cmp(&b.0.median))
+}
+
+/// Advice for one method's measured rows.
+fn method_advice(method: Method, rows: &[&Typed]) -> Vec<String> {
+    let Some(top) = best(rows.iter()) else {
+        return Vec::new();
+    };
+    let m = method.name();
+    let tp = &top.1;
+    let mut out = Vec::new();
+    // 1. Smallest chunk within 5% of the best, same capacity and placement.
+    let mut same: Vec<&Typed> = rows
+        .iter()
+        .copied()
+        .filter(|t| t.1.placement == tp.placement && t.1.pipe_size == tp.pipe_size)
+        .collect();
+    same.sort_by_key(|t| t.1.chunk_size);
+    if let Some(small) = same.iter().find(|t| t.0.median >= top.0.median * 0.95) {
+        out.push(format!(
+            "pipe ({m}): use {} chunks, the smallest within 5% of the best ({} GB/s at {}, pipe {}, placement {}; {} GB/s here)",
+            format_size(small.1.chunk_size),
+            format_gbps(top.0.median),
+            format_size(tp.chunk_size),
+            tp.pipe_size.map_or("?".into(), format_size),
+            tp.placement.name(),
+            format_gbps(small.0.median)
+        ));
+    }
+    // 2. What the capacity buys: the best figure per capacity, same placement.
+    let mut caps: Vec<u64> = rows.iter().filter_map(|t| t.1.pipe_size).collect();
+    caps.sort_unstable();
+    caps.dedup();
+    if caps.len() > 1 {
+        let per_cap: Vec<(u64, &Typed)> = caps
+            .iter()
+            .filter_map(|&c| {
+                best(
+                    rows.iter()
+                        .filter(|t| t.1.placement == tp.placement && t.1.pipe_size == Some(c)),
+                )
+                .map(|t| (c, t))
+            })
+            .collect();
+        if let (Some(&(c0, t0)), Some(&(c1, t1))) = (per_cap.first(), per_cap.last()) {
+            out.push(format!(
+                "pipe ({m}): a {} pipe peaks at {} GB/s ({} chunks) against {} GB/s ({} chunks) with {}: ×{} from raising the capacity (F_SETPIPE_SZ)",
+                format_size(c1),
+                format_gbps(t1.0.median),
+                format_size(t1.1.chunk_size),
+                format_gbps(t0.0.median),
+                format_size(t0.1.chunk_size),
+                format_size(c0),
+                sig3(t1.0.median / t0.0.median)
+            ));
+        }
+    }
+    // 3. Placement: same CPU against split, at the best chunk and capacity.
+    let at = |p: Placement| {
+        rows.iter().copied().find(|t| {
+            t.1.placement == p && t.1.pipe_size == tp.pipe_size && t.1.chunk_size == tp.chunk_size
+        })
+    };
+    if let (Some(one), Some(two)) = (at(Placement::Same), at(Placement::Split)) {
+        let r = two.0.median / one.0.median;
+        let verdict = if r < 1.0 {
+            format!("splitting costs {}%", sig3((1.0 - r) * 100.0))
+        } else {
+            format!("splitting gains ×{}", sig3(r))
+        };
+        out.push(format!(
+            "pipe ({m}): writer and reader on different CPUs: {} GB/s against {} GB/s on one CPU at {} chunks, pipe {} ({verdict}){}",
+            format_gbps(two.0.median),
+            format_gbps(one.0.median),
+            format_size(tp.chunk_size),
+            tp.pipe_size.map_or("?".into(), format_size),
+            at(Placement::Any).map_or(String::new(), |a| format!(
+                "; unpinned {} GB/s",
+                format_gbps(a.0.median)
+            ))
+        ));
+    }
+    out
+}

@@ -1,0 +1,106 @@
+//! The read table (seed 000's), its throughput-versus-block plot and its advice.
+
+use super::super::sweep::{self, Derived};
+use super::{Method, Params};
+use crate::present::grid::{ci_text, notes_and_warnings};
+use crate::present::{Grid, Named, Plot};
+use crate::results::Measurement;
+use crate::sys::machine::Environment;
+use crate::units::{format_gbps, format_size, sig3};
+use anyhow::Result;
+
+fn typed<'a>(rows: &[&'a Measurement]) -> Vec<(&'a Measurement, Params)> {
+    rows.iter()
+        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
+        .collect()
+}
+
+pub fn grid(rows: &[&Measurement]) -> Grid {
+    let typed = typed(rows);
+    let body = typed
+        .iter()
+        .map(|(m, p)| {
+            let d: Derived = m.derived_as();
+            let f = |v: Option<f64>| sig3(v.unwrap_or(f64::NAN));
+            vec![
+                p.method.name().to_string(),
+                format_size(p.block_size),
+                format_gbps(m.median),
+                ci_text(m, &format_gbps),
+                f(d.s_per_10gib),
+                f(d.ns_per_call),
+                d.fits_in.clone().unwrap_or_else(|| "?".into()),
+                f(d.voluntary_cs_per_gib),
+                f(d.involuntary_cs_per_gib),
+            ]
+        })
+        .collect();
+    let first = typed.first().map(|(_, p)| p);
+    let mut g = Grid::numeric(
+        format!(
+            "read: {} file from the page cache, by block size (seed 000)",
+            format_size(first.map_or(0, |p| p.file_size))
+        ),
+        &[
+            "method",
+            "block",
+            "GB/s (10^9 B/s)",
+            "95% CI",
+            "s / 10 GiB",
+            "ns/call",
+            "fits in",
+            "vol cs/GiB",
+            "invol cs/GiB",
+        ],
+        body,
+    );
+    if let Some(p) = first {
+        g.footnotes.push(format!("page cache: {}", p.page_cache));
+    }
+    g.footnotes.extend(notes_and_warnings(rows, &|m| {
+        m.params_as::<Params>()
+            .map_or(m.case.clone(), |p| p.method.name().to_string())
+    }));
+    g
+}
+
+pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
+    let pts = typed(rows)
+        .into_iter()
+        .map(|(m, p)| (p.method.name().to_string(), p.block_size, m.median))
+        .collect();
+    Ok(vec![sweep::plot(
+        "read",
+        "read: throughput by block size (page cache)",
+        pts,
+        env,
+    )?])
+}
+
+/// Advice per method, in the order the methods first appear.
+pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
+    let typed = typed(rows);
+    let mut methods: Vec<Method> = Vec::new();
+    for (_, p) in &typed {
+        if !methods.contains(&p.method) {
+            methods.push(p.method);
+        }
+    }
+    let caches = env.data_caches();
+    methods
+        .into_iter()
+        .flat_map(|method| {
+            let series: Vec<(u64, &Measurement)> = typed
+                .iter()
+                .filter(|(_, p)| p.method == method)
+                .map(|(m, p)| (p.block_size, *m))
+                .collect();
+            sweep::advice(
+                &format!("read ({})", method.name()),
+                &series,
+                &caches,
+                method != Method::Mmap,
+            )
+        })
+        .collect()
+}

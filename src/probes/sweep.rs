@@ -1,0 +1,211 @@
+//! What the block-size sweeps (read, write) share: the sweep itself, where a block sits
+//! against the caches, the figures derived per row, the throughput-versus-block plot and
+//! the advice that reads a sweep (smallest block within 5% of the best, where the
+//! throughput falls off, one call's fixed cost). Seed 000's method, for either direction.
+
+use crate::present::{Plot, plot};
+use crate::results::Measurement;
+use crate::sys::machine::Environment;
+use crate::units::{format_gbps, format_size, sig3};
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+/// `from`, 2·`from`, … up to `to`.
+pub fn powers_of_two(from: u64, to: u64) -> Vec<u64> {
+    std::iter::successors(Some(from), |b| b.checked_mul(2))
+        .take_while(|&b| b <= to)
+        .collect()
+}
+
+/// Which cache level a block of `bytes` fits in: `L1`, `L2`, `L3` or `RAM`.
+pub fn fits_in(env: &Environment, bytes: u64) -> String {
+    env.data_caches()
+        .into_iter()
+        .find(|&(_, size)| bytes <= size)
+        .map_or_else(|| "RAM".to_string(), |(l, _)| format!("L{l}"))
+}
+
+/// Warnings for a file that was not fully resident before a case, or lost pages
+/// during it: `(before, after)` resident pages of `pages`.
+pub fn residency_warnings((before, after): (usize, usize), pages: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if before != pages {
+        out.push(format!(
+            "not fully in the page cache: {before}/{pages} pages resident before the case even after re-reading it (memory pressure); the figure mixes cached and uncached pages"
+        ));
+    }
+    if after != pages {
+        out.push(format!(
+            "pages left the page cache during the case: {after}/{pages} resident afterwards"
+        ));
+    }
+    out
+}
+
+/// The figures a sweep row derives from its median. Keys are a contract (JSON
+/// `derived`); the CPU figures are absent from rows that predate them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Derived {
+    pub s_per_10gib: Option<f64>,
+    pub ns_per_call: Option<f64>,
+    pub calls_per_pass: Option<f64>,
+    pub fits_in: Option<String>,
+    pub voluntary_cs_per_gib: Option<f64>,
+    pub involuntary_cs_per_gib: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_s_per_gib: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sys_s_per_gib: Option<f64>,
+}
+
+impl Derived {
+    /// Figures of a measured row of `size`-byte passes in `block` blocks, `calls` calls
+    /// per pass; `cpu` adds user and system seconds per GiB.
+    pub fn of(
+        m: &Measurement,
+        env: &Environment,
+        size: u64,
+        block: u64,
+        calls: u64,
+        cpu: bool,
+    ) -> Derived {
+        let pass_ns = size as f64 * 1e9 / m.median;
+        let per = &m.rusage.normalised;
+        Derived {
+            s_per_10gib: Some(10.0 * (1u64 << 30) as f64 / m.median),
+            ns_per_call: Some(pass_ns / calls.max(1) as f64),
+            calls_per_pass: Some(calls as f64),
+            fits_in: Some(fits_in(env, block)),
+            voluntary_cs_per_gib: Some(per.voluntary_cs),
+            involuntary_cs_per_gib: Some(per.involuntary_cs),
+            user_s_per_gib: cpu.then_some(per.user_s),
+            sys_s_per_gib: cpu.then_some(per.sys_s),
+        }
+    }
+}
+
+/// Throughput against block size, one line per series, the caches marked.
+/// `pts` = (series, block size, bytes/s).
+pub fn plot(
+    name: &str,
+    title: &str,
+    pts: Vec<(String, u64, f64)>,
+    env: &Environment,
+) -> Result<Plot> {
+    let pts: Vec<(String, f64, f64)> = pts
+        .into_iter()
+        .map(|(s, b, v)| (s, b as f64, v / 1e9))
+        .collect();
+    let marks: Vec<(String, u64)> = env
+        .data_caches()
+        .iter()
+        .map(|&(level, size)| (format!("L{level} {}", format_size(size)), size))
+        .collect();
+    Ok(Plot {
+        probe: String::new(),
+        name: name.into(),
+        title: format!("{title}, caches marked"),
+        svg: plot::lines(title, "block size (log2 scale)", &pts, &marks)?,
+    })
+}
+
+/// Advice from one series of a sweep (`what` prefixes every line, e.g. `read (pread)`):
+/// the smallest block within 5% of the best, where throughput falls off against the
+/// caches, and (when `per_call`) one call's fixed cost in bytes copied at the best rate.
+pub fn advice(
+    what: &str,
+    rows: &[(u64, &Measurement)],
+    caches: &[(u8, u64)],
+    per_call: bool,
+) -> Vec<String> {
+    let mut rows: Vec<(u64, &Measurement)> =
+        rows.iter().copied().filter(|(_, m)| m.is_ok()).collect();
+    rows.sort_by_key(|(b, _)| *b);
+    let Some(&(best_b, best)) = rows.iter().max_by(|a, b| a.1.median.total_cmp(&b.1.median)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(&(small_b, small)) = rows.iter().find(|(_, m)| m.median >= best.median * 0.95) {
+        out.push(format!(
+            "{what}: use {} blocks, the smallest within 5% of the best ({} GB/s at {}; {} GB/s here)",
+            format_size(small_b),
+            format_gbps(best.median),
+            format_size(best_b),
+            format_gbps(small.median)
+        ));
+    }
+    out.push(format!("{what}: {}", falloff(&rows, best_b, best, caches)));
+    // Seed 000's comparison: one call's fixed cost, in bytes copied at the best rate.
+    if let Some(&(b0, m0)) = rows.first()
+        && let Some(ns_call) = m0.derived_as::<Derived>().ns_per_call
+        && per_call
+    {
+        let copy_ns = b0 as f64 / best.median * 1e9;
+        let overhead = ns_call - copy_ns;
+        if overhead > 0.0 {
+            let eq_bytes = overhead * best.median / 1e9;
+            out.push(format!(
+                "{what}: one call's fixed cost is about {} ns, as much as copying {} at the best rate",
+                sig3(overhead),
+                format_size(eq_bytes.round() as u64)
+            ));
+        }
+    }
+    out
+}
+
+/// Where throughput first falls below 95% of the best after the best block size, and how
+/// that block relates to the cache that holds it (seed 000: keep buffers under half of L2,
+/// because the page-cache side and the user buffer share the cache).
+fn falloff(
+    rows: &[(u64, &Measurement)],
+    best_b: u64,
+    best: &Measurement,
+    caches: &[(u8, u64)],
+) -> String {
+    let after: Vec<&(u64, &Measurement)> = rows.iter().filter(|(b, _)| *b > best_b).collect();
+    let Some(&&(drop_b, drop_m)) = after.iter().find(|(_, m)| m.median < best.median * 0.95) else {
+        return "throughput stays within 5% of the best above the best block size in this sweep"
+            .into();
+    };
+    let place = |b: u64| -> String {
+        match caches.iter().find(|&&(_, size)| b <= size) {
+            Some(&(level, size)) => format!(
+                "{}% of L{level} ({})",
+                sig3(b as f64 / size as f64 * 100.0),
+                format_size(size)
+            ),
+            None => "larger than every cache".into(),
+        }
+    };
+    let mut text = format!(
+        "throughput falls below 95% of the best from {} on ({} GB/s, −{}%), a block {}",
+        format_size(drop_b),
+        format_gbps(drop_m.median),
+        sig3((1.0 - drop_m.median / best.median) * 100.0),
+        place(drop_b)
+    );
+    if let Some(&&(last_b, last_m)) = after.last()
+        && last_b != drop_b
+    {
+        text.push_str(&format!(
+            "; at {} ({}) it is {} GB/s (−{}%)",
+            format_size(last_b),
+            place(last_b),
+            format_gbps(last_m.median),
+            sig3((1.0 - last_m.median / best.median) * 100.0)
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn powers_of_two_stop_at_the_bound() {
+        assert_eq!(powers_of_two(1024, 8192), [1024, 2048, 4096, 8192]);
+        assert_eq!(powers_of_two(1024, 1000), Vec::<u64>::new());
+    }
+}

@@ -1,0 +1,168 @@
+//! The report's tables: each probe's own grids (from its [`ProbeKind`]), the machine
+//! facts and the one-line run header. Grids are the neutral [`Grid`] that the table,
+//! Markdown, CSV and HTML renderers share.
+
+pub use crate::present::Grid;
+use crate::present::grid::{ci_text, notes_and_warnings};
+use crate::probes::{self, ProbeKind};
+use crate::results::{Measurement, Run};
+use crate::sys::machine::Environment;
+use crate::units::{format_gbps, format_ns, format_size};
+
+/// Layout for rows whose probe this ioprobe does not know (validation keeps them out of
+/// saved runs; kept so a report never drops rows).
+fn generic_grid(probe: &str, rows: &[&Measurement]) -> Grid {
+    let body = rows
+        .iter()
+        .map(|m| {
+            let f = |v: f64| {
+                if m.unit == "ns/op" {
+                    format_ns(v)
+                } else {
+                    format!("{} GB/s", format_gbps(v))
+                }
+            };
+            vec![
+                m.case.clone(),
+                f(m.median),
+                ci_text(m, &f),
+                m.samples.to_string(),
+            ]
+        })
+        .collect();
+    let mut g = Grid::numeric(
+        probe.to_string(),
+        &["case", "median", "95% CI", "samples"],
+        body,
+    );
+    g.footnotes = notes_and_warnings(rows, &|m| m.case.clone());
+    g
+}
+
+/// The grids of one probe of the run, as the probe lays them out.
+pub fn grids_of(run: &Run, probe: &str) -> Vec<Grid> {
+    let rows: Vec<&Measurement> = run.of_probe(probe).collect();
+    match probes::kind(probe) {
+        Some(k) => k.grids(&rows, &run.environment),
+        None => vec![generic_grid(probe, &rows)],
+    }
+}
+
+/// Every probe's grids, in run order.
+pub fn probe_grids(run: &Run) -> Vec<Grid> {
+    run.probes().iter().flat_map(|p| grids_of(run, p)).collect()
+}
+
+/// The kinds of the probes a run measured, in run order.
+pub fn kinds_of(run: &Run) -> Vec<&'static dyn ProbeKind> {
+    run.probes()
+        .iter()
+        .filter_map(|p| probes::kind(p))
+        .collect()
+}
+
+/// A key/value grid of machine facts (`ioprobe sysinfo`, report headers).
+pub fn environment_grid(env: &Environment) -> Grid {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut kv = |k: &str, v: String| rows.push(vec![k.to_string(), v]);
+    kv("host", env.hostname.clone());
+    kv("os", env.os.clone());
+    kv("kernel", format!("{} ({})", env.kernel, env.kernel_version));
+    kv("arch", env.arch.clone());
+    kv("cpu", env.cpu_model.clone());
+    kv("logical cpus", env.logical_cpus.to_string());
+    for c in &env.caches {
+        kv(
+            &format!("L{} {}", c.level, c.kind.to_lowercase()),
+            format!(
+                "{} (shared by cpus {})",
+                format_size(c.size_bytes),
+                c.shared_cpu_list
+            ),
+        );
+    }
+    kv(
+        "memory",
+        format!(
+            "{} ({} available)",
+            format_size(env.memory_bytes),
+            format_size(env.memory_available_bytes)
+        ),
+    );
+    kv("page size", format_size(env.page_size));
+    kv(
+        "hypervisor",
+        env.hypervisor
+            .clone()
+            .unwrap_or_else(|| "none detected".into()),
+    );
+    kv("clocksource", env.clocksource.clone());
+    match &env.filesystem {
+        Some(fs) => {
+            kv("measured dir", fs.path.clone());
+            kv(
+                "filesystem",
+                format!(
+                    "{} on {} mounted at {}",
+                    fs.fs_type, fs.source, fs.mount_point
+                ),
+            );
+            kv("mount options", fs.mount_options.clone());
+        }
+        None => kv("filesystem", "unknown".into()),
+    }
+    kv(
+        "pipe-max-size",
+        env.pipe_max_size.map_or("unknown".into(), format_size),
+    );
+    kv(
+        "pinned cpu",
+        env.pinned_cpu.map_or("none".into(), |c| c.to_string()),
+    );
+    kv(
+        "ioprobe",
+        format!("{} ({} build)", env.ioprobe_version, env.build_profile),
+    );
+    let affected: Vec<(&String, &String)> = env
+        .mitigations
+        .iter()
+        .filter(|(_, v)| !v.starts_with("Not affected"))
+        .collect();
+    if affected.is_empty() {
+        kv("mitigations", "none reported as affected".into());
+    }
+    for (k, v) in affected {
+        kv(&format!("vuln {k}"), v.clone());
+    }
+    Grid {
+        title: "machine".into(),
+        headers: vec!["fact".into(), "value".into()],
+        rows,
+        footnotes: Vec::new(),
+        numeric: false,
+    }
+}
+
+/// One-line summary of the environment and harness for table headers.
+pub fn run_header(run: &Run) -> String {
+    let e = &run.environment;
+    let fs = e.filesystem.as_ref().map_or("unknown fs".into(), |f| {
+        format!("{} at {}", f.fs_type, f.path)
+    });
+    format!(
+        "ioprobe {} ({} build) · {} {} · {} · {} cpus{} · {} · {} mode · clock read {}, empty loop {}/iteration",
+        run.tool.version,
+        e.build_profile,
+        e.os,
+        e.kernel,
+        e.cpu_model,
+        e.logical_cpus,
+        e.hypervisor
+            .as_ref()
+            .map_or(String::new(), |h| format!(" · VM: {h}")),
+        fs,
+        run.harness.mode,
+        format_ns(run.harness.overhead.timer_ns),
+        format_ns(run.harness.overhead.empty_loop_ns),
+    )
+}
