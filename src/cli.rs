@@ -4,7 +4,7 @@
 use crate::harness;
 use crate::present::names::parser;
 pub use crate::probes::Scale;
-use crate::probes::{copy, pipe, read, syscalls};
+use crate::probes::{copy, pipe, read, syscalls, write};
 use crate::report::Format;
 use crate::units::{parse_duration_at_least, parse_size, parse_size_or_zero};
 use clap::{Args, Parser, Subcommand};
@@ -76,6 +76,10 @@ pub enum Command {
     /// read(2) throughput from the page cache versus block size (seed 000).
     #[command(after_help = UNITS_HELP)]
     Read(ReadArgs),
+    /// write(2) throughput versus block size, rewriting a pre-allocated file in place,
+    /// in each durability mode (the mirror of seed 000).
+    #[command(after_help = UNITS_HELP)]
+    Write(WriteArgs),
     /// Pipe throughput and context switches versus chunk size, capacity, method and
     /// CPU placement (seed 002).
     #[command(after_help = UNITS_HELP)]
@@ -166,6 +170,36 @@ pub struct ReadArgs {
     /// How each pass reads the file (comma-separated; default read).
     #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<read::Method>())]
     pub method: Vec<read::Method>,
+}
+
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// Size of the file rewritten in place (default 10 MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
+    /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub block_sizes: Vec<u64>,
+    /// How each pass writes the file (comma-separated; default write).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<write::Method>())]
+    pub method: Vec<write::Method>,
+    /// Durability (comma-separated; default all three, none,fsync with --quick): none =
+    /// page cache only, fsync = one fsync per pass inside the timing, dsync = O_DSYNC
+    /// (every write durable; about a second per pass at 1 KiB blocks).
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parser::<write::Durability>())]
+    pub durability: Vec<write::Durability>,
+}
+
+impl WriteArgs {
+    pub fn options(&self, scale: Scale) -> write::Options {
+        let d = write::Options::for_scale(scale);
+        write::Options {
+            file_size: self.file_size.unwrap_or(d.file_size),
+            block_sizes: list("--block-sizes", &self.block_sizes, d.block_sizes),
+            methods: list("--method", &self.method, d.methods),
+            durability: list("--durability", &self.durability, d.durability),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ use clap::Parser;
 use ioprobe::cli::{Cli, Command, Settings};
 use ioprobe::probes::{
     self, Probe, copy::CopyProbe, pipe::PipeProbe, read::ReadProbe, syscalls::Syscalls,
+    write::WriteProbe,
 };
 use ioprobe::report::Format;
 use ioprobe::{app, commands, error, report};
@@ -157,6 +158,11 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             s,
             "read",
             vec![Box::new(ReadProbe::new(a.options(s.scale)))],
+        )?,
+        Command::Write(a) => measure(
+            s,
+            "write",
+            vec![Box::new(WriteProbe::new(a.options(s.scale)))],
         )?,
         Command::Copy(a) => measure(
             s,

@@ -13,6 +13,7 @@ mod plan;
 pub mod read;
 mod sweep;
 pub mod syscalls;
+pub mod write;
 
 use crate::harness::{self, Overhead, Sampled, Workload};
 use crate::present::{Grid, Plot};
@@ -27,6 +28,7 @@ pub use plan::Plan;
 pub const REGISTRY: &[&dyn ProbeKind] = &[
     &syscalls::Kind,
     &read::Kind,
+    &write::Kind,
     &pipe::Kind,
     &copy::Kind,
 ];

@@ -144,8 +144,8 @@ fn run_saves_and_writes_its_html_report() {
     let html = std::fs::read_to_string(&report).unwrap();
     assert_eq!(
         html.matches("<svg").count(),
-        4,
-        "syscalls, read, pipe and copy plots"
+        5,
+        "syscalls, read, write, pipe and copy plots"
     );
     assert!(!html.contains("<script"), "the report needs no JavaScript");
     for load in [" src=", "<link", "url(", "@import", "href=\"http"] {

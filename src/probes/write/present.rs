@@ -1,0 +1,185 @@
+//! The write tables (one per durability mode, the mirror of seed 000's), the
+//! throughput-versus-block plot, and the advice: the block size to write in for each
+//! durability mode, and what durability costs at the best block size.
+
+use super::super::sweep::{self, Derived};
+use super::{Durability, Method, Params};
+use crate::present::grid::{ci_text, notes_and_warnings};
+use crate::present::{Grid, Named, Plot};
+use crate::results::Measurement;
+use crate::sys::machine::Environment;
+use crate::units::{format_gbps, format_size, sig3};
+use anyhow::Result;
+
+type Typed<'a> = (&'a Measurement, Params);
+
+fn typed<'a>(rows: &[&'a Measurement]) -> Vec<Typed<'a>> {
+    rows.iter()
+        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
+        .collect()
+}
+
+/// One grid per durability mode, in run order.
+pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
+    let all = typed(rows);
+    let mut modes: Vec<Durability> = Vec::new();
+    for (_, p) in &all {
+        if !modes.contains(&p.durability) {
+            modes.push(p.durability);
+        }
+    }
+    modes
+        .into_iter()
+        .map(|dur| {
+            let ts: Vec<&Typed> = all.iter().filter(|t| t.1.durability == dur).collect();
+            grid(dur, &ts)
+        })
+        .collect()
+}
+
+fn grid(dur: Durability, ts: &[&Typed]) -> Grid {
+    let body = ts
+        .iter()
+        .map(|(m, p)| {
+            let d: Derived = m.derived_as();
+            let f = |v: Option<f64>| sig3(v.unwrap_or(f64::NAN));
+            vec![
+                p.method.name().to_string(),
+                format_size(p.block_size),
+                format_gbps(m.median),
+                ci_text(m, &format_gbps),
+                f(d.s_per_10gib),
+                f(d.ns_per_call),
+                d.fits_in.clone().unwrap_or_else(|| "?".into()),
+                format!("{} / {}", f(d.user_s_per_gib), f(d.sys_s_per_gib)),
+                format!(
+                    "{} / {}",
+                    f(d.voluntary_cs_per_gib),
+                    f(d.involuntary_cs_per_gib)
+                ),
+            ]
+        })
+        .collect();
+    let first = &ts[0].1;
+    let what = match dur {
+        Durability::None => "into the page cache",
+        Durability::Fsync => "with fsync at the end of each pass",
+        Durability::Dsync => "with O_DSYNC (every write durable)",
+    };
+    let mut g = Grid::numeric(
+        format!(
+            "write: {} pre-allocated file rewritten in place {what}, by block size (durability {})",
+            format_size(first.file_size),
+            dur.name()
+        ),
+        &[
+            "method",
+            "block",
+            "GB/s (10^9 B/s)",
+            "95% CI",
+            "s / 10 GiB",
+            "ns/call",
+            "fits in",
+            "usr / sys s/GiB",
+            "vol / invol cs/GiB",
+        ],
+        body,
+    );
+    g.footnotes
+        .push(format!("page cache: {}", first.page_cache));
+    g.footnotes
+        .push(format!("durability: {}", first.durability_state));
+    let ms: Vec<&Measurement> = ts.iter().map(|t| t.0).collect();
+    g.footnotes.extend(notes_and_warnings(&ms, &|m| {
+        m.params_as::<Params>()
+            .map_or(m.case.clone(), |p| p.method.name().to_string())
+    }));
+    g
+}
+
+pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
+    let pts = typed(rows)
+        .into_iter()
+        .map(|(m, p)| {
+            (
+                format!("{} {}", p.method.name(), p.durability.name()),
+                p.block_size,
+                m.median,
+            )
+        })
+        .collect();
+    Ok(vec![sweep::plot(
+        "write",
+        "write: throughput by block size (file rewritten in place)",
+        pts,
+        env,
+    )?])
+}
+
+/// Per (method, durability): the sweep's advice; per method: what durability costs at
+/// the block size that is best without it.
+pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
+    let all: Vec<Typed> = typed(rows).into_iter().filter(|t| t.0.is_ok()).collect();
+    let mut series: Vec<(Method, Durability)> = Vec::new();
+    for (_, p) in &all {
+        if !series.contains(&(p.method, p.durability)) {
+            series.push((p.method, p.durability));
+        }
+    }
+    let caches = env.data_caches();
+    let mut out = Vec::new();
+    for &(method, dur) in &series {
+        let pts: Vec<(u64, &Measurement)> = all
+            .iter()
+            .filter(|t| t.1.method == method && t.1.durability == dur)
+            .map(|t| (t.1.block_size, t.0))
+            .collect();
+        out.extend(sweep::advice(
+            &format!("write ({}, durability {})", method.name(), dur.name()),
+            &pts,
+            &caches,
+            true,
+        ));
+    }
+    let mut methods: Vec<Method> = series.iter().map(|s| s.0).collect();
+    methods.dedup();
+    for method in methods {
+        out.extend(durability_cost(method, &all));
+    }
+    out
+}
+
+/// At the block size where `none` is fastest: each durable mode's throughput and how
+/// many times slower it is than writing into the page cache alone.
+fn durability_cost(method: Method, all: &[Typed]) -> Option<String> {
+    let of = |dur: Durability| {
+        all.iter()
+            .filter(move |t| t.1.method == method && t.1.durability == dur)
+    };
+    let best = of(Durability::None).max_by(|a, b| a.0.median.total_cmp(&b.0.median))?;
+    let block = best.1.block_size;
+    let parts: Vec<String> = [Durability::Fsync, Durability::Dsync]
+        .into_iter()
+        .filter_map(|dur| {
+            let t = of(dur).find(|t| t.1.block_size == block)?;
+            (t.0.median > 0.0).then(|| {
+                format!(
+                    "{} {} GB/s (×{} slower)",
+                    dur.name(),
+                    format_gbps(t.0.median),
+                    sig3(best.0.median / t.0.median)
+                )
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "write ({}): durability costs, at {} blocks: page cache alone {} GB/s; {}",
+        method.name(),
+        format_size(block),
+        format_gbps(best.0.median),
+        parts.join("; ")
+    ))
+}
