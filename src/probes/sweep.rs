@@ -3,8 +3,11 @@
 //! the advice that reads a sweep (smallest block within 5% of the best, where the
 //! throughput falls off, one call's fixed cost). Seed 000's method, for either direction.
 
+use super::Context;
+use crate::harness::Sampled;
+use crate::present::grid::ci_text;
 use crate::present::{Plot, plot};
-use crate::results::Measurement;
+use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};
 use anyhow::Result;
@@ -82,6 +85,81 @@ impl Derived {
             sys_s_per_gib: cpu.then_some(per.sys_s),
         }
     }
+}
+
+/// What a sweep case was and what mincore saw around it.
+pub struct Case {
+    /// Bytes per pass (the file size) and per call.
+    pub size: u64,
+    pub block: u64,
+    /// Calls per pass, for ns per call.
+    pub calls: u64,
+    /// Pages resident before and after the case, of `pages`.
+    pub resident: (usize, usize),
+    pub pages: usize,
+    /// Whether the row carries CPU seconds per GiB.
+    pub cpu: bool,
+}
+
+impl Case {
+    /// The `page_cache` param: what mincore saw.
+    pub fn page_cache(&self) -> String {
+        let ((before, after), pages) = (self.resident, self.pages);
+        format!("resident {before}/{pages} pages before, {after}/{pages} after (mincore)")
+    }
+
+    /// The row: bytes/s over whole passes, residency warnings, derived figures.
+    pub fn measurement(
+        &self,
+        ctx: &Context,
+        (probe, case): (&str, &str),
+        params: impl Serialize,
+        sampled: &Sampled,
+        note: &str,
+    ) -> Result<Measurement> {
+        let mut m = Measurement::from_sampled(
+            probe,
+            case,
+            params,
+            Metric::Throughput {
+                bytes_per_iter: self.size as f64,
+            },
+            sampled,
+            &ctx.overhead,
+            note,
+        )?;
+        m.warnings
+            .extend(residency_warnings(self.resident, self.pages));
+        m.derived = to_map(&Derived::of(
+            &m, ctx.env, self.size, self.block, self.calls, self.cpu,
+        ));
+        Ok(m)
+    }
+}
+
+/// A sweep row's table cells after its method and block: GB/s, CI, s / 10 GiB,
+/// ns/call, cache fit, then (with `cpu`) user / system seconds, then voluntary and
+/// involuntary context switches (`paired` in one cell, else two).
+pub fn cells(m: &Measurement, cpu: bool, paired: bool) -> Vec<String> {
+    let d: Derived = m.derived_as();
+    let f = |v: Option<f64>| sig3(v.unwrap_or(f64::NAN));
+    let mut out = vec![
+        format_gbps(m.median),
+        ci_text(m, &format_gbps),
+        f(d.s_per_10gib),
+        f(d.ns_per_call),
+        d.fits_in.clone().unwrap_or_else(|| "?".into()),
+    ];
+    if cpu {
+        out.push(format!("{} / {}", f(d.user_s_per_gib), f(d.sys_s_per_gib)));
+    }
+    let (v, i) = (f(d.voluntary_cs_per_gib), f(d.involuntary_cs_per_gib));
+    if paired {
+        out.push(format!("{v} / {i}"));
+    } else {
+        out.extend([v, i]);
+    }
+    out
 }
 
 /// Throughput against block size, one line per series, the caches marked.

@@ -9,12 +9,12 @@
 
 mod present;
 
-use super::sweep::{self, Derived};
+use super::sweep;
 use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::present::{Grid, Named, Plot};
-use crate::results::{Measurement, Metric, measurement::to_map};
+use crate::results::Measurement;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
@@ -281,30 +281,21 @@ impl Probe for ReadProbe {
                 .measure(name, case, &mut w)
                 .map_err(|e| e.context(format!("read case {case}")))?;
             let (res_after, _) = file_residency(&fd, size)?;
+            let sweep = sweep::Case {
+                size,
+                block,
+                calls: method.calls_per_pass(size, block),
+                resident: (res, res_after),
+                pages,
+                cpu: false,
+            };
             let params = Params {
                 method,
                 block_size: block,
                 file_size: size,
-                page_cache: format!(
-                    "resident {res}/{pages} pages before, {res_after}/{pages} after (mincore)"
-                ),
+                page_cache: sweep.page_cache(),
             };
-            let mut m = Measurement::from_sampled(
-                name,
-                case,
-                params,
-                Metric::Throughput {
-                    bytes_per_iter: size as f64,
-                },
-                &sampled,
-                &ctx.overhead,
-                method.note(),
-            )?;
-            m.warnings
-                .extend(sweep::residency_warnings((res, res_after), pages));
-            let calls = method.calls_per_pass(size, block);
-            m.derived = to_map(&Derived::of(&m, ctx.env, size, block, calls, false));
-            Ok(m)
+            sweep.measurement(ctx, (name, case), params, &sampled, method.note())
         })
     }
 }

@@ -1,12 +1,12 @@
 //! The read table (seed 000's), its throughput-versus-block plot and its advice.
 
-use super::super::sweep::{self, Derived};
+use super::super::sweep;
 use super::{Method, Params};
-use crate::present::grid::{ci_text, notes_and_warnings};
+use crate::present::grid::notes_and_warnings;
 use crate::present::{Grid, Named, Plot};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
-use crate::units::{format_gbps, format_size, sig3};
+use crate::units::format_size;
 use anyhow::Result;
 
 fn typed<'a>(rows: &[&'a Measurement]) -> Vec<(&'a Measurement, Params)> {
@@ -20,19 +20,9 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
     let body = typed
         .iter()
         .map(|(m, p)| {
-            let d: Derived = m.derived_as();
-            let f = |v: Option<f64>| sig3(v.unwrap_or(f64::NAN));
-            vec![
-                p.method.name().to_string(),
-                format_size(p.block_size),
-                format_gbps(m.median),
-                ci_text(m, &format_gbps),
-                f(d.s_per_10gib),
-                f(d.ns_per_call),
-                d.fits_in.clone().unwrap_or_else(|| "?".into()),
-                f(d.voluntary_cs_per_gib),
-                f(d.involuntary_cs_per_gib),
-            ]
+            let mut row = vec![p.method.name().to_string(), format_size(p.block_size)];
+            row.extend(sweep::cells(m, false, false));
+            row
         })
         .collect();
     let first = typed.first().map(|(_, p)| p);

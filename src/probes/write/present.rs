@@ -2,9 +2,9 @@
 //! throughput-versus-block plot, and the advice: the block size to write in for each
 //! durability mode, and what durability costs at the best block size.
 
-use super::super::sweep::{self, Derived};
+use super::super::sweep;
 use super::{Durability, Method, Params};
-use crate::present::grid::{ci_text, notes_and_warnings};
+use crate::present::grid::notes_and_warnings;
 use crate::present::{Grid, Named, Plot};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
@@ -41,23 +41,9 @@ fn grid(dur: Durability, ts: &[&Typed]) -> Grid {
     let body = ts
         .iter()
         .map(|(m, p)| {
-            let d: Derived = m.derived_as();
-            let f = |v: Option<f64>| sig3(v.unwrap_or(f64::NAN));
-            vec![
-                p.method.name().to_string(),
-                format_size(p.block_size),
-                format_gbps(m.median),
-                ci_text(m, &format_gbps),
-                f(d.s_per_10gib),
-                f(d.ns_per_call),
-                d.fits_in.clone().unwrap_or_else(|| "?".into()),
-                format!("{} / {}", f(d.user_s_per_gib), f(d.sys_s_per_gib)),
-                format!(
-                    "{} / {}",
-                    f(d.voluntary_cs_per_gib),
-                    f(d.involuntary_cs_per_gib)
-                ),
-            ]
+            let mut row = vec![p.method.name().to_string(), format_size(p.block_size)];
+            row.extend(sweep::cells(m, true, true));
+            row
         })
         .collect();
     let first = &ts[0].1;
