@@ -246,8 +246,8 @@ pub struct CopyArgs {
     pub durability: Vec<copy::Durability>,
     /// Verify the copy after the first passes (first, the default) or after every
     /// sample (always).
-    #[arg(long, value_name = "WHEN", value_parser = ["first", "always"])]
-    pub verify: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parser::<copy::Verify>())]
+    pub verify: Option<copy::Verify>,
     /// Also run cp, `cat src > dst` and `dd bs=1M` as child processes.
     #[arg(long)]
     pub system_tools: bool,
@@ -397,10 +397,7 @@ impl CopyArgs {
             buffers: list("--buffers", &self.buffers, d.buffers),
             caches: list("--cache", &self.cache, d.caches),
             durability: list("--durability", &self.durability, d.durability),
-            verify_always: self
-                .verify
-                .as_deref()
-                .map_or(d.verify_always, |v| v == "always"),
+            verify: self.verify.unwrap_or(d.verify),
             drop_caches: self.drop_caches || d.drop_caches,
             sparse: self.sparse || d.sparse,
             lean: d.lean,

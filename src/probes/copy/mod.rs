@@ -64,6 +64,27 @@ impl Durability {
     }
 }
 
+/// When copies are checked against the source. Names are a contract (`--verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// After the warm-up and the first sample.
+    First,
+    /// After every pass.
+    Always,
+}
+
+impl Named for Verify {
+    const ALL: &'static [Verify] = &[Verify::First, Verify::Always];
+    const WHAT: &'static str = "verification";
+
+    fn name(self) -> &'static str {
+        match self {
+            Verify::First => "first",
+            Verify::Always => "always",
+        }
+    }
+}
+
 /// Options of `ioprobe copy`.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -74,7 +95,7 @@ pub struct Options {
     pub buffers: Vec<u64>,
     pub caches: Vec<Cache>,
     pub durability: Vec<Durability>,
-    pub verify_always: bool,
+    pub verify: Verify,
     pub drop_caches: bool,
     pub sparse: bool,
     /// One variant per method (`ioprobe run`).
@@ -106,7 +127,7 @@ impl Options {
             ],
             caches: vec![Cache::Warm, Cache::Cold],
             durability: vec![Durability::None, Durability::Fsync],
-            verify_always: false,
+            verify: Verify::First,
             drop_caches: false,
             sparse: false,
             lean: false,
@@ -568,7 +589,7 @@ impl Probe for CopyProbe {
                             cache,
                             fsync: dur.durable(),
                             drop_all,
-                            verify_always: o.verify_always,
+                            verify_always: o.verify == Verify::Always,
                             corrupt: o.corrupt,
                             passes: 0,
                             verified: 0,
