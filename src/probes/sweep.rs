@@ -28,6 +28,35 @@ pub fn fits_in(env: &Environment, bytes: u64) -> String {
         .map_or_else(|| "RAM".to_string(), |(l, _)| format!("L{l}"))
 }
 
+/// Largest block size a sweep accepts.
+pub const MAX_BLOCK: u64 = 1 << 30;
+
+/// Checks a sweep's sizes against this machine's memory (usage errors): the file must
+/// fit in half the available memory (it has to stay in the page cache), every block in
+/// 1 B … min(1 GiB, a quarter of it).
+pub fn check_sizes(env: &Environment, file_size: u64, blocks: &[u64]) -> Result<()> {
+    let avail = match crate::sys::machine::memory_available() {
+        0 => env.memory_available_bytes,
+        fresh => fresh,
+    };
+    if file_size == 0 || file_size > avail / 2 {
+        return crate::error::usage(format!(
+            "--file-size {} cannot stay in the page cache: only {} of memory is available (limit: half)",
+            format_size(file_size),
+            format_size(avail)
+        ));
+    }
+    let max = MAX_BLOCK.min(avail / 4);
+    match blocks.iter().find(|&&b| b == 0 || b > max) {
+        Some(&b) => crate::error::usage(format!(
+            "block size {} is out of range for this machine: 1 B … {}",
+            format_size(b),
+            format_size(max)
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Warnings for a file that was not fully resident before a case, or lost pages
 /// during it: `(before, after)` resident pages of `pages`.
 pub fn residency_warnings((before, after): (usize, usize), pages: usize) -> Vec<String> {

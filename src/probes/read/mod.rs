@@ -20,7 +20,7 @@ use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
 use crate::sys::mapping::{Mapping, file_residency};
 use crate::sys::scratch::Scratch;
-use crate::units::{format_size, size_label};
+use crate::units::size_label;
 use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
@@ -142,9 +142,6 @@ impl ProbeKind for Kind {
     }
 }
 
-/// Largest block size accepted.
-pub const MAX_BLOCK: u64 = 1 << 30;
-
 /// The read probe.
 pub struct ReadProbe {
     opts: Options,
@@ -227,25 +224,7 @@ impl Probe for ReadProbe {
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
         let size = self.opts.file_size;
-        let avail = match crate::sys::machine::memory_available() {
-            0 => env.memory_available_bytes,
-            fresh => fresh,
-        };
-        if size > avail / 2 {
-            return usage(format!(
-                "--file-size {} cannot stay in the page cache: only {} of memory is available (limit: half)",
-                format_size(size),
-                format_size(avail)
-            ));
-        }
-        for &b in &self.opts.block_sizes {
-            if b > MAX_BLOCK || b > avail / 4 {
-                return usage(format!(
-                    "block size {} is too large for this machine",
-                    format_size(b)
-                ));
-            }
-        }
+        sweep::check_sizes(env, size, &self.opts.block_sizes)?;
         if self.opts.methods.is_empty() || self.opts.block_sizes.is_empty() {
             return usage("nothing to measure: no block sizes or methods");
         }

@@ -28,7 +28,7 @@ use crate::sys::copyfile;
 use crate::sys::machine::Environment;
 use crate::sys::mapping::file_residency;
 use crate::sys::scratch::Scratch;
-use crate::units::{format_size, size_label};
+use crate::units::size_label;
 use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
@@ -149,9 +149,6 @@ impl Options {
         }
     }
 }
-
-/// Largest block size accepted.
-pub const MAX_BLOCK: u64 = 1 << 30;
 
 /// The params of a write row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -310,29 +307,7 @@ impl Probe for WriteProbe {
                 "nothing to measure: an axis (--block-sizes, --method, --durability) is empty",
             );
         }
-        if size == 0 {
-            return usage("--file-size must be at least 1 B");
-        }
-        let avail = match crate::sys::machine::memory_available() {
-            0 => env.memory_available_bytes,
-            fresh => fresh,
-        };
-        if size > avail / 2 {
-            return usage(format!(
-                "--file-size {} cannot stay in the page cache: only {} of memory is available (limit: half)",
-                format_size(size),
-                format_size(avail)
-            ));
-        }
-        for &b in &o.block_sizes {
-            if b == 0 || b > MAX_BLOCK || b > avail / 4 {
-                return usage(format!(
-                    "block size {} is out of range for this machine (1 B … {})",
-                    format_size(b),
-                    format_size(MAX_BLOCK.min(avail / 4))
-                ));
-            }
-        }
+        sweep::check_sizes(env, size, &o.block_sizes)?;
         scratch.ensure_space(size + size / 10, "the write probe's file")
     }
 
