@@ -48,8 +48,9 @@ pub fn check_sizes(env: &Environment, file_size: u64, blocks: &[u64]) -> Result<
     }
     let max = MAX_BLOCK.min(avail / 4);
     match blocks.iter().find(|&&b| b == 0 || b > max) {
+        Some(0) => crate::error::usage("block size 0 B: a block needs at least one byte"),
         Some(&b) => crate::error::usage(format!(
-            "block size {} is out of range for this machine: 1 B … {}",
+            "block size {} is too large for this machine (at most {})",
             format_size(b),
             format_size(max)
         )),

@@ -127,7 +127,7 @@ fn write_bad_input_is_refused_and_help_lists_the_names() {
     );
     fails(d, &["write", "--block-sizes", "0"], 2, "size '0' is zero");
     fails(d, &["write", "--file-size", "0"], 2, "size '0' is zero");
-    fails(d, &["write", "--block-sizes", "2G"], 2, "out of range");
+    fails(d, &["write", "--block-sizes", "2G"], 2, "too large");
     assert_empty(d);
     let help = stdout_of(
         &Command::new(BIN)
