@@ -10,3 +10,13 @@ pub mod plot;
 pub use grid::Grid;
 pub use names::Named;
 pub use plot::Plot;
+
+/// Rows paired with their params as the probe's typed struct `P`; rows whose params do
+/// not fit it (a document from another version) are left out.
+pub fn with_params<'a, P: serde::de::DeserializeOwned>(
+    rows: &[&'a crate::results::Measurement],
+) -> Vec<(&'a crate::results::Measurement, P)> {
+    rows.iter()
+        .filter_map(|m| Some((*m, m.params_as::<P>()?)))
+        .collect()
+}

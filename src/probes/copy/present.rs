@@ -6,18 +6,12 @@
 
 use super::{Cache, Derived, Durability, Method, Params};
 use crate::present::grid::warnings;
-use crate::present::{Grid, Named, Plot, plot};
+use crate::present::{Grid, Named, Plot, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
 use anyhow::Result;
 
 type Typed<'a> = (&'a Measurement, Params);
-
-fn typed<'a>(rows: &[&'a Measurement]) -> Vec<Typed<'a>> {
-    rows.iter()
-        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
-        .collect()
-}
 
 /// (file size, cache state, durability) of one ranked table.
 type Key = (u64, Cache, Durability);
@@ -29,7 +23,7 @@ fn key(p: &Params) -> Key {
 /// Ranked grids, in run order of (size, cache, durability).
 pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
     let mut groups: Vec<(Key, Vec<Typed>)> = Vec::new();
-    for t in typed(rows) {
+    for t in with_params::<Params>(rows) {
         let k = key(&t.1);
         match groups.iter_mut().find(|g| g.0 == k) {
             Some(g) => g.1.push(t),
@@ -149,7 +143,7 @@ fn fastest<'a, 'b>(rows: impl Iterator<Item = &'b Typed<'a>>) -> Option<&'b Type
 /// The fastest variant of each method in each (cache, durability), for the largest
 /// file size, as bars.
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
-    let ts = typed(rows);
+    let ts = with_params::<Params>(rows);
     let size = ts.iter().map(|t| t.1.file_size).max();
     let mut picked: Vec<&Typed> = Vec::new();
     for t in ts.iter().filter(|t| Some(t.1.file_size) == size) {
@@ -181,7 +175,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
 
 /// Advice lines for all copy rows of a run, per file size and cache state.
 pub fn advice(rows: &[&Measurement]) -> Vec<String> {
-    let ts = typed(rows);
+    let ts = with_params::<Params>(rows);
     let mut keys: Vec<(u64, Cache)> = Vec::new();
     for (_, p) in &ts {
         if !keys.contains(&(p.file_size, p.cache)) {

@@ -6,18 +6,12 @@
 use super::{Derived, Method, Params, Placement};
 use crate::harness::rusage::RusagePer;
 use crate::present::grid::{ci_text, notes_and_warnings};
-use crate::present::{Grid, Named, Plot, plot};
+use crate::present::{Grid, Named, Plot, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_size, sig3};
 use anyhow::Result;
 
 type Typed<'a> = (&'a Measurement, Params);
-
-fn typed<'a>(rows: &[&'a Measurement]) -> Vec<Typed<'a>> {
-    rows.iter()
-        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
-        .collect()
-}
 
 fn per_process(m: &Measurement, role: &str, f: &dyn Fn(&RusagePer) -> String) -> String {
     m.rusage
@@ -77,7 +71,7 @@ fn row((m, p): &Typed) -> Vec<String> {
 /// One grid per (method, placement), in run order.
 pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
     let mut groups: Vec<(Method, Placement, Vec<Typed>)> = Vec::new();
-    for t in typed(rows) {
+    for t in with_params::<Params>(rows) {
         let (method, place) = (t.1.method, t.1.placement);
         match groups.iter_mut().find(|g| g.0 == method && g.1 == place) {
             Some(g) => g.2.push(t),
@@ -114,7 +108,7 @@ pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
 
 /// Throughput against chunk size, one line per method, placement and capacity.
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
-    let pts: Vec<(String, f64, f64)> = typed(rows)
+    let pts: Vec<(String, f64, f64)> = with_params::<Params>(rows)
         .into_iter()
         .map(|(m, p)| {
             let cap = p
@@ -142,7 +136,10 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
 
 /// Advice per method, in the order the methods first appear.
 pub fn advice(rows: &[&Measurement]) -> Vec<String> {
-    let typed: Vec<Typed> = typed(rows).into_iter().filter(|t| t.0.is_ok()).collect();
+    let typed: Vec<Typed> = with_params::<Params>(rows)
+        .into_iter()
+        .filter(|t| t.0.is_ok())
+        .collect();
     let mut methods: Vec<Method> = Vec::new();
     for (_, p) in &typed {
         if !methods.contains(&p.method) {

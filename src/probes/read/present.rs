@@ -3,20 +3,14 @@
 use super::super::sweep;
 use super::{Method, Params};
 use crate::present::grid::notes_and_warnings;
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::format_size;
 use anyhow::Result;
 
-fn typed<'a>(rows: &[&'a Measurement]) -> Vec<(&'a Measurement, Params)> {
-    rows.iter()
-        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
-        .collect()
-}
-
 pub fn grid(rows: &[&Measurement]) -> Grid {
-    let typed = typed(rows);
+    let typed = with_params::<Params>(rows);
     let body = typed
         .iter()
         .map(|(m, p)| {
@@ -55,7 +49,7 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
 }
 
 pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
-    let pts = typed(rows)
+    let pts = with_params::<Params>(rows)
         .into_iter()
         .map(|(m, p)| (p.method.name().to_string(), p.block_size, m.median))
         .collect();
@@ -69,7 +63,7 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
 
 /// Advice per method, in the order the methods first appear.
 pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
-    let typed = typed(rows);
+    let typed = with_params::<Params>(rows);
     let mut methods: Vec<Method> = Vec::new();
     for (_, p) in &typed {
         if !methods.contains(&p.method) {

@@ -5,7 +5,7 @@
 use super::super::sweep;
 use super::{Durability, Method, Params};
 use crate::present::grid::notes_and_warnings;
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};
@@ -13,15 +13,9 @@ use anyhow::Result;
 
 type Typed<'a> = (&'a Measurement, Params);
 
-fn typed<'a>(rows: &[&'a Measurement]) -> Vec<Typed<'a>> {
-    rows.iter()
-        .filter_map(|m| Some((*m, m.params_as::<Params>()?)))
-        .collect()
-}
-
 /// One grid per durability mode, in run order.
 pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
-    let all = typed(rows);
+    let all = with_params::<Params>(rows);
     let mut modes: Vec<Durability> = Vec::new();
     for (_, p) in &all {
         if !modes.contains(&p.durability) {
@@ -84,7 +78,7 @@ fn grid(dur: Durability, ts: &[&Typed]) -> Grid {
 }
 
 pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
-    let pts = typed(rows)
+    let pts = with_params::<Params>(rows)
         .into_iter()
         .map(|(m, p)| {
             (
@@ -105,7 +99,10 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
 /// Per (method, durability): the sweep's advice; per method: what durability costs at
 /// the block size that is best without it.
 pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
-    let all: Vec<Typed> = typed(rows).into_iter().filter(|t| t.0.is_ok()).collect();
+    let all: Vec<Typed> = with_params::<Params>(rows)
+        .into_iter()
+        .filter(|t| t.0.is_ok())
+        .collect();
     let mut series: Vec<(Method, Durability)> = Vec::new();
     for (_, p) in &all {
         if !series.contains(&(p.method, p.durability)) {
