@@ -112,6 +112,76 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
     })
 }
 
+/// The `p` quantile (0 ≤ p ≤ 1) of sorted values, linearly interpolated (type 7, the
+/// default of R and NumPy).
+pub fn quantile_sorted(s: &[f64], p: f64) -> f64 {
+    let n = s.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    s[lo] + (s[hi] - s[lo]) * (h - lo as f64)
+}
+
+/// Width of the band holding the central 90% of the samples (5th to 95th percentile),
+/// relative to the median: how far one sample typically strays. 0 for fewer than two
+/// samples or a zero median.
+pub fn relative_spread(values: &[f64]) -> f64 {
+    let mut s: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if s.len() < 2 {
+        return 0.0;
+    }
+    s.sort_by(f64::total_cmp);
+    let med = median_sorted(&s);
+    if med == 0.0 {
+        return 0.0;
+    }
+    ((quantile_sorted(&s, 0.95) - quantile_sorted(&s, 0.05)) / med).abs()
+}
+
+/// Two groups of samples with a gap between them (say a fast and a slow regime).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Modes {
+    /// Median of the lower and of the upper group.
+    pub low: f64,
+    pub high: f64,
+    /// Share of the samples in the lower group.
+    pub low_share: f64,
+}
+
+/// Smallest gap, relative to the median, that counts as two regimes: closer groups make
+/// no difference a programmer would act on.
+pub const MIN_MODE_GAP: f64 = 0.03;
+
+/// A gap test for bimodal samples. Sorted, the samples are split at their widest gap
+/// that leaves at least max(3, 15%) of them on each side; they are bimodal when that gap
+/// is more than 1.5× either side's own range (each side is much tighter than the
+/// distance between them) and at least [`MIN_MODE_GAP`] of the median. Needs 9 samples
+/// (with fewer, one normal sample in 60 would pass); a lone outlier is never a mode.
+pub fn bimodal(values: &[f64]) -> Option<Modes> {
+    let mut s: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    let n = s.len();
+    if n < 9 {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let min_side = 3usize.max((n as f64 * 0.15).ceil() as usize);
+    let (k, gap) = (min_side..=n - min_side)
+        .map(|k| (k, s[k] - s[k - 1]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (lower, upper) = s.split_at(k);
+    let range = |v: &[f64]| v[v.len() - 1] - v[0];
+    let med = median_sorted(&s);
+    let wide = gap > 1.5 * range(lower) && gap > 1.5 * range(upper);
+    let material = med != 0.0 && gap / med.abs() >= MIN_MODE_GAP;
+    (wide && material).then(|| Modes {
+        low: median_sorted(lower),
+        high: median_sorted(upper),
+        low_share: k as f64 / n as f64,
+    })
+}
+
 fn count_outliers(s: &[f64], median: f64, mad: f64) -> usize {
     // Modified z-score; when MAD is 0 fall back to the mean absolute deviation scaled
     // as Iglewicz & Hoaglin suggest, and to "none" when even that is 0.
@@ -179,6 +249,74 @@ mod tests {
             (7.0, 0.0, 0.0, 0, 0.0)
         );
         assert_eq!(s.rel_ci_halfwidth(), 0.0);
+    }
+
+    /// Deterministic normal samples (Box–Muller on an LCG), for false-alarm rates.
+    fn normals(seed: u64, n: usize, mean: f64, sd: f64) -> Vec<f64> {
+        let mut x = seed
+            .wrapping_mul(2862933555777941757)
+            .wrapping_add(3037000493);
+        let mut uniform = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| {
+                let (u, v) = (uniform(), uniform());
+                mean + sd * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quantiles_interpolate() {
+        let s = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile_sorted(&s, 0.0), 1.0);
+        assert_eq!(quantile_sorted(&s, 0.5), 3.0);
+        assert_eq!(quantile_sorted(&s, 1.0), 5.0);
+        assert!((quantile_sorted(&s, 0.95) - 4.8).abs() < 1e-12);
+        assert_eq!(relative_spread(&[10.0; 6]), 0.0);
+        assert!((relative_spread(&s) - 3.6 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn two_regimes_are_bimodal() {
+        // The copy note's case: most passes at 1.4 GB/s, a third at 0.45.
+        let mut v = normals(1, 14, 1.4e9, 0.02e9);
+        v.extend(normals(2, 7, 0.45e9, 0.02e9));
+        let m = bimodal(&v).expect("two regimes");
+        assert!((m.low - 0.45e9).abs() < 0.05e9 && (m.high - 1.4e9).abs() < 0.05e9);
+        assert!((m.low_share - 7.0 / 21.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_outlier_or_a_small_gap_is_not_bimodal() {
+        let mut v = normals(3, 20, 100.0, 0.5);
+        v.push(300.0);
+        assert_eq!(bimodal(&v), None, "a lone outlier is not a mode");
+        let mut close = normals(4, 10, 100.0, 0.1);
+        close.extend(normals(5, 10, 101.5, 0.1));
+        assert_eq!(bimodal(&close), None, "1.5% apart: below MIN_MODE_GAP");
+        assert_eq!(
+            bimodal(&[1.0, 1.0, 1.0, 1.0, 9.0, 9.0, 9.0, 9.0]),
+            None,
+            "too few samples"
+        );
+    }
+
+    #[test]
+    fn normal_samples_rarely_look_bimodal() {
+        // Noisy (CV 20%, like page-cache copies) and quiet (CV 1%) rows alike.
+        for (sd, limit) in [(20.0, 15), (1.0, 0)] {
+            for n in [9, 12, 20, 50] {
+                let alarms = (0..1000)
+                    .filter(|&seed| bimodal(&normals(seed, n, 100.0, sd)).is_some())
+                    .count();
+                assert!(alarms <= limit, "n={n} sd={sd}: {alarms} of 1000 flagged");
+            }
+        }
     }
 
     proptest! {

@@ -56,12 +56,17 @@ fn grids(c: &Comparison) -> Vec<Grid> {
                 } else {
                     format!("{:.3}", r.p_value)
                 },
+                format!("±{}%", sig3(r.noise_floor * 100.0)),
                 r.verdict.text().into(),
             ]
         })
         .collect();
     let mut footnotes = vec![
-        "B ÷ A of medians; interval: 95% bootstrap; p: two-sided Mann–Whitney U on the raw samples; faster/slower needs p < 0.05 and a change of at least 1% (ns/op: lower is faster; bytes/s: higher is faster)".to_string(),
+        "B ÷ A of medians; interval: 95% bootstrap; p: two-sided Mann–Whitney U on the raw samples (ns/op: lower is faster; bytes/s: higher is faster)".to_string(),
+        format!(
+            "faster/slower needs p < 0.05, an interval that excludes 1 and a change beyond the row's noise floor: the largest of 1%, the band holding 90% of either run's samples, and twice the spread of all rows' ratios (±{}% here)",
+            sig3(c.row_dispersion.exp_m1() * 100.0)
+        ),
     ];
     for r in c.rows.iter().filter(|r| r.note.is_some()) {
         footnotes.push(format!(
@@ -76,6 +81,15 @@ fn grids(c: &Comparison) -> Vec<Grid> {
             footnotes.push(format!("only in {label}: {}", few(list)));
         }
     }
+    if !c.unsupported_in_both.is_empty() {
+        footnotes.push(format!(
+            "unsupported in both runs: {}",
+            few(&c.unsupported_in_both)
+        ));
+    }
+    for s in &c.status_differs {
+        footnotes.push(format!("measured in one run only: {s}"));
+    }
     out.push(Grid {
         title: format!("compare: A = {}, B = {}", c.a, c.b),
         headers: [
@@ -85,6 +99,7 @@ fn grids(c: &Comparison) -> Vec<Grid> {
             "B ÷ A",
             "95% interval",
             "p",
+            "noise floor",
             "verdict",
         ]
         .iter()
@@ -131,6 +146,7 @@ pub fn render(c: &Comparison, format: Format) -> Result<String> {
                 "ratio_ci_low",
                 "ratio_ci_high",
                 "p_value",
+                "noise_floor",
                 "verdict",
             ])?;
             for r in &c.rows {
@@ -145,6 +161,7 @@ pub fn render(c: &Comparison, format: Format) -> Result<String> {
                     r.ratio_ci95[0].to_string(),
                     r.ratio_ci95[1].to_string(),
                     r.p_value.to_string(),
+                    r.noise_floor.to_string(),
                     r.verdict.text().to_string(),
                 ])?;
             }
