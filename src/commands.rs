@@ -3,10 +3,13 @@
 
 use crate::cli::Settings;
 use crate::error::{Regression, UsageError};
+use crate::present::Recommendation;
+use crate::probes::ProbeKind;
+use crate::report::advice::Coverage;
 use crate::report::{self, Format};
 use crate::results::runref::{self, Named};
 use crate::results::store::{self, Store};
-use crate::results::{Run, compare};
+use crate::results::{Measurement, Run, compare};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -125,7 +128,7 @@ pub fn history(settings: &Settings) -> Result<String> {
 /// `ioprobe show RUN`.
 pub fn show(settings: &Settings, spec: &str) -> Result<String> {
     let named = resolve(settings, spec)?;
-    report::render(&named.run, settings.format)
+    report::render(&named.run, named.id, settings.format)
 }
 
 /// `ioprobe export RUN`: the run as JSON (the `--json` schema), or in the format asked
@@ -136,7 +139,7 @@ pub fn export(settings: &Settings, spec: &str) -> Result<String> {
         Format::Table => Format::Json,
         other => other,
     };
-    report::render(&named.run, format)
+    report::render(&named.run, named.id, format)
 }
 
 /// `ioprobe import FILE…`: every file validated first, then all saved.
@@ -205,8 +208,9 @@ pub fn report(
     let plots = report::plots::plots(&named.run)?;
     let mut out = String::new();
     if let Some(path) = html {
-        let advice = report::advice::advise(&named.run);
-        let page = report::html::render(&named.run, &advice, &named.label, &plots)?;
+        let recs = report::advice::recommendations(&named.run, named.id);
+        let obs = report::advice::observations(&named.run);
+        let page = report::html::render(&named.run, &recs, &obs, &named.label, &plots)?;
         write_atomically(path, &page, Some(&store))?;
         out.push_str(&format!("wrote {}\n", path.display()));
     }
@@ -239,7 +243,8 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
     let plots = report::plots::plots(run)?;
     let page = report::html::render(
         run,
-        &report::advice::advise(run),
+        &report::advice::recommendations(run, Some(id)),
+        &report::advice::observations(run),
         &format!("run {id}"),
         &plots,
     )?;
@@ -247,21 +252,68 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Advice for one probe, and the run it comes from.
-pub struct AdviceBlock {
+/// Where one probe's advice comes from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Source {
     pub probe: String,
-    /// The saved run's id; None for a run that was not saved (`--no-save`).
-    pub run_id: Option<i64>,
+    /// The saved run's id; None for a run that was not saved (`--no-save`) or when no
+    /// run measures the probe.
+    pub run: Option<i64>,
     pub started_at: String,
     pub host: String,
-    /// Empty when no run measures the probe.
-    pub lines: Vec<String>,
+    /// False when no run of this machine measures the probe.
     pub measured: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+    /// Cases of the probe's default sweep the run measured, of how many.
+    pub cases: [usize; 2],
+    /// The probe's advice lines (recommendations, then observations).
+    pub advice: Vec<String>,
 }
 
-/// `ioprobe advise`: for every probe, advice from the newest saved run that has it.
-/// Returns None when nothing is saved (the caller then runs a quick measurement).
-pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<AdviceBlock>>> {
+/// The advice for one machine: its recommendations, observations and their sources.
+pub struct MachineAdvice {
+    /// "host, filesystem, kernel".
+    pub machine: String,
+    pub sources: Vec<Source>,
+    pub recs: Vec<Recommendation>,
+    pub observations: Vec<String>,
+}
+
+/// One machine as advice groups them: host, filesystem and kernel.
+fn machine_of(host: &str, filesystem: &str, kernel: &str) -> String {
+    format!("{host}, {filesystem}, kernel {kernel}")
+}
+
+/// Adds `probe`'s advice from `run` (saved as `id`) to `m`.
+fn add_probe(m: &mut MachineAdvice, run: &Run, id: Option<i64>, kind: &dyn ProbeKind) {
+    let rows: Vec<&Measurement> = run.of_probe(kind.name()).collect();
+    let (cov, measured, expected) = report::advice::coverage(kind, &rows);
+    let mut recs = report::advice::recommend_probe(kind, &rows, run, id);
+    for r in &mut recs {
+        r.evidence.machine = Some(m.machine.clone());
+    }
+    let obs = kind.advice(&rows, &run.environment);
+    m.sources.push(Source {
+        probe: kind.name().into(),
+        run: id,
+        started_at: run.started_at.clone(),
+        host: run.environment.hostname.clone(),
+        measured: true,
+        coverage: Some(cov),
+        cases: [measured, expected],
+        advice: report::advice::lines(&recs, &obs),
+    });
+    m.recs.extend(recs);
+    m.observations.extend(obs);
+}
+
+/// `ioprobe advise`: per machine (host, filesystem, kernel; the newest first) and per
+/// probe, the newest saved run that measured the probe's whole default sweep; without
+/// one, the newest run that measured the most of it (`ioprobe run`'s selection before a
+/// partial run), so a partial run never replaces a complete one. Returns None when
+/// nothing is saved (the caller then measures).
+pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice>>> {
     let Some(store) = Store::open_read_only_if_any(&store_path(settings)?)? else {
         return Ok(None);
     };
@@ -269,123 +321,180 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<AdviceBlock>>
     if runs.is_empty() {
         return Ok(None);
     }
+    let mut machines: Vec<String> = Vec::new();
+    for r in runs.iter().rev() {
+        let m = machine_of(&r.host, &r.filesystem, &r.kernel);
+        if !machines.contains(&m) {
+            machines.push(m);
+        }
+    }
+    let mut loaded: std::collections::HashMap<i64, Run> = std::collections::HashMap::new();
     let mut out = Vec::new();
-    for probe in crate::probes::REGISTRY.iter().map(|k| k.name()) {
-        let Some(summary) = runs
-            .iter()
-            .rev()
-            .find(|r| r.probes.split(',').any(|p| p == probe))
-        else {
-            out.push(AdviceBlock {
-                probe: probe.into(),
-                run_id: None,
-                started_at: String::new(),
-                host: String::new(),
-                lines: Vec::new(),
-                measured: false,
-            });
-            continue;
+    for machine in machines {
+        let mut m = MachineAdvice {
+            machine: machine.clone(),
+            sources: Vec::new(),
+            recs: Vec::new(),
+            observations: Vec::new(),
         };
-        let run = store.load(summary.id)?;
-        out.extend(advice_of_run(&run, Some(summary.id), Some(probe)));
+        for &kind in crate::probes::REGISTRY {
+            let candidates = runs.iter().rev().filter(|r| {
+                machine_of(&r.host, &r.filesystem, &r.kernel) == machine
+                    && r.probes.split(',').any(|p| p == kind.name())
+            });
+            let mut chosen: Option<(Coverage, i64)> = None;
+            for r in candidates {
+                if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(r.id) {
+                    e.insert(store.load(r.id)?);
+                }
+                let rows: Vec<&Measurement> = loaded[&r.id].of_probe(kind.name()).collect();
+                let (cov, _, _) = report::advice::coverage(kind, &rows);
+                if chosen.is_none_or(|(c, _)| cov > c) {
+                    chosen = Some((cov, r.id));
+                }
+                if cov == Coverage::Full {
+                    break;
+                }
+            }
+            match chosen {
+                Some((_, id)) => add_probe(&mut m, &loaded[&id], Some(id), kind),
+                None => m.sources.push(Source {
+                    probe: kind.name().into(),
+                    run: None,
+                    started_at: String::new(),
+                    host: String::new(),
+                    measured: false,
+                    coverage: None,
+                    cases: [0, 0],
+                    advice: Vec::new(),
+                }),
+            }
+        }
+        out.push(m);
     }
     Ok(Some(out))
 }
 
-/// Advice from one run, per probe it measured (or only `only`).
-pub fn advice_of_run(run: &Run, id: Option<i64>, only: Option<&str>) -> Vec<AdviceBlock> {
-    run.probes()
-        .into_iter()
-        .filter(|p| only.is_none_or(|o| o == p))
-        .map(|probe| {
-            let mut part = run.clone();
-            part.measurements.retain(|m| m.probe == probe);
-            AdviceBlock {
-                lines: report::advice::advise(&part),
-                probe,
-                run_id: id,
-                started_at: run.started_at.clone(),
-                host: run.environment.hostname.clone(),
-                measured: true,
-            }
-        })
-        .collect()
+/// Advice from one run (saved as `id`, if it was), for every probe it measured.
+pub fn advice_of_run(run: &Run, id: Option<i64>) -> Vec<MachineAdvice> {
+    let env = &run.environment;
+    let mut m = MachineAdvice {
+        machine: machine_of(
+            &env.hostname,
+            env.filesystem.as_ref().map_or("unknown", |f| &f.fs_type),
+            &env.kernel,
+        ),
+        sources: Vec::new(),
+        recs: Vec::new(),
+        observations: Vec::new(),
+    };
+    for kind in report::grid::kinds_of(run) {
+        add_probe(&mut m, run, id, kind);
+    }
+    vec![m]
 }
 
-/// Renders advice in the chosen format: text grouped by source run, or one JSON
-/// document, CSV or Markdown with a row per recommendation.
-pub fn render_advice(blocks: &[AdviceBlock], format: Format) -> Result<String> {
-    let source = |b: &AdviceBlock| match b.run_id {
-        Some(id) => format!("run {id}"),
-        None => "this run (not saved)".to_string(),
+/// Renders advice in the chosen format. Text and Markdown: per machine, the summary
+/// table, where each probe's advice comes from, the details and the observations. JSON:
+/// `recommendations` (each citing its runs and machine), `sources`, and `advice` (the
+/// per-probe line lists of earlier versions). CSV: a row per advice line.
+pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<String> {
+    let source_line = |s: &Source| match (s.measured, s.run) {
+        (false, _) => format!(
+            "{}: no saved run measures it; run `ioprobe {}`",
+            s.probe, s.probe
+        ),
+        (true, run) => format!(
+            "{}: {} ({}, {}), {} ({} of {} default cases)",
+            s.probe,
+            run.map_or("this run (not saved)".into(), |i| format!("run {i}")),
+            s.started_at,
+            s.host,
+            s.coverage.map_or("", |c| c.name()),
+            s.cases[0],
+            s.cases[1]
+        ),
     };
     match format {
-        Format::Table => {
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
             let mut out = String::new();
-            let mut last = None;
-            for b in blocks {
-                if !b.measured {
+            for m in machines {
+                out.push_str(&if md {
+                    format!("## advice for {}\n\n### sources\n\n", m.machine)
+                } else {
+                    format!("advice for {}\nsources:\n", m.machine)
+                });
+                for s in &m.sources {
                     out.push_str(&format!(
-                        "{}: no saved run measures it; run `ioprobe {}`\n",
-                        b.probe, b.probe
+                        "{}{}\n",
+                        if md { "- " } else { "  " },
+                        source_line(s)
                     ));
-                    continue;
                 }
-                let head = format!("from {} ({}, {}):\n", source(b), b.started_at, b.host);
-                if last.as_ref() != Some(&head) {
-                    out.push_str(&head);
-                    last = Some(head);
-                }
-                for line in &b.lines {
-                    out.push_str(&format!("  {line}\n"));
-                }
+                out.push_str(&if md {
+                    format!(
+                        "\n{}",
+                        report::markdown::render_advice(&m.recs, &m.observations)
+                    )
+                } else {
+                    report::table::render_advice(&m.recs, &m.observations)
+                });
+                out.push('\n');
             }
             Ok(out)
         }
         Format::Json => {
-            let v: Vec<serde_json::Value> = blocks
+            let recs: Vec<&Recommendation> = machines.iter().flat_map(|m| &m.recs).collect();
+            let sources: Vec<serde_json::Value> = machines
                 .iter()
-                .map(|b| {
-                    serde_json::json!({"probe": b.probe, "run": b.run_id, "started_at": b.started_at,
-                        "host": b.host, "measured": b.measured, "advice": b.lines})
+                .flat_map(|m| {
+                    m.sources.iter().map(|s| {
+                        let mut v = serde_json::to_value(s).unwrap_or_default();
+                        v["machine"] = serde_json::json!(m.machine);
+                        v
+                    })
                 })
                 .collect();
-            Ok(serde_json::to_string_pretty(&serde_json::json!({ "advice": v }))? + "\n")
+            Ok(serde_json::to_string_pretty(&serde_json::json!({
+                "recommendations": recs,
+                "sources": sources,
+                "advice": sources,
+            }))? + "\n")
         }
-        Format::Csv | Format::Markdown => {
+        Format::Csv => {
             let g = report::grid::Grid {
                 title: "advice".into(),
-                headers: ["probe", "run", "date", "host", "advice"]
+                headers: ["probe", "run", "date", "host", "advice", "machine"]
                     .iter()
                     .map(|s| s.to_string())
                     .collect(),
-                rows: blocks
+                rows: machines
                     .iter()
-                    .flat_map(|b| {
-                        let lines = if b.measured {
-                            b.lines.clone()
-                        } else {
-                            vec![format!("not measured; run `ioprobe {}`", b.probe)]
-                        };
-                        lines.into_iter().map(move |l| {
-                            vec![
-                                b.probe.clone(),
-                                b.run_id.map_or(String::new(), |i| i.to_string()),
-                                b.started_at.clone(),
-                                b.host.clone(),
-                                l,
-                            ]
+                    .flat_map(|m| {
+                        m.sources.iter().flat_map(move |s| {
+                            let lines = if s.measured {
+                                s.advice.clone()
+                            } else {
+                                vec![format!("not measured; run `ioprobe {}`", s.probe)]
+                            };
+                            lines.into_iter().map(move |l| {
+                                vec![
+                                    s.probe.clone(),
+                                    s.run.map_or(String::new(), |i| i.to_string()),
+                                    s.started_at.clone(),
+                                    s.host.clone(),
+                                    l,
+                                    m.machine.clone(),
+                                ]
+                            })
                         })
                     })
                     .collect(),
                 footnotes: Vec::new(),
                 numeric: false,
             };
-            Ok(if format == Format::Csv {
-                report::csv::render_grid(&g)?
-            } else {
-                report::markdown::render_grid(&g)
-            })
+            report::csv::render_grid(&g)
         }
     }
 }

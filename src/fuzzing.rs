@@ -33,13 +33,14 @@ pub fn check_import(data: &[u8], dir: &std::path::Path) {
         return;
     };
     for f in [Format::Table, Format::Json, Format::Csv, Format::Markdown] {
-        let _ = report::render(&run, f);
+        let _ = report::render(&run, None, f);
     }
     let Ok(plots) = report::plots::plots(&run) else {
         return;
     };
-    let advice = report::advice::advise(&run);
-    if let Ok(page) = report::html::render(&run, &advice, "fuzz", &plots) {
+    let recs = report::advice::recommendations(&run, None);
+    let obs = report::advice::observations(&run);
+    if let Ok(page) = report::html::render(&run, &recs, &obs, "fuzz", &plots) {
         std::fs::write(dir.join("r.html"), page).expect("writing the report");
     }
     for (p, path) in plots.iter().zip(report::html::svg_paths(&plots, dir)) {

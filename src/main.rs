@@ -103,7 +103,7 @@ fn measure_run(
     let mut store = commands::store_for_saving(settings)?;
     let run = app::run_probes(settings, list, name)?;
     let id = commands::save(store.as_mut(), &run)?;
-    let mut text = report::render(&run, settings.format)?;
+    let mut text = report::render(&run, id, settings.format)?;
     let mut where_to = Vec::new();
     if let (Some(id), Some(store)) = (id, &store) {
         where_to.push(format!("saved as run {id} in {}", store.path().display()));
@@ -187,7 +187,7 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
                 None => {
                     eprintln!("ioprobe: nothing saved yet; measuring with a quick run first");
                     let (run, id, _) = measure_run(s, "run", probes::registry())?;
-                    commands::advice_of_run(&run, id, None)
+                    commands::advice_of_run(&run, id)
                 }
             };
             commands::render_advice(&blocks, s.format)?

@@ -1,6 +1,8 @@
 //! A neutral table (title, headers, rows of text, footnotes) that probes fill and the
 //! table, Markdown, CSV and HTML renderers share.
 
+use super::recommend::figure;
+use crate::harness::stats::bimodal;
 use crate::results::Measurement;
 
 /// A titled table of text cells.
@@ -51,13 +53,26 @@ pub fn notes_and_warnings(
     out
 }
 
-/// Every warning of `rows`, with its case.
+/// Every warning of `rows`, with its case, and a warning for each row whose samples are
+/// bimodal (see [`bimodal`]).
 pub fn warnings(rows: &[&Measurement]) -> Vec<String> {
     rows.iter()
         .flat_map(|m| {
             m.warnings
                 .iter()
                 .map(move |w| format!("warning: {}: {w}", m.case))
+                .chain(bimodal(&m.raw).map(|modes| {
+                    let n = m.raw.len();
+                    let low = (modes.low_share * n as f64).round() as usize;
+                    format!(
+                        "warning: {}: bimodal samples, {} near {} and {} near {}: the median depends on which regime a run lands in",
+                        m.case,
+                        low,
+                        figure(m, modes.low),
+                        n - low,
+                        figure(m, modes.high)
+                    )
+                }))
         })
         .collect()
 }

@@ -6,10 +6,12 @@
 pub mod grid;
 pub mod names;
 pub mod plot;
+pub mod recommend;
 
 pub use grid::Grid;
 pub use names::Named;
 pub use plot::Plot;
+pub use recommend::Recommendation;
 
 /// Rows paired with their params as the probe's typed struct `P`; rows whose params do
 /// not fit it (a document from another version) are left out.

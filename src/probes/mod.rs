@@ -16,7 +16,7 @@ pub mod syscalls;
 pub mod write;
 
 use crate::harness::{self, Overhead, Sampled, Workload};
-use crate::present::{Grid, Plot};
+use crate::present::{Grid, Plot, Recommendation};
 use crate::progress::Progress;
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
@@ -59,10 +59,18 @@ pub trait ProbeKind: Sync {
     fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid>;
     /// The probe's plots, from its measured rows (never empty).
     fn plots(&self, rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>>;
-    /// Advice lines, each with the figures that justify it.
+    /// Recommendations (what to do, with evidence and confidence), decided with the
+    /// statistics in [`present::recommend`](crate::present::recommend).
+    fn recommend(&self, rows: &[&Measurement], env: &Environment) -> Vec<Recommendation>;
+    /// Observations that are not a choice (where throughput falls off against the
+    /// caches, one call's fixed cost, what durability costs), each with its figures.
     fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String>;
+    /// The probe configured with its defaults at `scale`.
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe>;
     /// The probe configured as `ioprobe run` runs it.
-    fn for_run(&self) -> Box<dyn Probe>;
+    fn for_run(&self) -> Box<dyn Probe> {
+        self.for_scale(Scale::Run)
+    }
 }
 
 /// The probe called `name`, if this ioprobe knows it.
@@ -122,8 +130,12 @@ impl Context<'_> {
 pub trait Probe {
     /// What the probe is (name, params, presentation).
     fn kind(&self) -> &'static dyn ProbeKind;
+    /// The names of the cases it will measure, in plan order (the names its rows get).
+    fn case_names(&self) -> Vec<String>;
     /// Number of cases it will measure (for the progress bar).
-    fn case_count(&self) -> usize;
+    fn case_count(&self) -> usize {
+        self.case_names().len()
+    }
     /// Checks options against the machine before anything is created (usage errors).
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()>;
     /// Runs every case.

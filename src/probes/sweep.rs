@@ -6,7 +6,8 @@
 use super::Context;
 use crate::harness::Sampled;
 use crate::present::grid::ci_text;
-use crate::present::{Plot, plot};
+use crate::present::recommend::{self, Words};
+use crate::present::{Plot, Recommendation, plot};
 use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};
@@ -217,9 +218,15 @@ pub fn plot(
     })
 }
 
-/// Advice from one series of a sweep (`what` prefixes every line, e.g. `read (pread)`):
-/// the smallest block within 5% of the best, where throughput falls off against the
-/// caches, and (when `per_call`) one call's fixed cost in bytes copied at the best rate.
+/// The recommendation of one series of a sweep: the smallest block tied with the best,
+/// with its effect against 4 KiB.
+pub fn recommend(w: Words, rows: &[(u64, &Measurement)]) -> Option<Recommendation> {
+    recommend::sizes(w, rows, 4096)
+}
+
+/// Observations from one series of a sweep (`what` prefixes every line, e.g. `read
+/// (pread)`): where throughput falls off against the caches, and (when `per_call`) one
+/// call's fixed cost in bytes copied at the best rate.
 pub fn advice(
     what: &str,
     rows: &[(u64, &Measurement)],
@@ -233,15 +240,6 @@ pub fn advice(
         return Vec::new();
     };
     let mut out = Vec::new();
-    if let Some(&(small_b, small)) = rows.iter().find(|(_, m)| m.median >= best.median * 0.95) {
-        out.push(format!(
-            "{what}: use {} blocks, the smallest within 5% of the best ({} GB/s at {}; {} GB/s here)",
-            format_size(small_b),
-            format_gbps(best.median),
-            format_size(best_b),
-            format_gbps(small.median)
-        ));
-    }
     out.push(format!("{what}: {}", falloff(&rows, best_b, best, caches)));
     // Seed 000's comparison: one call's fixed cost, in bytes copied at the best rate.
     if let Some(&(b0, m0)) = rows.first()

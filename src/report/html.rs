@@ -3,6 +3,7 @@
 
 use super::grid::{Grid, environment_grid, grids_of, run_header};
 use super::plots::Plot;
+use crate::present::Recommendation;
 use crate::results::Run;
 use anyhow::{Context, Result};
 use askama::Template;
@@ -20,7 +21,10 @@ struct Page<'a> {
     title: String,
     header: String,
     warnings: Vec<String>,
-    advice: Vec<String>,
+    summary: Grid,
+    /// Each recommendation's title and its detail lines.
+    details: Vec<(String, Vec<String>)>,
+    observations: Vec<String>,
     sections: Vec<Section<'a>>,
     machine: Vec<Vec<String>>,
     version: String,
@@ -28,7 +32,13 @@ struct Page<'a> {
 }
 
 /// Renders the run as an HTML document with `plots` (from [`plots`](super::plots::plots)).
-pub fn render(run: &Run, advice: &[String], label: &str, plots: &[Plot]) -> Result<String> {
+pub fn render(
+    run: &Run,
+    recs: &[Recommendation],
+    observations: &[String],
+    label: &str,
+    plots: &[Plot],
+) -> Result<String> {
     let sections = run
         .probes()
         .into_iter()
@@ -49,7 +59,16 @@ pub fn render(run: &Run, advice: &[String], label: &str, plots: &[Plot]) -> Resu
         title: label.to_string(),
         header: run_header(run),
         warnings: run.warnings.clone(),
-        advice: advice.to_vec(),
+        summary: super::advice::summary(recs),
+        details: recs
+            .iter()
+            .map(|r| {
+                let mut lines = super::advice::detail(r);
+                let head = lines.remove(0);
+                (head, lines.iter().map(|l| l.trim().to_string()).collect())
+            })
+            .collect(),
+        observations: observations.to_vec(),
         sections,
         machine: environment_grid(&run.environment).rows,
         version: run.tool.version.clone(),

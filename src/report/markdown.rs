@@ -1,6 +1,7 @@
 //! GitHub-flavoured Markdown tables (`--markdown`).
 
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
+use crate::present::Recommendation;
 use crate::results::Run;
 
 fn cell(s: &str) -> String {
@@ -38,7 +39,7 @@ pub fn render_grid(g: &Grid) -> String {
 }
 
 /// The whole run as Markdown.
-pub fn render_run(run: &Run, advice: &[String]) -> String {
+pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -> String {
     let mut out = format!("## ioprobe {}\n\n{}\n\n", run.command, run_header(run));
     for w in &run.warnings {
         out.push_str(&format!("> warning: {w}\n\n"));
@@ -47,9 +48,34 @@ pub fn render_run(run: &Run, advice: &[String]) -> String {
         out.push_str(&render_grid(&g));
         out.push('\n');
     }
-    if !advice.is_empty() {
-        out.push_str("### advice\n\n");
-        for a in advice {
+    out.push_str(&render_advice(recs, observations));
+    out
+}
+
+/// The summary table, each recommendation in detail, and the observations.
+pub fn render_advice(recs: &[Recommendation], observations: &[String]) -> String {
+    let mut out = String::new();
+    let summary = super::advice::summary(recs);
+    if !summary.rows.is_empty() {
+        out.push_str(&render_grid(&summary));
+        out.push('\n');
+    }
+    if !recs.is_empty() {
+        out.push_str("### recommendations in detail\n\n");
+        for r in recs {
+            let mut lines = super::advice::detail(r).into_iter();
+            if let Some(head) = lines.next() {
+                out.push_str(&format!("- **{head}**\n"));
+            }
+            for l in lines {
+                out.push_str(&format!("  - {}\n", l.trim()));
+            }
+        }
+        out.push('\n');
+    }
+    if !observations.is_empty() {
+        out.push_str("### observations\n\n");
+        for a in observations {
             out.push_str(&format!("- {a}\n"));
         }
     }

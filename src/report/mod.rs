@@ -23,14 +23,16 @@ pub enum Format {
     Markdown,
 }
 
-/// Renders a run in `format`; stdout gets exactly this text.
-pub fn render(run: &Run, format: Format) -> Result<String> {
-    let advice = advice::advise(run);
+/// Renders a run in `format`; stdout gets exactly this text. `id` is the run's id in
+/// the store (evidence cites it), None for a run that was not saved.
+pub fn render(run: &Run, id: Option<i64>, format: Format) -> Result<String> {
+    let recs = advice::recommendations(run, id);
+    let obs = advice::observations(run);
     Ok(match format {
-        Format::Table => table::render_run(run, &advice),
-        Format::Json => json::render_run(run, &advice)?,
+        Format::Table => table::render_run(run, &recs, &obs),
+        Format::Json => json::render_run(run, &recs, &obs)?,
         Format::Csv => csv::render_run(run)?,
-        Format::Markdown => markdown::render_run(run, &advice),
+        Format::Markdown => markdown::render_run(run, &recs, &obs),
     })
 }
 

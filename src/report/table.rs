@@ -1,6 +1,7 @@
 //! Human-readable tables (comfy-table) for stdout.
 
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
+use crate::present::Recommendation;
 use crate::results::Run;
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
@@ -25,8 +26,9 @@ pub fn render_grid(g: &Grid) -> String {
     out
 }
 
-/// The whole run: header, one table per probe, advice.
-pub fn render_run(run: &Run, advice: &[String]) -> String {
+/// The whole run: header, one table per probe, then what to do (the summary), the
+/// recommendations in detail and the observations.
+pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -> String {
     let mut out = format!("{}\n", run_header(run));
     for w in &run.warnings {
         out.push_str(&format!("warning: {w}\n"));
@@ -35,9 +37,29 @@ pub fn render_run(run: &Run, advice: &[String]) -> String {
         out.push('\n');
         out.push_str(&render_grid(&g));
     }
-    if !advice.is_empty() {
-        out.push_str("\nadvice:\n");
-        for a in advice {
+    out.push_str(&render_advice(recs, observations));
+    out
+}
+
+/// The summary table, each recommendation in detail, and the observations.
+pub fn render_advice(recs: &[Recommendation], observations: &[String]) -> String {
+    let mut out = String::new();
+    let summary = super::advice::summary(recs);
+    if !summary.rows.is_empty() {
+        out.push('\n');
+        out.push_str(&render_grid(&summary));
+    }
+    if !recs.is_empty() {
+        out.push_str("\nrecommendations in detail:\n");
+        for r in recs {
+            for line in super::advice::detail(r) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    }
+    if !observations.is_empty() {
+        out.push_str("\nobservations:\n");
+        for a in observations {
             out.push_str(&format!("  {a}\n"));
         }
     }

@@ -108,6 +108,8 @@ pub fn load_json_file(path: &Path) -> Result<Run> {
 pub struct Named {
     pub label: String,
     pub run: Run,
+    /// The id in the store; None for a file.
+    pub id: Option<i64>,
 }
 
 /// Resolves `spec`: an existing file is read as JSON; anything else is looked up in the
@@ -119,6 +121,7 @@ pub fn resolve(spec: &str, store: &mut dyn FnMut() -> Result<Store>) -> Result<N
         return Ok(Named {
             label: spec.to_string(),
             run: load_json_file(p)?,
+            id: None,
         });
     }
     let store = store()?;
@@ -126,5 +129,6 @@ pub fn resolve(spec: &str, store: &mut dyn FnMut() -> Result<Store>) -> Result<N
     Ok(Named {
         label: format!("run {id}"),
         run: store.load(id)?,
+        id: Some(id),
     })
 }

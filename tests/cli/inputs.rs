@@ -328,7 +328,11 @@ fn export_and_advise_honour_the_output_format() {
     let adv = v["advice"].as_array().unwrap();
     assert!(adv.iter().any(|a| a["probe"] == "read"
         && a["run"] == 1
-        && a["advice"].to_string().contains("use 64 KiB blocks")));
+        && a["advice"].to_string().contains("read loop buffer")));
+    let recs = v["recommendations"].as_array().unwrap();
+    assert!(recs.iter().any(|r| r["topic"] == "read loop buffer"
+        && r["evidence"]["runs"] == serde_json::json!([1])
+        && r["choice"]["kind"] == "size"));
     let csv = stdout_of(
         &with_store(&store)
             .args(["advise", "--csv"])
@@ -338,7 +342,7 @@ fn export_and_advise_honour_the_output_format() {
     let mut r = csv::Reader::from_reader(csv.as_bytes());
     assert_eq!(
         r.headers().unwrap().iter().collect::<Vec<_>>(),
-        ["probe", "run", "date", "host", "advice"]
+        ["probe", "run", "date", "host", "advice", "machine"]
     );
     assert!(r.records().count() >= 2);
     let md = stdout_of(
@@ -348,7 +352,8 @@ fn export_and_advise_honour_the_output_format() {
             .success(),
     );
     assert!(
-        md.contains("| probe |") && md.contains("use 64 KiB blocks"),
+        md.contains("| operation | do this | why (the figure) | confidence |")
+            && md.contains("use 64 KiB buffers"),
         "{md}"
     );
 }
@@ -366,7 +371,7 @@ fn advise_without_saving_prints_what_it_measured() {
         .success();
     let out = stdout_of(&a);
     assert!(
-        out.contains("from this run (not saved)") && out.contains("read (read): use"),
+        out.contains("read: this run (not saved)") && out.contains("read loop buffer (read,"),
         "{out}"
     );
     assert!(!tmp.path().join("none.db").exists());

@@ -68,7 +68,7 @@ fn pipe_table_has_seed_002_shape() {
         "reader vol/invol cs/GiB",
         "64 KiB",
         "1 MiB",
-        "pipe (write-read): use",
+        "pipe chunk (write-read, ",
     ] {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
     }

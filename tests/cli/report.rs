@@ -76,7 +76,7 @@ fn html_report_loads_in_headless_chromium() {
         );
     }
     assert!(
-        dom.contains("keep descriptors open"),
+        dom.contains("What to do") && dom.contains("descriptor reuse"),
         "advice missing from the page"
     );
 }

@@ -136,7 +136,10 @@ fn run_saves_and_writes_its_html_report() {
             .success(),
     );
     let report = tmp.path().join("reports/run-1.html");
-    assert!(out.contains("advice:"));
+    assert!(
+        out.contains("what to do") && out.contains("observations:"),
+        "{out}"
+    );
     assert!(
         out.contains(&format!("HTML report: {}", report.display())),
         "{out}"
@@ -386,11 +389,18 @@ fn advise_gives_evidence_from_saved_runs_or_measures_first() {
         .success();
     let out = stdout_of(&with_store(&store).arg("advise").assert().success());
     assert!(
-        out.contains("from run 1 (2026-11-21T09:00:00Z, fixture-host)"),
+        out.contains("read: run 1 (2026-11-21T09:00:00Z, fixture-host), partial sweep (4 of 14 default cases)"),
         "{out}"
     );
     assert!(
-        out.contains("keep descriptors open") && out.contains("use 64 KiB blocks"),
+        out.contains("descriptor reuse: use one descriptor kept open (pread)")
+            && out.contains(
+                "read loop buffer (read, 10 MiB file in the page cache): use 64 KiB buffers"
+            ),
+        "{out}"
+    );
+    assert!(
+        out.contains("what to do") && out.contains("reading a file sequentially"),
         "{out}"
     );
 
@@ -412,7 +422,7 @@ fn advise_gives_evidence_from_saved_runs_or_measures_first() {
     assert!(stderr_of(&a).contains("nothing saved yet"));
     let out = stdout_of(&a);
     assert!(
-        out.contains("from run 1") && out.contains("read (read): use"),
+        out.contains("read: run 1 (") && out.contains("read loop buffer (read,"),
         "{out}"
     );
     assert_empty(&scratch);
@@ -809,4 +819,86 @@ fn compare_subsamples_huge_runs_and_says_so() {
             .success(),
     );
     assert_eq!(out, again);
+}
+
+#[test]
+fn a_partial_run_saved_after_a_complete_one_does_not_change_the_advice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let measure = |args: &[&str]| {
+        with_store(&store)
+            .args(args)
+            .arg("--dir")
+            .arg(&scratch)
+            .args(["--sample-time", "1ms", "--budget", "10ms"])
+            .assert()
+            .success();
+    };
+    let advise = || {
+        json_of(
+            &with_store(&store)
+                .args(["advise", "--json"])
+                .assert()
+                .success()
+                .get_output()
+                .stdout,
+        )
+    };
+    // Run 1: the whole default syscalls sweep. Run 2: one case of it.
+    measure(&["syscalls"]);
+    let before = advise();
+    measure(&["syscalls", "--case", "null"]);
+    let after = advise();
+    let of = |v: &Value| -> (Value, Vec<Value>) {
+        let source = v["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["probe"] == "syscalls")
+            .unwrap()
+            .clone();
+        let recs = v["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["evidence"]["rows"][0]["probe"] == "syscalls")
+            .cloned()
+            .collect();
+        (source, recs)
+    };
+    let (s1, r1) = of(&before);
+    let (s2, r2) = of(&after);
+    assert_eq!(s1["run"], 1);
+    assert_eq!(s1["coverage"], "full");
+    assert_eq!(
+        s2["run"], 1,
+        "the partial run 2 replaced the complete run 1: {s2}"
+    );
+    assert_eq!(r1, r2, "the advice changed");
+    let topics: Vec<&str> = r2.iter().map(|r| r["topic"].as_str().unwrap()).collect();
+    assert!(
+        topics.contains(&"positioned I/O") && topics.contains(&"descriptor reuse"),
+        "{topics:?}"
+    );
+    // With only a partial run, its advice is used and says so.
+    let lone = tmp.path().join("lone.db");
+    with_store(&lone)
+        .args(["syscalls", "--case", "pread,lseek_read", "--dir"])
+        .arg(&scratch)
+        .args(["--sample-time", "1ms", "--budget", "10ms"])
+        .assert()
+        .success();
+    let text = stdout_of(&with_store(&lone).arg("advise").assert().success());
+    assert!(
+        text.contains("syscalls: run 1 (")
+            && text.contains("partial sweep (2 of 12 default cases)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a partial sweep (2 of the 12 cases"),
+        "{text}"
+    );
+    assert_empty(&scratch);
 }

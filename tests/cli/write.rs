@@ -102,7 +102,7 @@ fn write_table_says_what_was_measured() {
         "with O_DSYNC (every write durable)",
         "durability: durable: O_DSYNC",
         "usr / sys s/GiB",
-        "write (write, durability dsync): use ",
+        "write loop buffer (write, durability dsync, 64 KiB file rewritten in place): use ",
     ] {
         assert!(text.contains(needle), "{needle:?} missing:\n{text}");
     }

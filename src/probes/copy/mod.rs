@@ -19,7 +19,7 @@ pub mod variant;
 use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::{Measurement, Metric, Status, measurement::to_map};
 use crate::sys::calls::{self, SysError};
 use crate::sys::copyfile;
@@ -199,6 +199,17 @@ impl Options {
     }
 }
 
+/// A copy row's case name: variant/cache/durability/file size.
+fn case_name(v: &Variant, cache: Cache, dur: Durability, size: u64) -> String {
+    format!(
+        "{}/{}/{}/{}",
+        v.label(),
+        cache.name(),
+        dur.name(),
+        size_label(size)
+    )
+}
+
 /// The params of a copy row. Keys are a contract (JSON `params`); the variant's own
 /// parameters appear only for the methods that have them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -283,12 +294,16 @@ impl ProbeKind for Kind {
         present::plots(rows)
     }
 
+    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows)
+    }
+
     fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
         present::advice(rows)
     }
 
-    fn for_run(&self) -> Box<dyn Probe> {
-        Box::new(CopyProbe::new(Options::for_scale(Scale::Run)))
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
+        Box::new(CopyProbe::new(Options::for_scale(scale)))
     }
 }
 
@@ -490,9 +505,18 @@ impl Probe for CopyProbe {
         &Kind
     }
 
-    fn case_count(&self) -> usize {
+    fn case_names(&self) -> Vec<String> {
         let o = &self.opts;
-        o.file_sizes.len() * o.caches.len() * o.durability.len() * o.variants().len()
+        let variants = o.variants();
+        let mut out = Vec::new();
+        for &size in &o.file_sizes {
+            for &cache in &o.caches {
+                for &dur in &o.durability {
+                    out.extend(variants.iter().map(|v| case_name(v, cache, dur, size)));
+                }
+            }
+        }
+        out
     }
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
@@ -568,13 +592,7 @@ impl Probe for CopyProbe {
             for &cache in &o.caches {
                 for &dur in &o.durability {
                     for (v, verdict) in variants.iter().zip(&verdicts) {
-                        let case = format!(
-                            "{}/{}/{}/{}",
-                            v.label(),
-                            cache.name(),
-                            dur.name(),
-                            size_label(size)
-                        );
+                        let case = case_name(v, cache, dur, size);
                         let params = params(v, size, cache, dur, o.sparse, drop_all);
                         if let Err(reason) = verdict {
                             plan.unsupported(case, params, reason.clone());

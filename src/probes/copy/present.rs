@@ -6,7 +6,8 @@
 
 use super::{Cache, Derived, Durability, Method, Params};
 use crate::present::grid::warnings;
-use crate::present::{Grid, Named, Plot, plot, with_params};
+use crate::present::recommend::{self, Opt, Words};
+use crate::present::{Grid, Named, Plot, Recommendation, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
 use anyhow::Result;
@@ -186,35 +187,6 @@ pub fn advice(rows: &[&Measurement]) -> Vec<String> {
     for (size, cache) in keys {
         let here = |dur: Durability| ts.iter().filter(move |t| key(&t.1) == (size, cache, dur));
         let what = format!("copy ({} file, {} source)", format_size(size), cache.name());
-        if let Some(b) = fastest(here(Durability::Fsync)) {
-            let rw = here(Durability::Fsync).find(|t| t.1.variant == "read-write/1MiB");
-            out.push(format!(
-                "{what}: fastest durable method is {} ({} GB/s median, fsync inside the timing){}",
-                b.1.variant,
-                format_gbps(b.0.median),
-                rw.filter(|r| r.0.is_ok() && r.0.median > 0.0)
-                    .map_or(String::new(), |r| format!(
-                        ", ×{} a read-write loop with 1 MiB buffers",
-                        sig3(b.0.median / r.0.median)
-                    ))
-            ));
-        }
-        let mut rw: Vec<&Typed> = here(Durability::None)
-            .filter(|t| t.0.is_ok() && t.1.method == Method::ReadWrite)
-            .collect();
-        rw.sort_by_key(|t| t.1.buffer_size);
-        if let Some(top) = fastest(rw.iter().copied())
-            && let Some(small) = rw.iter().find(|t| t.0.median >= top.0.median * 0.95)
-        {
-            let buf = |t: &Typed| t.1.buffer_size.map_or("?".into(), format_size);
-            out.push(format!(
-                "{what}: for a user-space read/write loop use {} buffers, the smallest within 5% of the best ({} GB/s at {}; {} GB/s here)",
-                buf(small),
-                format_gbps(top.0.median),
-                buf(top),
-                format_gbps(small.0.median)
-            ));
-        }
         if let (Some(all), Some(mm)) = (
             fastest(here(Durability::None)),
             fastest(here(Durability::None).filter(|t| t.1.method.is_mmap())),
@@ -227,6 +199,101 @@ pub fn advice(rows: &[&Measurement]) -> Vec<String> {
                 all.1.variant,
                 format_gbps(all.0.median),
                 sig3(all.0.median / mm.0.median)
+            ));
+        }
+    }
+    out
+}
+
+/// A variant's cost for choosing among tied ones: its method's complexity, then its
+/// buffer size (a smaller buffer is cheaper).
+fn cost(p: &Params) -> f64 {
+    p.method.complexity() as f64 * 1e15 + p.buffer_size.unwrap_or(0) as f64
+}
+
+/// Per file size and cache state: the durable copy method, the page-cache copy method
+/// (each the simplest of those tied with the fastest, see [`Method::complexity`]), and
+/// the buffer for a read/write loop when more than one was measured.
+pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
+    let ts = with_params::<Params>(rows);
+    let mut keys: Vec<(u64, Cache)> = Vec::new();
+    for (_, p) in &ts {
+        if !keys.contains(&(p.file_size, p.cache)) {
+            keys.push((p.file_size, p.cache));
+        }
+    }
+    let mut out = Vec::new();
+    for (n, (size, cache)) in keys.into_iter().enumerate() {
+        let here = |dur: Durability| ts.iter().filter(move |t| key(&t.1) == (size, cache, dur));
+        let scope = format!("{} file, {} source", format_size(size), cache.name());
+        let source = here(Durability::None)
+            .chain(here(Durability::Fsync))
+            .next()
+            .map_or(String::new(), |t| t.1.eviction.clone());
+        let source_caveat = match cache {
+            Cache::Warm => {
+                "source warm: in the page cache, verified with mincore before every sample"
+                    .to_string()
+            }
+            Cache::Cold => format!("source cold: {source}"),
+        };
+        for (dur, topic, operation, caveat) in [
+            (
+                Durability::Fsync,
+                "file copy method (durable)",
+                "copying a file durably (fsync)",
+                "fsync inside the timing: the copy reached the disk (or the VM host's cache below it)",
+            ),
+            (
+                Durability::None,
+                "file copy method (page cache)",
+                "copying a file (no fsync)",
+                "no fsync: the copy may sit in the page cache when the timing ends",
+            ),
+        ] {
+            let options: Vec<(String, Opt)> = here(dur)
+                .map(|t| {
+                    (
+                        t.1.variant.clone(),
+                        Opt {
+                            m: t.0,
+                            cost: cost(&t.1),
+                        },
+                    )
+                })
+                .collect();
+            let r = recommend::methods(
+                Words {
+                    topic,
+                    scope: scope.clone(),
+                    operation: (n == 0).then_some(operation),
+                    noun: "",
+                    caveats: vec![
+                        caveat.into(),
+                        source_caveat.clone(),
+                        "among the methods tied with the fastest, the simplest to write and most portable is named".into(),
+                    ],
+                },
+                &options,
+                Some("read-write/1MiB"),
+            );
+            out.extend(r);
+        }
+        let rw: Vec<(u64, &Measurement)> = here(Durability::None)
+            .filter(|t| t.1.method == Method::ReadWrite)
+            .filter_map(|t| Some((t.1.buffer_size?, t.0)))
+            .collect();
+        if rw.len() >= 2 {
+            out.extend(recommend::sizes(
+                Words {
+                    topic: "copy loop buffer",
+                    scope: format!("read/write loop, {scope}"),
+                    operation: None,
+                    noun: "buffers",
+                    caveats: vec![source_caveat.clone()],
+                },
+                &rw,
+                64 << 10,
             ));
         }
     }

@@ -92,6 +92,29 @@ impl Method {
         Method::TOOLS.contains(&self)
     }
 
+    /// How much code and care a method asks of a programmer (lower is simpler and more
+    /// portable): among methods tied with the fastest, the simplest is recommended. One
+    /// ioctl or one call per chunk that the kernel completes first, then the portable
+    /// loops, then what needs a pipe, a ring, mappings or aligned buffers; a subprocess
+    /// last.
+    pub fn complexity(self) -> u32 {
+        match self {
+            Method::Reflink => 0,
+            Method::CopyFileRange => 1,
+            Method::Sendfile => 2,
+            Method::ReadWrite => 3,
+            Method::PreadPwrite => 4,
+            Method::ReadWriteFadvise => 5,
+            Method::Splice => 6,
+            Method::IoUring => 7,
+            Method::MmapWrite => 8,
+            Method::MmapMemcpyMunmap => 9,
+            Method::MmapMemcpyMsync => 10,
+            Method::Direct => 11,
+            Method::Cp | Method::Cat | Method::Dd => 12,
+        }
+    }
+
     pub fn is_mmap(self) -> bool {
         matches!(
             self,

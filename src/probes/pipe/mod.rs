@@ -12,7 +12,7 @@ pub mod transfer;
 use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
@@ -158,6 +158,17 @@ impl Options {
     }
 }
 
+/// A pipe row's case name: method/placement/capacity/chunk.
+fn case_name((method, placement, cap, chunk): (Method, Placement, Capacity, u64)) -> String {
+    format!(
+        "{}/{}/{}/{}",
+        method.name(),
+        placement.name(),
+        cap.label(),
+        size_label(chunk)
+    )
+}
+
 /// The params of a pipe row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Params {
@@ -217,12 +228,16 @@ impl ProbeKind for Kind {
         present::plots(rows)
     }
 
+    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows)
+    }
+
     fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
         present::advice(rows)
     }
 
-    fn for_run(&self) -> Box<dyn Probe> {
-        Box::new(PipeProbe::new(Options::for_scale(Scale::Run)))
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
+        Box::new(PipeProbe::new(Options::for_scale(scale)))
     }
 }
 
@@ -318,8 +333,8 @@ impl Probe for PipeProbe {
         &Kind
     }
 
-    fn case_count(&self) -> usize {
-        self.opts.cases().count()
+    fn case_names(&self) -> Vec<String> {
+        self.opts.cases().map(case_name).collect()
     }
 
     fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
@@ -391,13 +406,7 @@ impl Probe for PipeProbe {
         let vmsplice = vmsplice_support();
         let mut plan = Plan::new("bytes/s");
         for (method, placement, cap, chunk) in o.cases() {
-            let case = format!(
-                "{}/{}/{}/{}",
-                method.name(),
-                placement.name(),
-                cap.label(),
-                size_label(chunk)
-            );
+            let case = case_name((method, placement, cap, chunk));
             let Some((wc, rc)) = placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {
                 bail!(
                     "placement {} needs more CPUs than are available",

@@ -6,7 +6,8 @@
 use super::{Derived, Method, Params, Placement};
 use crate::harness::rusage::RusagePer;
 use crate::present::grid::{ci_text, notes_and_warnings};
-use crate::present::{Grid, Named, Plot, plot, with_params};
+use crate::present::recommend::{self, Opt, Words};
+use crate::present::{Grid, Named, Plot, Recommendation, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_size, sig3};
 use anyhow::Result;
@@ -171,52 +172,6 @@ fn method_advice(method: Method, rows: &[&Typed]) -> Vec<String> {
     let m = method.name();
     let tp = &top.1;
     let mut out = Vec::new();
-    // 1. Smallest chunk within 5% of the best, same capacity and placement.
-    let mut same: Vec<&Typed> = rows
-        .iter()
-        .copied()
-        .filter(|t| t.1.placement == tp.placement && t.1.pipe_size == tp.pipe_size)
-        .collect();
-    same.sort_by_key(|t| t.1.chunk_size);
-    if let Some(small) = same.iter().find(|t| t.0.median >= top.0.median * 0.95) {
-        out.push(format!(
-            "pipe ({m}): use {} chunks, the smallest within 5% of the best ({} GB/s at {}, pipe {}, placement {}; {} GB/s here)",
-            format_size(small.1.chunk_size),
-            format_gbps(top.0.median),
-            format_size(tp.chunk_size),
-            tp.pipe_size.map_or("?".into(), format_size),
-            tp.placement.name(),
-            format_gbps(small.0.median)
-        ));
-    }
-    // 2. What the capacity buys: the best figure per capacity, same placement.
-    let mut caps: Vec<u64> = rows.iter().filter_map(|t| t.1.pipe_size).collect();
-    caps.sort_unstable();
-    caps.dedup();
-    if caps.len() > 1 {
-        let per_cap: Vec<(u64, &Typed)> = caps
-            .iter()
-            .filter_map(|&c| {
-                best(
-                    rows.iter()
-                        .filter(|t| t.1.placement == tp.placement && t.1.pipe_size == Some(c)),
-                )
-                .map(|t| (c, t))
-            })
-            .collect();
-        if let (Some(&(c0, t0)), Some(&(c1, t1))) = (per_cap.first(), per_cap.last()) {
-            out.push(format!(
-                "pipe ({m}): a {} pipe peaks at {} GB/s ({} chunks) against {} GB/s ({} chunks) with {}: ×{} from raising the capacity (F_SETPIPE_SZ)",
-                format_size(c1),
-                format_gbps(t1.0.median),
-                format_size(t1.1.chunk_size),
-                format_gbps(t0.0.median),
-                format_size(t0.1.chunk_size),
-                format_size(c0),
-                sig3(t1.0.median / t0.0.median)
-            ));
-        }
-    }
     // 3. Placement: same CPU against split, at the best chunk and capacity.
     let at = |p: Placement| {
         rows.iter().copied().find(|t| {
@@ -240,6 +195,107 @@ fn method_advice(method: Method, rows: &[&Typed]) -> Vec<String> {
                 "; unpinned {} GB/s",
                 format_gbps(a.0.median)
             ))
+        ));
+    }
+    out
+}
+
+/// Per method: the chunk size to use (at the best row's capacity and placement) and
+/// whether raising the pipe's capacity pays (each capacity's best chunk, same placement).
+pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
+    let typed: Vec<Typed> = with_params::<Params>(rows);
+    let mut methods: Vec<Method> = Vec::new();
+    for (_, p) in &typed {
+        if !methods.contains(&p.method) {
+            methods.push(p.method);
+        }
+    }
+    let caveats = |p: &Params| {
+        vec![format!(
+            "{} per sample between two processes (placement {}); the reader checks every byte",
+            format_size(p.total),
+            p.placement.name()
+        )]
+    };
+    let mut out = Vec::new();
+    for method in methods {
+        let ok: Vec<&Typed> = typed
+            .iter()
+            .filter(|t| t.1.method == method && t.0.is_ok())
+            .collect();
+        let Some(top) = best(ok.iter()) else {
+            continue;
+        };
+        let tp = &top.1;
+        let cap_label = |c: Option<u64>, req: &str| match c {
+            Some(c) if req == "default" => format!("default ({})", format_size(c)),
+            Some(c) => format_size(c),
+            None => req.to_string(),
+        };
+        let chunks: Vec<(u64, &Measurement)> = ok
+            .iter()
+            .filter(|t| {
+                t.1.placement == tp.placement && t.1.pipe_size_requested == tp.pipe_size_requested
+            })
+            .map(|t| (t.1.chunk_size, t.0))
+            .collect();
+        out.extend(recommend::sizes(
+            Words {
+                topic: "pipe chunk",
+                scope: format!(
+                    "{}, pipe {}, placement {}",
+                    method.name(),
+                    cap_label(tp.pipe_size, &tp.pipe_size_requested),
+                    tp.placement.name()
+                ),
+                operation: (method == Method::WriteRead).then_some("moving data through a pipe"),
+                noun: "chunks",
+                caveats: caveats(tp),
+            },
+            &chunks,
+            4096,
+        ));
+        // Capacity: each requested capacity's best row at the best's placement.
+        let mut caps: Vec<String> = Vec::new();
+        for t in &ok {
+            if !caps.contains(&t.1.pipe_size_requested) {
+                caps.push(t.1.pipe_size_requested.clone());
+            }
+        }
+        if caps.len() < 2 {
+            continue;
+        }
+        let options: Vec<(String, Opt)> =
+            caps.iter()
+                .filter_map(|c| {
+                    let b = best(ok.iter().filter(|t| {
+                        t.1.placement == tp.placement && t.1.pipe_size_requested == *c
+                    }))?;
+                    Some((
+                        cap_label(b.1.pipe_size, c),
+                        Opt {
+                            m: b.0,
+                            cost: b.1.pipe_size.unwrap_or(u64::MAX) as f64,
+                        },
+                    ))
+                })
+                .collect();
+        let baseline = options
+            .iter()
+            .find(|o| o.0.starts_with("default"))
+            .map(|o| o.0.clone());
+        out.extend(recommend::methods(
+            Words {
+                topic: "pipe capacity",
+                scope: format!("{}, placement {}, each capacity at its best chunk", method.name(), tp.placement.name()),
+                operation: None,
+                noun: "",
+                caveats: vec![
+                    "a capacity above the default needs F_SETPIPE_SZ (at most /proc/sys/fs/pipe-max-size for unprivileged processes)".into(),
+                ],
+            },
+            &options,
+            baseline.as_deref(),
         ));
     }
     out

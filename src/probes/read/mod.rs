@@ -13,7 +13,7 @@ use super::sweep;
 use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::Measurement;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
@@ -93,6 +93,17 @@ impl Options {
     }
 }
 
+impl Options {
+    /// Every (method, block) with its case name, in plan order.
+    fn cases(&self) -> impl Iterator<Item = ((Method, u64), String)> + '_ {
+        self.methods.iter().flat_map(move |&m| {
+            self.block_sizes
+                .iter()
+                .map(move |&b| ((m, b), format!("{}/{}", m.name(), size_label(b))))
+        })
+    }
+}
+
 /// The params of a read row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Params {
@@ -133,12 +144,16 @@ impl ProbeKind for Kind {
         present::plots(rows, env)
     }
 
+    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows)
+    }
+
     fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String> {
         present::advice(rows, env)
     }
 
-    fn for_run(&self) -> Box<dyn Probe> {
-        Box::new(ReadProbe::new(Options::for_scale(Scale::Run)))
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
+        Box::new(ReadProbe::new(Options::for_scale(scale)))
     }
 }
 
@@ -218,8 +233,8 @@ impl Probe for ReadProbe {
         &Kind
     }
 
-    fn case_count(&self) -> usize {
-        self.opts.block_sizes.len() * self.opts.methods.len()
+    fn case_names(&self) -> Vec<String> {
+        self.opts.cases().map(|(_, name)| name).collect()
     }
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
@@ -236,11 +251,8 @@ impl Probe for ReadProbe {
         let stop = crate::harness::interrupt::requested;
         let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
         let mut plan = Plan::new("bytes/s");
-        for &method in &self.opts.methods {
-            for &block in &self.opts.block_sizes {
-                let case = format!("{}/{}", method.name(), size_label(block));
-                plan.ready(case, (method, block), ());
-            }
+        for ((method, block), case) in self.opts.cases() {
+            plan.ready(case, (method, block), ());
         }
         let name = Kind.name();
         ctx.run_plan_each(name, plan, |case, (method, block), ()| {

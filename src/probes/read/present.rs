@@ -3,7 +3,8 @@
 use super::super::sweep;
 use super::{Method, Params};
 use crate::present::grid::notes_and_warnings;
-use crate::present::{Grid, Named, Plot, with_params};
+use crate::present::recommend::Words;
+use crate::present::{Grid, Named, Plot, Recommendation, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::format_size;
@@ -84,6 +85,40 @@ pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
                 &series,
                 &caches,
                 method != Method::Mmap,
+            )
+        })
+        .collect()
+}
+
+/// The read buffer to use, per method: the smallest block tied with the best.
+pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
+    let typed = with_params::<Params>(rows);
+    let mut methods: Vec<Method> = Vec::new();
+    for (_, p) in &typed {
+        if !methods.contains(&p.method) {
+            methods.push(p.method);
+        }
+    }
+    methods
+        .into_iter()
+        .filter_map(|method| {
+            let series: Vec<(u64, &Measurement)> = typed
+                .iter()
+                .filter(|(_, p)| p.method == method)
+                .map(|(m, p)| (p.block_size, *m))
+                .collect();
+            let file = typed.first().map_or(0, |t| t.1.file_size);
+            sweep::recommend(
+                Words {
+                    topic: "read loop buffer",
+                    scope: format!("{}, {} file in the page cache", method.name(), format_size(file)),
+                    operation: (method == Method::Read).then_some("reading a file sequentially"),
+                    noun: if method == Method::Mmap { "copies out of the mapping" } else { "buffers" },
+                    caveats: vec![
+                        "page cache warm (verified with mincore); reading from a cold disk is bound by the device, where larger requests matter more".into(),
+                    ],
+                },
+                &series,
             )
         })
         .collect()

@@ -11,7 +11,7 @@ mod present;
 use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
@@ -164,12 +164,16 @@ impl ProbeKind for Kind {
         present::plots(rows)
     }
 
+    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows)
+    }
+
     fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
         present::advice(rows)
     }
 
-    fn for_run(&self) -> Box<dyn Probe> {
-        Box::new(Syscalls::new(Options::for_scale(Scale::Run)))
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
+        Box::new(Syscalls::new(Options::for_scale(scale)))
     }
 }
 
@@ -303,8 +307,12 @@ impl Probe for Syscalls {
         &Kind
     }
 
-    fn case_count(&self) -> usize {
-        self.opts.cases.len()
+    fn case_names(&self) -> Vec<String> {
+        self.opts
+            .cases
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect()
     }
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {

@@ -20,7 +20,7 @@ use super::sweep;
 use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::present::{Grid, Named, Plot};
+use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::Measurement;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
@@ -150,6 +150,20 @@ impl Options {
     }
 }
 
+impl Options {
+    /// Every (method, durability, block) with its case name, in plan order.
+    fn cases(&self) -> impl Iterator<Item = ((Method, Durability, u64), String)> + '_ {
+        self.methods.iter().flat_map(move |&m| {
+            self.durability.iter().flat_map(move |&d| {
+                self.block_sizes.iter().map(move |&b| {
+                    let name = format!("{}/{}/{}", m.name(), d.name(), size_label(b));
+                    ((m, d, b), name)
+                })
+            })
+        })
+    }
+}
+
 /// The params of a write row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Params {
@@ -195,12 +209,16 @@ impl ProbeKind for Kind {
         present::plots(rows, env)
     }
 
+    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows)
+    }
+
     fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String> {
         present::advice(rows, env)
     }
 
-    fn for_run(&self) -> Box<dyn Probe> {
-        Box::new(WriteProbe::new(Options::for_scale(Scale::Run)))
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
+        Box::new(WriteProbe::new(Options::for_scale(scale)))
     }
 }
 
@@ -294,9 +312,8 @@ impl Probe for WriteProbe {
         &Kind
     }
 
-    fn case_count(&self) -> usize {
-        let o = &self.opts;
-        o.block_sizes.len() * o.methods.len() * o.durability.len()
+    fn case_names(&self) -> Vec<String> {
+        self.opts.cases().map(|(_, name)| name).collect()
     }
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
@@ -319,13 +336,8 @@ impl Probe for WriteProbe {
         let (path, fd) = ctx.scratch.create_file("write.dat", size, &stop)?;
         let dsync = calls::open(&path, OFlags::RDWR | OFlags::DSYNC | OFlags::CLOEXEC, 0)?;
         let mut plan = Plan::new("bytes/s");
-        for &method in &o.methods {
-            for &dur in &o.durability {
-                for &block in &o.block_sizes {
-                    let case = format!("{}/{}/{}", method.name(), dur.name(), size_label(block));
-                    plan.ready(case, (method, dur, block), ());
-                }
-            }
+        for (key, case) in o.cases() {
+            plan.ready(case, key, ());
         }
         let name = Kind.name();
         let mut seed = 0;

@@ -5,7 +5,8 @@
 use super::super::sweep;
 use super::{Durability, Method, Params};
 use crate::present::grid::notes_and_warnings;
-use crate::present::{Grid, Named, Plot, with_params};
+use crate::present::recommend::Words;
+use crate::present::{Grid, Named, Plot, Recommendation, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};
@@ -165,4 +166,55 @@ fn durability_cost(method: Method, all: &[Typed]) -> Option<String> {
         format_gbps(best.0.median),
         parts.join("; ")
     ))
+}
+
+/// The block to write in, per (method, durability): the smallest tied with the best.
+pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
+    let all: Vec<Typed> = with_params::<Params>(rows);
+    let mut series: Vec<(Method, Durability)> = Vec::new();
+    for (_, p) in &all {
+        if !series.contains(&(p.method, p.durability)) {
+            series.push((p.method, p.durability));
+        }
+    }
+    series
+        .into_iter()
+        .filter_map(|(method, dur)| {
+            let pts: Vec<(u64, &Measurement)> = all
+                .iter()
+                .filter(|t| t.1.method == method && t.1.durability == dur)
+                .map(|t| (t.1.block_size, t.0))
+                .collect();
+            let file = all.first().map_or(0, |t| t.1.file_size);
+            let (operation, caveat) = match dur {
+                Durability::None => (
+                    "writing a file",
+                    "durability none: the data reached the page cache only, not the disk",
+                ),
+                Durability::Fsync => (
+                    "writing a file durably (fsync at the end)",
+                    "durability fsync: one fsync per pass inside the timing; the disk and its cache (here possibly the VM host's) set the figure",
+                ),
+                Durability::Dsync => (
+                    "writing a file durably (O_DSYNC)",
+                    "durability dsync: every write waits for the disk; the disk and its cache set the figure",
+                ),
+            };
+            sweep::recommend(
+                Words {
+                    topic: "write loop buffer",
+                    scope: format!(
+                        "{}, durability {}, {} file rewritten in place",
+                        method.name(),
+                        dur.name(),
+                        format_size(file)
+                    ),
+                    operation: (method == Method::Write).then_some(operation),
+                    noun: "blocks",
+                    caveats: vec![caveat.into()],
+                },
+                &pts,
+            )
+        })
+        .collect()
 }
