@@ -170,6 +170,11 @@ pub struct ReadArgs {
     /// How each pass reads the file (comma-separated; default read).
     #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<read::Method>())]
     pub method: Vec<read::Method>,
+    /// How the file enters the page cache (comma-separated; default both, each its own
+    /// rows): write = as written in 1 MiB writes (large folios on ext4 since Linux
+    /// 6.16), readahead = evicted and read back sequentially.
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parser::<read::Populate>())]
+    pub populate: Vec<read::Populate>,
 }
 
 #[derive(Debug, Args)]
@@ -342,6 +347,7 @@ impl ReadArgs {
             file_size: self.file_size.unwrap_or(d.file_size),
             block_sizes: list("--block-sizes", &self.block_sizes, d.block_sizes),
             methods: list("--method", &self.method, d.methods),
+            populate: list("--populate", &self.populate, d.populate),
         }
     }
 }

@@ -171,29 +171,51 @@ where
     Ok(())
 }
 
-/// Throughput (GB/s) against a size on a log2 axis: one line per series label, with
-/// vertical marks (e.g. cache sizes) labelled. `pts` = (series, bytes, GB/s).
-pub fn lines(
-    title: &str,
-    x_desc: &str,
-    pts: &[(String, f64, f64)],
-    marks: &[(String, u64)],
-) -> Result<String> {
+/// One point of a line plot: its series, x (bytes) and y (GB/s) with the 95% CI.
+pub struct Point {
+    pub series: String,
+    pub x: f64,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Point {
+    /// A measured row at `x` bytes, in GB/s with its interval.
+    pub fn of(series: String, x: u64, m: &Measurement) -> Point {
+        Point {
+            series,
+            x: x as f64,
+            y: m.median / 1e9,
+            lo: m.ci95[0] / 1e9,
+            hi: m.ci95[1] / 1e9,
+        }
+    }
+}
+
+/// Width of the legend panel right of a line plot: the legend never covers data.
+const LEGEND_W: u32 = 250;
+
+/// Throughput (GB/s) against a size on a log2 axis: one line per series, each point
+/// with its 95% CI as a whisker, vertical marks (e.g. cache sizes) labelled, and the
+/// legend in its own panel on the right.
+pub fn lines(title: &str, x_desc: &str, pts: &[Point], marks: &[(String, u64)]) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (900 + LEGEND_W, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
+        let (plot_area, legend_area) = root.split_horizontally(900);
         let (xmin, xmax) = axis(
-            pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min) / 1.5,
-            pts.iter().map(|p| p.1).fold(0.0, f64::max) * 1.5,
+            pts.iter().map(|p| p.x).fold(f64::INFINITY, f64::min) / 1.5,
+            pts.iter().map(|p| p.x).fold(0.0, f64::max) * 1.5,
             true,
         );
         let (_, ymax) = axis(
             0.0,
-            pts.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15,
+            pts.iter().map(|p| p.hi.max(p.y)).fold(0.0, f64::max) * 1.15,
             false,
         );
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
@@ -204,7 +226,7 @@ pub fn lines(
             .configure_mesh()
             .x_label_formatter(&|v| format_size(v.round() as u64))
             .x_desc(x_desc)
-            .y_desc("GB/s (10^9 B/s)")
+            .y_desc("GB/s (10^9 B/s), 95% CI whiskers")
             .draw()
             .map_err(e)?;
         for (label, size) in marks {
@@ -226,41 +248,59 @@ pub fn lines(
                 )))
                 .map_err(e)?;
         }
-        let mut methods: Vec<&str> = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
         for p in pts {
-            if !methods.contains(&p.0.as_str()) {
-                methods.push(&p.0);
+            if !names.contains(&p.series.as_str()) {
+                names.push(&p.series);
             }
         }
-        for (k, method) in methods.iter().enumerate() {
+        for (k, name) in names.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
-            let series: Vec<(f64, f64)> = pts
-                .iter()
-                .filter(|p| p.0 == *method)
-                .map(|p| (p.1, p.2))
-                .collect();
+            let series: Vec<&Point> = pts.iter().filter(|p| p.series == *name).collect();
             chart
-                .draw_series(LineSeries::new(series.clone(), color.stroke_width(2)))
-                .map_err(e)?
-                .label(method.to_string())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+                .draw_series(LineSeries::new(
+                    series.iter().map(|p| (p.x, p.y)),
+                    color.stroke_width(2),
+                ))
+                .map_err(e)?;
             chart
                 .draw_series(
                     series
-                        .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
+                        .iter()
+                        .map(|p| Circle::new((p.x, p.y), 3, color.filled())),
                 )
                 .map_err(e)?;
+            // Whiskers: the interval, with caps a small factor either side on the log axis.
+            chart
+                .draw_series(series.iter().flat_map(|p| {
+                    let cap = |y: f64| {
+                        PathElement::new(
+                            vec![(p.x / 1.06, y), (p.x * 1.06, y)],
+                            color.stroke_width(1),
+                        )
+                    };
+                    [
+                        PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], color.stroke_width(1)),
+                        cap(p.lo),
+                        cap(p.hi),
+                    ]
+                }))
+                .map_err(e)?;
+            let y = 60 + 22 * k as i32;
+            legend_area
+                .draw(&PathElement::new(
+                    vec![(8, y), (32, y)],
+                    color.stroke_width(3),
+                ))
+                .map_err(e)?;
+            legend_area
+                .draw(&Text::new(
+                    name.to_string(),
+                    (38, y - 7),
+                    ("sans-serif", 13).into_font(),
+                ))
+                .map_err(e)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerLeft)
-            .draw()
-            .map_err(e)?;
         root.present().map_err(e)?;
     }
     Ok(svg)

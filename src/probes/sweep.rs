@@ -194,16 +194,17 @@ pub fn cells(m: &Measurement, cpu: bool, paired: bool) -> Vec<String> {
 }
 
 /// Throughput against block size, one line per series, the caches marked.
-/// `pts` = (series, block size, bytes/s).
+/// `pts` = (series, block size, its row).
 pub fn plot(
     name: &str,
     title: &str,
-    pts: Vec<(String, u64, f64)>,
+    pts: Vec<(String, u64, &Measurement)>,
     env: &Environment,
 ) -> Result<Plot> {
-    let pts: Vec<(String, f64, f64)> = pts
+    let pts: Vec<plot::Point> = pts
         .into_iter()
-        .map(|(s, b, v)| (s, b as f64, v / 1e9))
+        .filter(|(_, _, m)| m.is_ok())
+        .map(|(s, b, m)| plot::Point::of(s, b, m))
         .collect();
     let marks: Vec<(String, u64)> = env
         .data_caches()

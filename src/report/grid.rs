@@ -111,6 +111,57 @@ pub fn environment_grid(env: &Environment) -> Grid {
         }
         None => kv("filesystem", "unknown".into()),
     }
+    if let Some(fs) = &env.filesystem {
+        if let Some(c) = &fs.compression {
+            kv("compression", c.clone());
+        }
+        kv(
+            "readahead",
+            fs.read_ahead_kb.map_or("no block device".into(), |k| {
+                format!("{k} KiB (read_ahead_kb)")
+            }),
+        );
+    }
+    if let Some(t) = &env.tuning {
+        let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+        kv(
+            "transparent huge pages",
+            format!(
+                "enabled {}, defrag {}",
+                or(&t.thp_enabled),
+                or(&t.thp_defrag)
+            ),
+        );
+        kv(
+            "cpu frequency",
+            match &t.cpufreq_driver {
+                Some(d) => format!(
+                    "driver {d}, governor {}, boost {}",
+                    or(&t.cpufreq_governor),
+                    t.boost.map_or("unknown", |b| if b { "on" } else { "off" })
+                ),
+                None => "no cpufreq (set by the host or firmware)".into(),
+            },
+        );
+        let avail = env.memory_available_bytes;
+        kv(
+            "dirty page limits",
+            format!(
+                "background writeback from {}, writers throttled from {} (vm.dirty_background_{}, vm.dirty_{})",
+                t.background_threshold(avail)
+                    .map_or("?".into(), format_size),
+                t.throttle_threshold(avail).map_or("?".into(), format_size),
+                match t.dirty_background_bytes {
+                    Some(b) if b > 0 => "bytes".to_string(),
+                    _ => format!("ratio {}%", t.dirty_background_ratio.unwrap_or(0)),
+                },
+                match t.dirty_bytes {
+                    Some(b) if b > 0 => "bytes".to_string(),
+                    _ => format!("ratio {}%", t.dirty_ratio.unwrap_or(0)),
+                },
+            ),
+        );
+    }
     kv(
         "pipe-max-size",
         env.pipe_max_size.map_or("unknown".into(), format_size),

@@ -58,7 +58,12 @@ pub fn render(
     let page = Page {
         title: label.to_string(),
         header: run_header(run),
-        warnings: run.warnings.clone(),
+        warnings: run
+            .warnings
+            .iter()
+            .cloned()
+            .chain(run.environment.caveats())
+            .collect(),
         summary: super::advice::summary(recs),
         details: recs
             .iter()

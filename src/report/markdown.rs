@@ -44,6 +44,9 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
     for w in &run.warnings {
         out.push_str(&format!("> warning: {w}\n\n"));
     }
+    for c in run.environment.caveats() {
+        out.push_str(&format!("> note: {c}\n\n"));
+    }
     for g in probe_grids(run) {
         out.push_str(&render_grid(&g));
         out.push('\n');

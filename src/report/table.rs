@@ -33,6 +33,9 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
     for w in &run.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
+    for c in run.environment.caveats() {
+        out.push_str(&format!("note: {c}\n"));
+    }
     for g in probe_grids(run) {
         out.push('\n');
         out.push_str(&render_grid(&g));

@@ -28,6 +28,81 @@ pub struct Filesystem {
     pub fs_type: String,
     pub source: String,
     pub mount_options: String,
+    /// Whether the filesystem compresses what it stores: `none`, the btrfs `compress`
+    /// option, or that zfs compresses per dataset. Absent in runs of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
+    /// `read_ahead_kb` of the block device under the filesystem (None without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_kb: Option<u64>,
+}
+
+/// Kernel settings that change what a figure means. Each is None when unreadable.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Tuning {
+    /// Transparent huge pages: `enabled` and `defrag` (the selected values).
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+    /// CPU frequency scaling of CPU 0: driver and governor; None without cpufreq (a
+    /// guest whose frequency the host sets, say).
+    pub cpufreq_driver: Option<String>,
+    pub cpufreq_governor: Option<String>,
+    /// Boost/turbo: true when enabled (cpufreq `boost`, or intel_pstate `no_turbo` = 0).
+    pub boost: Option<bool>,
+    /// vm.dirty_* thresholds: ratios in percent and bytes (0 = the ratio applies).
+    pub dirty_ratio: Option<u64>,
+    pub dirty_background_ratio: Option<u64>,
+    pub dirty_bytes: Option<u64>,
+    pub dirty_background_bytes: Option<u64>,
+}
+
+impl Tuning {
+    fn collect() -> Tuning {
+        let val = |p: &str| {
+            let t = read(p);
+            let t = t.trim();
+            (!t.is_empty()).then(|| t.to_string())
+        };
+        let selected = |p: &str| {
+            let t = read(p);
+            t.split_whitespace()
+                .find(|w| w.starts_with('[') && w.ends_with(']'))
+                .map(|w| w.trim_matches(['[', ']']).to_string())
+        };
+        let num = |p: &str| val(p).and_then(|v| v.parse::<u64>().ok());
+        let boost = num("/sys/devices/system/cpu/cpufreq/boost")
+            .map(|b| b == 1)
+            .or_else(|| num("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|n| n == 0));
+        Tuning {
+            thp_enabled: selected("/sys/kernel/mm/transparent_hugepage/enabled"),
+            thp_defrag: selected("/sys/kernel/mm/transparent_hugepage/defrag"),
+            cpufreq_driver: val("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"),
+            cpufreq_governor: val("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            boost,
+            dirty_ratio: num("/proc/sys/vm/dirty_ratio"),
+            dirty_background_ratio: num("/proc/sys/vm/dirty_background_ratio"),
+            dirty_bytes: num("/proc/sys/vm/dirty_bytes"),
+            dirty_background_bytes: num("/proc/sys/vm/dirty_background_bytes"),
+        }
+    }
+
+    /// Bytes of dirty page cache at which background writeback starts: the bytes
+    /// setting, or the ratio of `available` memory (the kernel's base is its dirtyable
+    /// memory, close to MemAvailable).
+    pub fn background_threshold(&self, available: u64) -> Option<u64> {
+        match self.dirty_background_bytes {
+            Some(b) if b > 0 => Some(b),
+            _ => self.dirty_background_ratio.map(|r| available / 100 * r),
+        }
+    }
+
+    /// Bytes of dirty page cache at which writers are throttled.
+    pub fn throttle_threshold(&self, available: u64) -> Option<u64> {
+        match self.dirty_bytes {
+            Some(b) if b > 0 => Some(b),
+            _ => self.dirty_ratio.map(|r| available / 100 * r),
+        }
+    }
 }
 
 /// All machine facts recorded with a run.
@@ -55,6 +130,9 @@ pub struct Environment {
     pub build_profile: String,
     /// CPU the measuring thread was pinned to (`--cpu`), if any.
     pub pinned_cpu: Option<usize>,
+    /// Kernel settings that change what figures mean (absent in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<Tuning>,
 }
 
 impl Environment {
@@ -91,7 +169,46 @@ impl Environment {
             }
             .into(),
             pinned_cpu: None,
+            tuning: Some(Tuning::collect()),
         }
+    }
+
+    /// Facts that may make a figure mislead, each in words: frequency scaling, huge
+    /// pages, compression.
+    pub fn caveats(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let Some(t) = &self.tuning else {
+            return out;
+        };
+        match (&t.cpufreq_driver, &t.cpufreq_governor) {
+            (None, _) => out.push(
+                "CPU frequency: no cpufreq here (set by the host or firmware): it may differ between runs, so compare runs with care"
+                    .to_string(),
+            ),
+            (Some(d), Some(g)) if g != "performance" => out.push(format!(
+                "CPU frequency scales (driver {d}, governor {g}): figures vary with load; the performance governor steadies them"
+            )),
+            _ => {}
+        }
+        if t.boost == Some(true) {
+            out.push(
+                "CPU boost/turbo is on: short figures may run faster than sustained ones".into(),
+            );
+        }
+        if t.thp_enabled.as_deref() == Some("always") {
+            out.push("transparent huge pages: always; mmap figures may include huge-page faults and compaction".into());
+        }
+        if let Some(c) = self
+            .filesystem
+            .as_ref()
+            .and_then(|f| f.compression.as_deref())
+            && c != "none"
+        {
+            out.push(format!(
+                "the filesystem compresses ({c}): write and copy figures depend on how compressible the data is (ioprobe writes a pattern that compresses)"
+            ));
+        }
+        out
     }
 
     /// Size of the data (or unified) cache at `level`, if known.
@@ -277,14 +394,72 @@ pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
             fs_type: post[0].to_string(),
             source: unescape_mount(post[1]),
             mount_options: format!("{} ({})", pre[5], post[2]),
+            compression: Some(compression(post[0], post[2])),
+            read_ahead_kb: None,
         });
     }
+    if let Some(b) = best.as_mut() {
+        b.read_ahead_kb = read_ahead_kb(&canon);
+    }
     best
+}
+
+/// Whether a filesystem of `fs_type` mounted with `options` compresses.
+fn compression(fs_type: &str, options: &str) -> String {
+    match fs_type {
+        "btrfs" => options
+            .split(',')
+            .find(|o| o.starts_with("compress"))
+            .map_or("none".into(), |o| format!("btrfs {o}")),
+        "zfs" => "zfs: per dataset (see `zfs get compression`)".into(),
+        _ => "none".into(),
+    }
+}
+
+/// `read_ahead_kb` of the block device holding `path` (its disk's, for a partition).
+fn read_ahead_kb(path: &Path) -> Option<u64> {
+    let dev = rustix::fs::stat(path).ok()?.st_dev;
+    let base = Path::new("/sys/dev/block").join(format!(
+        "{}:{}",
+        rustix::fs::major(dev),
+        rustix::fs::minor(dev)
+    ));
+    let dir = fs::canonicalize(&base).ok()?;
+    [
+        dir.join("queue/read_ahead_kb"),
+        dir.join("../queue/read_ahead_kb"),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok()?.trim().parse().ok())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compression_from_mount_options() {
+        assert_eq!(compression("ext4", "rw,discard"), "none");
+        assert_eq!(
+            compression("btrfs", "rw,compress=zstd:3,space_cache=v2"),
+            "btrfs compress=zstd:3"
+        );
+        assert_eq!(compression("btrfs", "rw,ssd"), "none");
+        assert!(compression("zfs", "rw").starts_with("zfs"));
+        let t = Tuning {
+            dirty_background_ratio: Some(10),
+            dirty_ratio: Some(20),
+            dirty_bytes: Some(0),
+            ..Tuning::default()
+        };
+        assert_eq!(t.background_threshold(1000), Some(100));
+        assert_eq!(t.throttle_threshold(1000), Some(200));
+        let b = Tuning {
+            dirty_background_bytes: Some(4096),
+            ..t
+        };
+        assert_eq!(b.background_threshold(1000), Some(4096));
+    }
 
     #[test]
     fn sysfs_sizes() {

@@ -209,7 +209,15 @@ fn repeated_values_are_measured_once_and_said_once() {
         .iter()
         .map(|m| m["case"].as_str().unwrap())
         .collect();
-    assert_eq!(cases, ["read/4KiB", "read/8KiB"]);
+    assert_eq!(
+        cases,
+        [
+            "read/4KiB/write",
+            "read/8KiB/write",
+            "read/4KiB/readahead",
+            "read/8KiB/readahead"
+        ]
+    );
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert_eq!(
         stderr.matches("--block-sizes repeats a value").count(),

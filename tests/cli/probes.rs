@@ -74,7 +74,14 @@ fn read_json_every_method_verifies_page_cache() {
         .success();
     let v = run_json(&out.get_output().stdout);
     let ms = v["measurements"].as_array().unwrap();
-    assert_eq!(ms.len(), 9);
+    // Every method and block, once as written and once brought in by readahead.
+    assert_eq!(ms.len(), 18);
+    let populate: Vec<&str> = ms
+        .iter()
+        .map(|m| m["params"]["populate"].as_str().unwrap())
+        .collect();
+    assert_eq!(populate[..9], ["write"; 9]);
+    assert_eq!(populate[9..], ["readahead"; 9]);
     for m in ms {
         check_measurement(m);
         assert_eq!(m["unit"], "bytes/s");
@@ -94,11 +101,12 @@ fn read_json_every_method_verifies_page_cache() {
         .map(|m| m["params"]["method"].as_str().unwrap())
         .collect();
     assert_eq!(
-        methods,
+        methods[..9],
         [
             "read", "read", "read", "pread", "pread", "pread", "mmap", "mmap", "mmap"
         ]
     );
+    assert_eq!(methods[9..], methods[..9]);
     let blocks: Vec<u64> = ms
         .iter()
         .take(3)
@@ -205,11 +213,42 @@ fn sysinfo_reports_machine_facts() {
     ] {
         assert!(v.get(key).is_some(), "sysinfo lacks {key}");
     }
+    // What may make a figure mislead: huge pages, frequency scaling, dirty limits,
+    // readahead and compression of the measured filesystem. Values are the machine's;
+    // the keys are always there (null where unreadable).
+    let t = &v["tuning"];
+    for key in [
+        "thp_enabled",
+        "thp_defrag",
+        "cpufreq_driver",
+        "cpufreq_governor",
+        "boost",
+        "dirty_ratio",
+        "dirty_background_ratio",
+        "dirty_bytes",
+        "dirty_background_bytes",
+    ] {
+        assert!(t.get(key).is_some(), "tuning lacks {key}: {t}");
+    }
+    assert!(t["dirty_ratio"].is_u64(), "{t}");
+    let fs = &v["filesystem"];
+    assert!(fs["compression"].is_string(), "{fs}");
+    let on_disk = fs["source"].as_str().unwrap().starts_with("/dev/")
+        && std::path::Path::new(fs["source"].as_str().unwrap()).exists();
+    if on_disk && fs["fs_type"] != "btrfs" {
+        // (btrfs reports an anonymous device number, not its disk's.)
+        assert!(
+            fs["read_ahead_kb"].is_u64(),
+            "a block device has readahead: {fs}"
+        );
+    }
     ioprobe(dir.path())
         .arg("sysinfo")
         .assert()
         .success()
-        .stdout(predicate::str::contains("page size"));
+        .stdout(predicate::str::contains("page size"))
+        .stdout(predicate::str::contains("dirty page limits"))
+        .stdout(predicate::str::contains("transparent huge pages"));
     assert_empty(dir.path());
 }
 

@@ -389,7 +389,7 @@ fn advise_gives_evidence_from_saved_runs_or_measures_first() {
         .success();
     let out = stdout_of(&with_store(&store).arg("advise").assert().success());
     assert!(
-        out.contains("read: run 1 (2026-11-21T09:00:00Z, fixture-host), partial sweep (4 of 14 default cases)"),
+        out.contains("read: run 1 (2026-11-21T09:00:00Z, fixture-host), partial sweep (0 of 28 default cases)"),
         "{out}"
     );
     assert!(

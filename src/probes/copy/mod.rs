@@ -286,16 +286,16 @@ impl ProbeKind for Kind {
         &["cache_observed"]
     }
 
-    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
-        present::grids(rows)
+    fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid> {
+        present::grids(rows, env)
     }
 
     fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {
         present::plots(rows)
     }
 
-    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
-        present::recommend(rows)
+    fn recommend(&self, rows: &[&Measurement], env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows, env)
     }
 
     fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {

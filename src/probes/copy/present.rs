@@ -9,6 +9,7 @@ use crate::present::grid::warnings;
 use crate::present::recommend::{self, Opt, Words};
 use crate::present::{Grid, Named, Plot, Recommendation, plot, with_params};
 use crate::results::Measurement;
+use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
 use anyhow::Result;
 
@@ -22,16 +23,78 @@ fn key(p: &Params) -> Key {
 }
 
 /// Ranked grids, in run order of (size, cache, durability).
-pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
+pub fn grids(rows: &[&Measurement], env: &Environment) -> Vec<Grid> {
+    let all = with_params::<Params>(rows);
     let mut groups: Vec<(Key, Vec<Typed>)> = Vec::new();
-    for t in with_params::<Params>(rows) {
+    for t in all.iter().cloned() {
         let k = key(&t.1);
         match groups.iter_mut().find(|g| g.0 == k) {
             Some(g) => g.1.push(t),
             None => groups.push((k, vec![t])),
         }
     }
-    groups.into_iter().map(|(k, ts)| grid(k, ts)).collect()
+    groups
+        .into_iter()
+        .map(|(k, ts)| {
+            let mut g = grid(k, ts);
+            g.footnotes.extend(machine_notes(&all, k, env));
+            g
+        })
+        .collect()
+}
+
+/// What the machine may have done to the figures of one table: a copy without fsync
+/// larger than the dirty-page threshold (writeback and throttling inside the timing),
+/// and cold figures too fast for the disk (a cache below the guest served them).
+fn machine_notes(all: &[Typed], (size, cache, dur): Key, env: &Environment) -> Vec<String> {
+    let mut out = Vec::new();
+    if dur == Durability::None
+        && let Some(t) = &env.tuning
+    {
+        let avail = env.memory_available_bytes;
+        if let Some(limit) = t.background_threshold(avail).filter(|&l| size > l) {
+            let throttle = t.throttle_threshold(avail);
+            out.push(format!(
+                "note: {} exceeds the dirty-page threshold for background writeback ({}{}): writeback runs during the copy, so this is not a page-cache-only figure",
+                format_size(size),
+                format_size(limit),
+                throttle
+                    .filter(|&l| size > l)
+                    .map_or(String::new(), |l| format!(
+                        "; writers are throttled from {}",
+                        format_size(l)
+                    ))
+            ));
+        }
+    }
+    if cache == Cache::Cold {
+        let fast: Vec<String> = all
+            .iter()
+            .filter(|t| key(&t.1) == (size, Cache::Cold, dur) && t.0.is_ok())
+            .filter_map(|cold| {
+                let warm = all.iter().find(|w| {
+                    key(&w.1) == (size, Cache::Warm, dur)
+                        && w.1.variant == cold.1.variant
+                        && w.0.is_ok()
+                })?;
+                (cold.0.median > 0.5 * warm.0.median).then(|| {
+                    format!(
+                        "{} ({} GB/s cold, {} warm)",
+                        cold.1.variant,
+                        format_gbps(cold.0.median),
+                        format_gbps(warm.0.median)
+                    )
+                })
+            })
+            .collect();
+        if let Some(example) = fast.first() {
+            out.push(format!(
+                "note: {} of the cold rows ran faster than half their warm figure after verified eviction (e.g. {example}): a cache below the guest (the VM host's page cache, a disk cache) served them, not the disk",
+                fast.len()
+            ));
+        }
+    }
+    out
 }
 
 const HEADERS: [&str; 12] = [
@@ -214,7 +277,7 @@ fn cost(p: &Params) -> f64 {
 /// Per file size and cache state: the durable copy method, the page-cache copy method
 /// (each the simplest of those tied with the fastest, see [`Method::complexity`]), and
 /// the buffer for a read/write loop when more than one was measured.
-pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
+pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation> {
     let ts = with_params::<Params>(rows);
     let mut keys: Vec<(u64, Cache)> = Vec::new();
     for (_, p) in &ts {
@@ -268,11 +331,18 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                     scope: scope.clone(),
                     operation: (n == 0).then_some(operation),
                     noun: "",
-                    caveats: vec![
-                        caveat.into(),
+                    caveats: [
+                        caveat.to_string(),
                         source_caveat.clone(),
                         "among the methods tied with the fastest, the simplest to write and most portable is named".into(),
-                    ],
+                    ]
+                    .into_iter()
+                    .chain(
+                        machine_notes(&ts, (size, cache, dur), env)
+                            .into_iter()
+                            .map(|n| n.trim_start_matches("note: ").to_string()),
+                    )
+                    .collect(),
                 },
                 &options,
                 Some("read-write/1MiB"),

@@ -109,16 +109,17 @@ pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
 
 /// Throughput against chunk size, one line per method, placement and capacity.
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
-    let pts: Vec<(String, f64, f64)> = with_params::<Params>(rows)
+    let pts: Vec<plot::Point> = with_params::<Params>(rows)
         .into_iter()
+        .filter(|(m, _)| m.is_ok())
         .map(|(m, p)| {
             let cap = p
                 .pipe_size
                 .map_or("?".into(), |b| format_size(b).replace(' ', ""));
-            (
+            plot::Point::of(
                 format!("{} {} pipe {cap}", p.method.name(), p.placement.name()),
-                p.chunk_size as f64,
-                m.median / 1e9,
+                p.chunk_size,
+                m,
             )
         })
         .collect();

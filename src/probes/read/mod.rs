@@ -6,6 +6,13 @@
 //! until EOF (the seed's loop), `pread` = pread at increasing offsets, `mmap` = memcpy
 //! out of a shared mapping made once per case. Every pass checks it moved exactly
 //! `file_size` bytes. The figure is the copy from page cache into a user buffer.
+//!
+//! How the file entered the page cache matters (`--populate`): on ext4 since Linux
+//! 6.16, a file written in large writes is kept in large folios and reads back much
+//! faster than the same bytes brought in some other way. `write` measures the file as
+//! written (1 MiB pwrites, then fdatasync); `readahead` evicts it (fdatasync +
+//! POSIX_FADV_DONTNEED, verified with mincore) and reads it back sequentially, so
+//! readahead fills the cache. By default both are measured, each as its own rows.
 
 mod present;
 
@@ -73,12 +80,47 @@ impl Method {
     }
 }
 
+/// How the file entered the page cache. Names are a contract (`--populate`, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Populate {
+    Write,
+    Readahead,
+}
+
+impl Named for Populate {
+    const ALL: &'static [Populate] = &[Populate::Write, Populate::Readahead];
+    const WHAT: &'static str = "populate mode";
+
+    fn name(self) -> &'static str {
+        match self {
+            Populate::Write => "write",
+            Populate::Readahead => "readahead",
+        }
+    }
+}
+
+impl Populate {
+    /// How the file got into the page cache, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Populate::Write => {
+                "written in 1 MiB writes (large folios where the filesystem keeps them)"
+            }
+            Populate::Readahead => {
+                "evicted, then read back sequentially (readahead filled the cache)"
+            }
+        }
+    }
+}
+
 /// Options of `ioprobe read`.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub file_size: u64,
     pub block_sizes: Vec<u64>,
     pub methods: Vec<Method>,
+    pub populate: Vec<Populate>,
 }
 
 impl Options {
@@ -89,17 +131,22 @@ impl Options {
             file_size: 10 << 20,
             block_sizes: sweep::powers_of_two(1 << 10, 8 << 20),
             methods: vec![Method::Read],
+            populate: Populate::ALL.to_vec(),
         }
     }
 }
 
 impl Options {
-    /// Every (method, block) with its case name, in plan order.
-    fn cases(&self) -> impl Iterator<Item = ((Method, u64), String)> + '_ {
-        self.methods.iter().flat_map(move |&m| {
-            self.block_sizes
-                .iter()
-                .map(move |&b| ((m, b), format!("{}/{}", m.name(), size_label(b))))
+    /// Every (populate, method, block) with its case name, in plan order: all cases of
+    /// one populate mode before the next (the file is populated once per mode).
+    fn cases(&self) -> impl Iterator<Item = ((Populate, Method, u64), String)> + '_ {
+        self.populate.iter().flat_map(move |&p| {
+            self.methods.iter().flat_map(move |&m| {
+                self.block_sizes.iter().map(move |&b| {
+                    let name = format!("{}/{}/{}", m.name(), size_label(b), p.name());
+                    ((p, m, b), name)
+                })
+            })
         })
     }
 }
@@ -110,6 +157,9 @@ pub struct Params {
     pub method: Method,
     pub block_size: u64,
     pub file_size: u64,
+    /// How the file entered the page cache (absent in runs before `--populate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub populate: Option<Populate>,
     /// What mincore saw before and after the case (observed, not asked for).
     pub page_cache: String,
 }
@@ -127,6 +177,7 @@ impl ProbeKind for Kind {
             ParamSpec::named::<Method>("method"),
             ParamSpec::size("block_size", 1),
             ParamSpec::size("file_size", 1),
+            ParamSpec::named::<Populate>("populate").optional(),
             ParamSpec::text("page_cache"),
         ];
         PARAMS
@@ -240,8 +291,11 @@ impl Probe for ReadProbe {
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
         let size = self.opts.file_size;
         sweep::check_sizes(env, size, &self.opts.block_sizes)?;
-        if self.opts.methods.is_empty() || self.opts.block_sizes.is_empty() {
-            return usage("nothing to measure: no block sizes or methods");
+        if self.opts.methods.is_empty()
+            || self.opts.block_sizes.is_empty()
+            || self.opts.populate.is_empty()
+        {
+            return usage("nothing to measure: no block sizes, methods or populate modes");
         }
         scratch.ensure_space(size + size / 10, "the read probe's file")
     }
@@ -251,11 +305,16 @@ impl Probe for ReadProbe {
         let stop = crate::harness::interrupt::requested;
         let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
         let mut plan = Plan::new("bytes/s");
-        for ((method, block), case) in self.opts.cases() {
-            plan.ready(case, (method, block), ());
+        for (key, case) in self.opts.cases() {
+            plan.ready(case, key, ());
         }
         let name = Kind.name();
-        ctx.run_plan_each(name, plan, |case, (method, block), ()| {
+        let mut populated: Option<Populate> = None;
+        ctx.run_plan_each(name, plan, |case, (populate, method, block), ()| {
+            if populated != Some(populate) {
+                populate_cache(&fd, size, populate, populated.is_none())?;
+                populated = Some(populate);
+            }
             let (res, pages) = super::ensure_resident(&fd, size)?;
             let map = match method {
                 Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),
@@ -284,11 +343,68 @@ impl Probe for ReadProbe {
                 method,
                 block_size: block,
                 file_size: size,
+                populate: Some(populate),
                 page_cache: sweep.page_cache(),
             };
             sweep.measurement(ctx, (name, case), params, &sampled, method.note())
         })
     }
+}
+
+/// Brings the file into the page cache the `populate` way; `fresh` when it was just
+/// created and nothing has read it since. `write`: a fresh file is as its 1 MiB writes
+/// left it; otherwise it is evicted and written again (the same bytes, 1 MiB pwrites,
+/// fdatasync), since writing over cached pages keeps their folios. `readahead`:
+/// evicted, then one sequential pass of 128 KiB reads. Eviction is fdatasync +
+/// POSIX_FADV_DONTNEED, and mincore must then see no page (else the figure would not
+/// mean what its label says).
+fn populate_cache(fd: &OwnedFd, size: u64, populate: Populate, fresh: bool) -> Result<()> {
+    use crate::sys::copyfile;
+    let evict = || -> Result<()> {
+        calls::fdatasync(fd)?;
+        copyfile::fadvise(fd, rustix::fs::Advice::DontNeed)?;
+        let (resident, total) = file_residency(fd, size)?;
+        if resident > 0 {
+            bail!(
+                "populate {}: {resident} of {total} pages stayed in the page cache after POSIX_FADV_DONTNEED",
+                populate.name()
+            );
+        }
+        Ok(())
+    };
+    match populate {
+        Populate::Write => {
+            if fresh {
+                return Ok(());
+            }
+            evict()?;
+            let chunk = crate::sys::scratch::pattern_chunk(1 << 20);
+            let mut off = 0;
+            while off < size {
+                let n = (size - off).min(chunk.len() as u64) as usize;
+                calls::pwrite_all(fd, &chunk[..n], off)?;
+                off += n as u64;
+            }
+            calls::fdatasync(fd)?;
+        }
+        Populate::Readahead => {
+            evict()?;
+            let mut buf = AlignedBuf::new(128 << 10);
+            calls::lseek_set(fd, 0)?;
+            let mut total_read = 0u64;
+            loop {
+                let n = calls::read(fd, buf.as_mut_slice())?;
+                if n == 0 {
+                    break;
+                }
+                total_read += n as u64;
+            }
+            if total_read != size {
+                return Err(short("read", total_read as usize, size as usize));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The read table (seed 000's), its throughput-versus-block plot and its advice.
 
 use super::super::sweep;
-use super::{Method, Params};
+use super::{Method, Params, Populate};
 use crate::present::grid::notes_and_warnings;
 use crate::present::recommend::Words;
 use crate::present::{Grid, Named, Plot, Recommendation, with_params};
@@ -10,12 +10,50 @@ use crate::sys::machine::Environment;
 use crate::units::format_size;
 use anyhow::Result;
 
+/// A series: one method, one way of populating the page cache (None in older runs).
+type Series = (Method, Option<Populate>);
+
+/// The series of `typed`, in the order they first appear.
+fn series(typed: &[(&Measurement, Params)]) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for (_, p) in typed {
+        if !out.contains(&(p.method, p.populate)) {
+            out.push((p.method, p.populate));
+        }
+    }
+    out
+}
+
+fn points<'a>(typed: &[(&'a Measurement, Params)], s: Series) -> Vec<(u64, &'a Measurement)> {
+    typed
+        .iter()
+        .filter(|(_, p)| (p.method, p.populate) == s)
+        .map(|(m, p)| (p.block_size, *m))
+        .collect()
+}
+
+fn populate_name(p: Option<Populate>) -> &'static str {
+    p.map_or("unrecorded", |p| p.name())
+}
+
+/// "read, populated by write".
+fn label((method, populate): Series) -> String {
+    match populate {
+        Some(p) => format!("{}, populated by {}", method.name(), p.name()),
+        None => method.name().to_string(),
+    }
+}
+
 pub fn grid(rows: &[&Measurement]) -> Grid {
     let typed = with_params::<Params>(rows);
     let body = typed
         .iter()
         .map(|(m, p)| {
-            let mut row = vec![p.method.name().to_string(), format_size(p.block_size)];
+            let mut row = vec![
+                p.method.name().to_string(),
+                populate_name(p.populate).to_string(),
+                format_size(p.block_size),
+            ];
             row.extend(sweep::cells(m, false, false));
             row
         })
@@ -28,6 +66,7 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
         ),
         &[
             "method",
+            "populated by",
             "block",
             "GB/s (10^9 B/s)",
             "95% CI",
@@ -39,6 +78,12 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
         ],
         body,
     );
+    let mut modes: Vec<Populate> = typed.iter().filter_map(|t| t.1.populate).collect();
+    modes.dedup();
+    for m in modes {
+        g.footnotes
+            .push(format!("populated by {}: {}", m.name(), m.describe()));
+    }
     if let Some(p) = first {
         g.footnotes.push(format!("page cache: {}", p.page_cache));
     }
@@ -50,9 +95,10 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
 }
 
 pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
-    let pts = with_params::<Params>(rows)
-        .into_iter()
-        .map(|(m, p)| (p.method.name().to_string(), p.block_size, m.median))
+    let typed = with_params::<Params>(rows);
+    let pts = typed
+        .iter()
+        .map(|(m, p)| (label((p.method, p.populate)), p.block_size, *m))
         .collect();
     Ok(vec![sweep::plot(
         "read",
@@ -62,64 +108,52 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
     )?])
 }
 
-/// Advice per method, in the order the methods first appear.
+/// Observations per series, in the order the series first appear.
 pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
     let typed = with_params::<Params>(rows);
-    let mut methods: Vec<Method> = Vec::new();
-    for (_, p) in &typed {
-        if !methods.contains(&p.method) {
-            methods.push(p.method);
-        }
-    }
     let caches = env.data_caches();
-    methods
+    series(&typed)
         .into_iter()
-        .flat_map(|method| {
-            let series: Vec<(u64, &Measurement)> = typed
-                .iter()
-                .filter(|(_, p)| p.method == method)
-                .map(|(m, p)| (p.block_size, *m))
-                .collect();
+        .flat_map(|s| {
             sweep::advice(
-                &format!("read ({})", method.name()),
-                &series,
+                &format!("read ({})", label(s)),
+                &points(&typed, s),
                 &caches,
-                method != Method::Mmap,
+                s.0 != Method::Mmap,
             )
         })
         .collect()
 }
 
-/// The read buffer to use, per method: the smallest block tied with the best.
+/// The read buffer to use, per method and way the file entered the page cache: the
+/// smallest block tied with the best. The summary row is the first `read` series.
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
     let typed = with_params::<Params>(rows);
-    let mut methods: Vec<Method> = Vec::new();
-    for (_, p) in &typed {
-        if !methods.contains(&p.method) {
-            methods.push(p.method);
-        }
-    }
-    methods
+    let file = typed.first().map_or(0, |t| t.1.file_size);
+    let mut headline = false;
+    series(&typed)
         .into_iter()
-        .filter_map(|method| {
-            let series: Vec<(u64, &Measurement)> = typed
-                .iter()
-                .filter(|(_, p)| p.method == method)
-                .map(|(m, p)| (p.block_size, *m))
-                .collect();
-            let file = typed.first().map_or(0, |t| t.1.file_size);
-            sweep::recommend(
+        .filter_map(|s| {
+            let (method, populate) = s;
+            let first_read = method == Method::Read && !headline;
+            let r = sweep::recommend(
                 Words {
                     topic: "read loop buffer",
-                    scope: format!("{}, {} file in the page cache", method.name(), format_size(file)),
-                    operation: (method == Method::Read).then_some("reading a file sequentially"),
+                    scope: format!("{}, {} file in the page cache", label(s), format_size(file)),
+                    operation: first_read.then_some("reading a file sequentially"),
                     noun: if method == Method::Mmap { "copies out of the mapping" } else { "buffers" },
                     caveats: vec![
-                        "page cache warm (verified with mincore); reading from a cold disk is bound by the device, where larger requests matter more".into(),
+                        format!(
+                            "page cache warm (verified with mincore); the file was {}",
+                            populate.map_or("populated in a way this run did not record", |p| p.describe())
+                        ),
+                        "reading from a cold disk is bound by the device, where larger requests matter more".into(),
                     ],
                 },
-                &series,
-            )
+                &points(&typed, s),
+            );
+            headline |= first_read && r.is_some();
+            r
         })
         .collect()
 }

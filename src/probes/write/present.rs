@@ -85,7 +85,7 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
             (
                 format!("{} {}", p.method.name(), p.durability.name()),
                 p.block_size,
-                m.median,
+                m,
             )
         })
         .collect();
