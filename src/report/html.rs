@@ -21,6 +21,8 @@ struct Page<'a> {
     title: String,
     header: String,
     warnings: Vec<String>,
+    /// What about the machine may make a figure mislead.
+    notes: Vec<String>,
     summary: Grid,
     /// Each recommendation's title and its detail lines.
     details: Vec<(String, Vec<String>)>,
@@ -58,12 +60,8 @@ pub fn render(
     let page = Page {
         title: label.to_string(),
         header: run_header(run),
-        warnings: run
-            .warnings
-            .iter()
-            .cloned()
-            .chain(run.environment.caveats())
-            .collect(),
+        warnings: run.warnings.clone(),
+        notes: run.environment.caveats(),
         summary: super::advice::summary(recs),
         details: recs
             .iter()
