@@ -13,6 +13,18 @@ pub use names::Named;
 pub use plot::Plot;
 pub use recommend::Recommendation;
 
+/// The distinct values of `items`, in the order they first appear (the series or
+/// groups of a probe's rows, say).
+pub fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
 /// Rows paired with their params as the probe's typed struct `P`; rows whose params do
 /// not fit it (a document from another version) are left out.
 pub fn with_params<'a, P: serde::de::DeserializeOwned>(

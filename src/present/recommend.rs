@@ -343,6 +343,36 @@ pub struct Words<'a> {
     pub caveats: Vec<String>,
 }
 
+/// Assembles a recommendation; `support` is the reason given when nothing lowered the
+/// confidence.
+fn finish(
+    w: Words,
+    action: String,
+    choice: Choice,
+    effect: String,
+    rows: Vec<Row>,
+    mut conf: Confidence,
+    support: String,
+) -> Recommendation {
+    if conf.reasons.is_empty() {
+        conf.reasons.push(support);
+    }
+    Recommendation {
+        topic: w.topic.into(),
+        scope: w.scope,
+        operation: w.operation.map(String::from),
+        action,
+        choice,
+        effect,
+        evidence: Evidence {
+            rows,
+            ..Evidence::default()
+        },
+        confidence: conf,
+        caveats: w.caveats,
+    }
+}
+
 /// A size sweep's recommendation: the smallest size tied with the best. Needs three
 /// measured sizes to bracket the knee; with fewer, or with the best at either end of
 /// the sweep, the confidence is low and says why. `baseline` is the size the effect is
@@ -453,30 +483,17 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         rows.push(row(bm, "baseline"));
     }
     let range = [tied[0], tied[tied.len() - 1]];
-    if conf.reasons.is_empty() {
-        conf.reasons.push(format!(
-            "{n} sizes bracket the best; the choice's interval clears the smaller sizes'; no wide or bimodal figures"
-        ));
-    }
-    Some(Recommendation {
-        topic: w.topic.into(),
-        scope: w.scope,
-        operation: w.operation.map(String::from),
-        action: format!("use {} {}", format_size(pick_b), w.noun),
-        choice: Choice::Size {
-            bytes: pick_b,
-            label: format_size(pick_b),
-            tied,
-            range,
-        },
-        effect,
-        evidence: Evidence {
-            rows,
-            ..Evidence::default()
-        },
-        confidence: conf,
-        caveats: w.caveats,
-    })
+    let support = format!(
+        "{n} sizes bracket the best; the choice's interval clears the smaller sizes'; no wide or bimodal figures"
+    );
+    let action = format!("use {} {}", format_size(pick_b), w.noun);
+    let choice = Choice::Size {
+        bytes: pick_b,
+        label: format_size(pick_b),
+        tied,
+        range,
+    };
+    Some(finish(w, action, choice, effect, rows, conf, support))
 }
 
 /// A choice among named options (methods, capacities): the cheapest tied with the best.
@@ -557,28 +574,15 @@ pub fn methods(
             None => figure(pick, pick.median),
         },
     };
-    if conf.reasons.is_empty() {
-        conf.reasons.push(format!(
-            "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
-        ));
-    }
-    Some(Recommendation {
-        topic: w.topic.into(),
-        scope: w.scope,
-        operation: w.operation.map(String::from),
-        action: format!("use {}", name(r.pick)),
-        choice: Choice::Method {
-            name: name(r.pick),
-            tied,
-        },
-        effect,
-        evidence: Evidence {
-            rows,
-            ..Evidence::default()
-        },
-        confidence: conf,
-        caveats: w.caveats,
-    })
+    let support = format!(
+        "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
+    );
+    let action = format!("use {}", name(r.pick));
+    let choice = Choice::Method {
+        name: name(r.pick),
+        tied,
+    };
+    Some(finish(w, action, choice, effect, rows, conf, support))
 }
 
 #[cfg(test)]
@@ -699,7 +703,10 @@ mod tests {
         ]);
         let (b1, t1, _) = pick(&one);
         let (b2, t2, _) = pick(&two);
-        assert!(t2.contains(&b1) && t1.contains(&b2), "{b1} {t1:?} / {b2} {t2:?}");
+        assert!(
+            t2.contains(&b1) && t1.contains(&b2),
+            "{b1} {t1:?} / {b2} {t2:?}"
+        );
     }
 
     #[test]

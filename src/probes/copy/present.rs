@@ -7,7 +7,7 @@
 use super::{Cache, Derived, Durability, Method, Params};
 use crate::present::grid::warnings;
 use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Named, Plot, Recommendation, plot, with_params};
+use crate::present::{Grid, Named, Plot, Recommendation, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
@@ -240,12 +240,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
 /// Advice lines for all copy rows of a run, per file size and cache state.
 pub fn advice(rows: &[&Measurement]) -> Vec<String> {
     let ts = with_params::<Params>(rows);
-    let mut keys: Vec<(u64, Cache)> = Vec::new();
-    for (_, p) in &ts {
-        if !keys.contains(&(p.file_size, p.cache)) {
-            keys.push((p.file_size, p.cache));
-        }
-    }
+    let keys = distinct(ts.iter().map(|t| (t.1.file_size, t.1.cache)));
     let mut out = Vec::new();
     for (size, cache) in keys {
         let here = |dur: Durability| ts.iter().filter(move |t| key(&t.1) == (size, cache, dur));
@@ -279,12 +274,7 @@ fn cost(p: &Params) -> f64 {
 /// the buffer for a read/write loop when more than one was measured.
 pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation> {
     let ts = with_params::<Params>(rows);
-    let mut keys: Vec<(u64, Cache)> = Vec::new();
-    for (_, p) in &ts {
-        if !keys.contains(&(p.file_size, p.cache)) {
-            keys.push((p.file_size, p.cache));
-        }
-    }
+    let keys = distinct(ts.iter().map(|t| (t.1.file_size, t.1.cache)));
     let mut out = Vec::new();
     for (n, (size, cache)) in keys.into_iter().enumerate() {
         let here = |dur: Durability| ts.iter().filter(move |t| key(&t.1) == (size, cache, dur));

@@ -7,7 +7,7 @@ use super::{Derived, Method, Params, Placement};
 use crate::harness::rusage::RusagePer;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Named, Plot, Recommendation, plot, with_params};
+use crate::present::{Grid, Named, Plot, Recommendation, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_size, sig3};
 use anyhow::Result;
@@ -142,12 +142,7 @@ pub fn advice(rows: &[&Measurement]) -> Vec<String> {
         .into_iter()
         .filter(|t| t.0.is_ok())
         .collect();
-    let mut methods: Vec<Method> = Vec::new();
-    for (_, p) in &typed {
-        if !methods.contains(&p.method) {
-            methods.push(p.method);
-        }
-    }
+    let methods = distinct(typed.iter().map(|t| t.1.method));
     methods
         .into_iter()
         .flat_map(|method| {
@@ -205,12 +200,7 @@ fn method_advice(method: Method, rows: &[&Typed]) -> Vec<String> {
 /// whether raising the pipe's capacity pays (each capacity's best chunk, same placement).
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
     let typed: Vec<Typed> = with_params::<Params>(rows);
-    let mut methods: Vec<Method> = Vec::new();
-    for (_, p) in &typed {
-        if !methods.contains(&p.method) {
-            methods.push(p.method);
-        }
-    }
+    let methods = distinct(typed.iter().map(|t| t.1.method));
     let caveats = |p: &Params| {
         vec![format!(
             "{} per sample between two processes (placement {}); the reader checks every byte",
@@ -257,12 +247,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             4096,
         ));
         // Capacity: each requested capacity's best row at the best's placement.
-        let mut caps: Vec<String> = Vec::new();
-        for t in &ok {
-            if !caps.contains(&t.1.pipe_size_requested) {
-                caps.push(t.1.pipe_size_requested.clone());
-            }
-        }
+        let caps = distinct(ok.iter().map(|t| t.1.pipe_size_requested.clone()));
         if caps.len() < 2 {
             continue;
         }

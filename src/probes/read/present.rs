@@ -4,7 +4,7 @@ use super::super::sweep;
 use super::{Method, Params, Populate};
 use crate::present::grid::notes_and_warnings;
 use crate::present::recommend::Words;
-use crate::present::{Grid, Named, Plot, Recommendation, with_params};
+use crate::present::{Grid, Named, Plot, Recommendation, distinct, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::format_size;
@@ -15,13 +15,7 @@ type Series = (Method, Option<Populate>);
 
 /// The series of `typed`, in the order they first appear.
 fn series(typed: &[(&Measurement, Params)]) -> Vec<Series> {
-    let mut out: Vec<Series> = Vec::new();
-    for (_, p) in typed {
-        if !out.contains(&(p.method, p.populate)) {
-            out.push((p.method, p.populate));
-        }
-    }
-    out
+    distinct(typed.iter().map(|t| (t.1.method, t.1.populate)))
 }
 
 fn points<'a>(typed: &[(&'a Measurement, Params)], s: Series) -> Vec<(u64, &'a Measurement)> {

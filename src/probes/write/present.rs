@@ -6,7 +6,7 @@ use super::super::sweep;
 use super::{Durability, Method, Params};
 use crate::present::grid::notes_and_warnings;
 use crate::present::recommend::Words;
-use crate::present::{Grid, Named, Plot, Recommendation, with_params};
+use crate::present::{Grid, Named, Plot, Recommendation, distinct, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};
@@ -17,12 +17,7 @@ type Typed<'a> = (&'a Measurement, Params);
 /// One grid per durability mode, in run order.
 pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
     let all = with_params::<Params>(rows);
-    let mut modes: Vec<Durability> = Vec::new();
-    for (_, p) in &all {
-        if !modes.contains(&p.durability) {
-            modes.push(p.durability);
-        }
-    }
+    let modes = distinct(all.iter().map(|t| t.1.durability));
     modes
         .into_iter()
         .map(|dur| {
@@ -104,12 +99,7 @@ pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
         .into_iter()
         .filter(|t| t.0.is_ok())
         .collect();
-    let mut series: Vec<(Method, Durability)> = Vec::new();
-    for (_, p) in &all {
-        if !series.contains(&(p.method, p.durability)) {
-            series.push((p.method, p.durability));
-        }
-    }
+    let series = distinct(all.iter().map(|t| (t.1.method, t.1.durability)));
     let caches = env.data_caches();
     let mut out = Vec::new();
     for &(method, dur) in &series {
@@ -171,12 +161,7 @@ fn durability_cost(method: Method, all: &[Typed]) -> Option<String> {
 /// The block to write in, per (method, durability): the smallest tied with the best.
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
     let all: Vec<Typed> = with_params::<Params>(rows);
-    let mut series: Vec<(Method, Durability)> = Vec::new();
-    for (_, p) in &all {
-        if !series.contains(&(p.method, p.durability)) {
-            series.push((p.method, p.durability));
-        }
-    }
+    let series = distinct(all.iter().map(|t| (t.1.method, t.1.durability)));
     series
         .into_iter()
         .filter_map(|(method, dur)| {
