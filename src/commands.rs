@@ -420,26 +420,31 @@ pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<Strin
             let md = format == Format::Markdown;
             let mut out = String::new();
             for m in machines {
-                out.push_str(&if md {
-                    format!("## advice for {}\n\n### sources\n\n", m.machine)
+                let mut sources = String::from(if md {
+                    "### sources\n\n"
                 } else {
-                    format!("advice for {}\nsources:\n", m.machine)
+                    "\nfrom these runs:\n"
                 });
                 for s in &m.sources {
-                    out.push_str(&format!(
-                        "{}{}\n",
-                        if md { "- " } else { "  " },
-                        source_line(s)
+                    let bullet = if md { "- " } else { "  " };
+                    sources.push_str(&format!("{bullet}{}\n", source_line(s)));
+                }
+                if md {
+                    sources.push('\n');
+                    out.push_str(&format!("## advice for {}\n\n", m.machine));
+                    out.push_str(&report::markdown::render_advice(
+                        &m.recs,
+                        &m.observations,
+                        &sources,
+                    ));
+                } else {
+                    out.push_str(&format!("advice for {}\n", m.machine));
+                    out.push_str(&report::table::render_advice(
+                        &m.recs,
+                        &m.observations,
+                        &sources,
                     ));
                 }
-                out.push_str(&if md {
-                    format!(
-                        "\n{}",
-                        report::markdown::render_advice(&m.recs, &m.observations)
-                    )
-                } else {
-                    report::table::render_advice(&m.recs, &m.observations)
-                });
                 out.push('\n');
             }
             Ok(out)

@@ -40,18 +40,20 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
         out.push('\n');
         out.push_str(&render_grid(&g));
     }
-    out.push_str(&render_advice(recs, observations));
+    out.push_str(&render_advice(recs, observations, ""));
     out
 }
 
-/// The summary table, each recommendation in detail, and the observations.
-pub fn render_advice(recs: &[Recommendation], observations: &[String]) -> String {
+/// The summary table, `between` (where the advice came from, say), each
+/// recommendation in detail, and the observations.
+pub fn render_advice(recs: &[Recommendation], observations: &[String], between: &str) -> String {
     let mut out = String::new();
     let summary = super::advice::summary(recs);
     if !summary.rows.is_empty() {
         out.push('\n');
         out.push_str(&render_grid(&summary));
     }
+    out.push_str(between);
     if !recs.is_empty() {
         out.push_str("\nrecommendations in detail:\n");
         for r in recs {
