@@ -271,7 +271,7 @@ pub(crate) fn ensure_resident(fd: &rustix::fd::OwnedFd, size: u64) -> Result<(us
         if evict {
             // Test hook: memory pressure evicts the file just before mincore (whole
             // file: a large folio is not evicted piecemeal).
-            copyfile::fadvise(fd, rustix::fs::Advice::DontNeed)?;
+            copyfile::fadvise(fd, copyfile::Advice::DontNeed)?;
         }
         Ok(file_residency(fd, size)?)
     };

@@ -162,6 +162,16 @@ pub fn environment_grid(env: &Environment) -> Grid {
             ),
         );
     }
+    if let Some(scope) = &env.rusage_scope {
+        kv(
+            "rusage",
+            if scope == "process" {
+                "per process (no per-thread counters on this OS)".into()
+            } else {
+                format!("per {scope} (RUSAGE_THREAD)")
+            },
+        );
+    }
     kv(
         "pipe-max-size",
         env.pipe_max_size.map_or("unknown".into(), format_size),

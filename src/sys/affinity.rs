@@ -1,27 +1,27 @@
-//! CPU pinning of the calling thread (sched_setaffinity(2)).
+//! CPU pinning of the calling thread (sched_setaffinity(2) where the OS has it; see
+//! [`super::os`]).
 
-use super::calls::{SysError, SysResult};
-use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
-
-/// CPUs the calling thread may run on now.
-pub fn allowed_cpus() -> SysResult<Vec<usize>> {
-    let set = sched_getaffinity(None).map_err(|e| SysError::new("sched_getaffinity", e))?;
-    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
-}
+use super::calls::SysResult;
+pub use super::os::allowed_cpus;
 
 /// Pins the calling thread to CPU `cpu`.
 pub fn pin_to(cpu: usize) -> SysResult<()> {
-    let mut set = CpuSet::new();
-    set.set(cpu);
-    sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
+    super::os::set_affinity(&[cpu])
 }
 
 /// Lets the calling thread run on any CPU in `cpus` (the whole process, in a
-/// single-threaded child).
+/// single-threaded child). Asking for exactly the CPUs already allowed changes nothing
+/// and makes no call (so it works where the OS has no affinity).
 pub fn allow_only(cpus: &[usize]) -> SysResult<()> {
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.set(c);
+    if allowed_cpus()? == cpus {
+        return Ok(());
     }
-    sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
+    super::os::set_affinity(cpus)
+}
+
+/// Whether threads can be pinned here: re-applying the current set must work (it does
+/// wherever the OS has affinity). The reason when not.
+pub fn pinning() -> Result<(), String> {
+    let cpus = allowed_cpus().map_err(|e| e.to_string())?;
+    super::os::set_affinity(&cpus).map_err(|e| e.to_string())
 }

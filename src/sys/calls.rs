@@ -24,6 +24,17 @@ impl SysError {
         }
     }
 
+    /// A mechanism this OS does not have (ENOSYS), named by `call` (e.g. "splice (Linux
+    /// only)"): probes report the row as unsupported with this reason.
+    pub fn missing(call: &'static str) -> Self {
+        SysError::new(call, rustix::io::Errno::NOSYS)
+    }
+
+    /// Whether this is [`SysError::missing`]: the OS lacks the mechanism.
+    pub fn is_missing(&self) -> bool {
+        self.errno == rustix::io::Errno::NOSYS.raw_os_error()
+    }
+
     /// True when the error says the filesystem is full or a file limit was hit.
     pub fn is_no_space(&self) -> bool {
         self.errno == libc::ENOSPC || self.errno == libc::EFBIG || self.errno == libc::EDQUOT
@@ -64,7 +75,11 @@ pub fn getppid() -> i32 {
 pub fn open<P: rustix::path::Arg>(path: P, flags: OFlags, mode: u32) -> SysResult<OwnedFd> {
     check(
         "open",
-        rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)),
+        rustix::fs::open(
+            path,
+            flags | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode as _),
+        ),
     )
 }
 
@@ -126,10 +141,7 @@ pub fn stat_size(path: &CStr) -> SysResult<i64> {
     check("stat", rustix::fs::stat(path)).map(|s| s.st_size)
 }
 
-/// fdatasync(2).
-pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
-    check("fdatasync", rustix::fs::fdatasync(fd))
-}
+pub use super::os::fdatasync;
 
 /// Writes all of `buf` at `offset`, retrying short writes; fails on a zero-byte write.
 pub fn pwrite_all<Fd: AsFd>(fd: Fd, mut buf: &[u8], mut offset: u64) -> SysResult<()> {

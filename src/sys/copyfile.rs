@@ -1,42 +1,18 @@
-//! File-copy system calls: sendfile(2), copy_file_range(2), FICLONE, posix_fadvise(2),
-//! ftruncate, fsync, O_DIRECT flags and alignment (statx STATX_DIOALIGN), unlink,
-//! writable shared mappings with madvise/msync, and wait4(2) for child tools' rusage.
+//! File-copy system calls: ftruncate, fallocate, fsync, unlink, writable shared
+//! mappings with madvise/msync, and wait4(2) for child tools' rusage; the calls that
+//! differ by OS (sendfile, copy_file_range, reflink, fadvise, direct I/O, dropping the
+//! page cache) come from [`super::os`].
 
 use super::calls::{SysError, SysResult, check};
 use super::mapping::Mapping;
 use super::rusage::RawRusage;
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{Advice, AtFlags, OFlags, StatxFlags};
+use rustix::fd::AsFd;
 use std::ffi::CStr;
 
-/// sendfile(2) from `src` at `*off` into `dst`; returns bytes moved.
-pub fn sendfile<A: AsFd, B: AsFd>(dst: A, src: B, off: &mut u64, len: usize) -> SysResult<usize> {
-    check("sendfile", rustix::fs::sendfile(dst, src, Some(off), len))
-}
-
-/// copy_file_range(2) between explicit offsets; returns bytes copied.
-pub fn copy_file_range<A: AsFd, B: AsFd>(
-    src: A,
-    src_off: &mut u64,
-    dst: B,
-    dst_off: &mut u64,
-    len: usize,
-) -> SysResult<usize> {
-    check(
-        "copy_file_range",
-        rustix::fs::copy_file_range(src, Some(src_off), dst, Some(dst_off), len),
-    )
-}
-
-/// ioctl(FICLONE): make `dst` share `src`'s blocks (reflink).
-pub fn ficlone<A: AsFd, B: AsFd>(dst: A, src: B) -> SysResult<()> {
-    check("ioctl(FICLONE)", rustix::fs::ioctl_ficlone(dst, src))
-}
-
-/// posix_fadvise(2) over the whole file.
-pub fn fadvise<Fd: AsFd>(fd: Fd, advice: Advice) -> SysResult<()> {
-    check("posix_fadvise", rustix::fs::fadvise(fd, 0, None, advice))
-}
+pub use super::os::{
+    Advice, clear_direct, copy_file_range, dio_alignment, direct_flags, drop_page_cache, fadvise,
+    make_direct, reflink, sendfile,
+};
 
 /// ftruncate(2).
 pub fn ftruncate<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<()> {
@@ -62,31 +38,27 @@ pub fn fsync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
     check("fsync", rustix::fs::fsync(fd))
 }
 
-/// Turns O_DIRECT off on an open file (for an unaligned tail).
-pub fn clear_direct<Fd: AsFd>(fd: Fd) -> SysResult<()> {
-    let fl = check("fcntl(F_GETFL)", rustix::fs::fcntl_getfl(&fd))?;
-    check(
-        "fcntl(F_SETFL)",
-        rustix::fs::fcntl_setfl(&fd, fl - OFlags::DIRECT),
-    )
-}
-
-/// Direct-I/O alignment of the file at `path` (memory, file offset), from statx
-/// STATX_DIOALIGN; `None` when the kernel or filesystem does not report it.
-pub fn dio_alignment(path: &CStr) -> SysResult<Option<(u32, u32)>> {
-    let st = check(
-        "statx",
-        rustix::fs::statx(
-            rustix::fs::CWD,
-            path,
-            AtFlags::empty(),
-            StatxFlags::DIOALIGN,
-        ),
+/// Whether a file's cached pages can be dropped here (fdatasync, then posix_fadvise
+/// DONTNEED), tried on a small file of our own made in `dir` and removed after. The
+/// inner error is the reason where the OS has no way to; other failures are errors.
+pub fn eviction(dir: &std::path::Path) -> anyhow::Result<Result<(), String>> {
+    use rustix::fs::OFlags;
+    let path = super::calls::c_path(&dir.join("evict-probe.dat"))?;
+    let fd = super::calls::open(
+        path.as_c_str(),
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL,
+        0o600,
     )?;
-    if st.stx_mask & StatxFlags::DIOALIGN.bits() == 0 || st.stx_dio_offset_align == 0 {
-        return Ok(None);
+    let tried = super::calls::write(&fd, &[1u8; 4096])
+        .and_then(|_| super::calls::fdatasync(&fd))
+        .and_then(|_| fadvise(&fd, Advice::DontNeed));
+    drop(fd);
+    remove_if_present(&path)?;
+    match tried {
+        Ok(()) => Ok(Ok(())),
+        Err(e) if e.is_missing() => Ok(Err(e.to_string())),
+        Err(e) => Err(e.into()),
     }
-    Ok(Some((st.stx_dio_mem_align, st.stx_dio_offset_align)))
 }
 
 /// unlink(2); a missing file is not an error.
@@ -95,15 +67,6 @@ pub fn remove_if_present(path: &CStr) -> SysResult<()> {
         Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
         Err(e) => Err(SysError::new("unlink", e)),
     }
-}
-
-/// Writes "1" to /proc/sys/vm/drop_caches (root only): drops the whole page cache.
-pub fn drop_page_cache() -> SysResult<()> {
-    let fd: OwnedFd = check(
-        "open(/proc/sys/vm/drop_caches)",
-        rustix::fs::open(c"/proc/sys/vm/drop_caches", OFlags::WRONLY, 0.into()),
-    )?;
-    super::calls::write(&fd, b"1\n").map(|_| ())
 }
 
 impl Mapping {

@@ -130,6 +130,10 @@ pub struct Environment {
     pub build_profile: String,
     /// CPU the measuring thread was pinned to (`--cpu`), if any.
     pub pinned_cpu: Option<usize>,
+    /// What a row's rusage counts: `thread` (RUSAGE_THREAD), or `process` where the OS
+    /// has no per-thread counters (macOS). Absent in older runs (thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rusage_scope: Option<String>,
     /// Kernel settings that change what figures mean (absent in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<Tuning>,
@@ -141,6 +145,8 @@ impl Environment {
         let uts = rustix::system::uname();
         let s = |c: &std::ffi::CStr| c.to_string_lossy().into_owned();
         let cpuinfo = read("/proc/cpuinfo");
+        // macOS and FreeBSD have no /proc or /sys: their sysctl facts fill the gaps.
+        let facts = super::os::sysctl_facts().unwrap_or_default();
         let meminfo = read("/proc/meminfo");
         Environment {
             hostname: s(uts.nodename()),
@@ -148,11 +154,32 @@ impl Environment {
             kernel: s(uts.release()),
             kernel_version: s(uts.version()),
             arch: s(uts.machine()),
-            cpu_model: cpuinfo_field(&cpuinfo, "model name").unwrap_or_else(|| "unknown".into()),
+            cpu_model: cpuinfo_field(&cpuinfo, "model name")
+                .or_else(|| facts.cpu_model.clone())
+                .unwrap_or_else(|| "unknown".into()),
             logical_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            caches: caches(),
-            memory_bytes: meminfo_kib(&meminfo, "MemTotal") * 1024,
-            memory_available_bytes: meminfo_kib(&meminfo, "MemAvailable") * 1024,
+            caches: {
+                let c = caches();
+                if c.is_empty() {
+                    facts
+                        .caches
+                        .iter()
+                        .map(|&(level, kind, size_bytes)| Cache {
+                            level,
+                            kind: kind.into(),
+                            size_bytes,
+                            shared_cpu_list: "unknown".into(),
+                        })
+                        .collect()
+                } else {
+                    c
+                }
+            },
+            memory_bytes: match meminfo_kib(&meminfo, "MemTotal") {
+                0 => facts.memory_bytes.unwrap_or(0),
+                kib => kib * 1024,
+            },
+            memory_available_bytes: memory_available(),
             page_size: super::calls::page_size() as u64,
             hypervisor: hypervisor(&cpuinfo),
             mitigations: mitigations(),
@@ -169,7 +196,9 @@ impl Environment {
             }
             .into(),
             pinned_cpu: None,
-            tuning: Some(Tuning::collect()),
+            rusage_scope: Some(super::rusage::SCOPE.into()),
+            // /proc/sys/vm is Linux's: elsewhere these facts are not recorded.
+            tuning: Path::new("/proc/sys/vm").exists().then(Tuning::collect),
         }
     }
 
@@ -194,6 +223,9 @@ impl Environment {
             out.push(
                 "CPU boost/turbo is on: short figures may run faster than sustained ones".into(),
             );
+        }
+        if self.rusage_scope.as_deref() == Some("process") {
+            out.push("rusage is the whole process's (this OS has no per-thread counters): ioprobe's helper threads count too".into());
         }
         if t.thp_enabled.as_deref() == Some("always") {
             out.push("transparent huge pages: always; mmap figures may include huge-page faults and compaction".into());
@@ -231,7 +263,10 @@ impl Environment {
 
 /// Bytes of memory currently available (MemAvailable), read fresh.
 pub fn memory_available() -> u64 {
-    meminfo_kib(&read("/proc/meminfo"), "MemAvailable") * 1024
+    match meminfo_kib(&read("/proc/meminfo"), "MemAvailable") {
+        0 => super::os::memory_available().unwrap_or(0),
+        kib => kib * 1024,
+    }
 }
 
 fn read(path: &str) -> String {
@@ -401,7 +436,19 @@ pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
     if let Some(b) = best.as_mut() {
         b.read_ahead_kb = read_ahead_kb(&canon);
     }
-    best
+    // Without /proc (macOS, FreeBSD): statfs.
+    best.or_else(|| {
+        let (mount_point, fs_type, source, mount_options) = super::os::mount_of(&canon)?;
+        Some(Filesystem {
+            path: canon.display().to_string(),
+            compression: Some(compression(&fs_type, &mount_options)),
+            mount_point,
+            fs_type,
+            source,
+            mount_options,
+            read_ahead_kb: None,
+        })
+    })
 }
 
 /// Whether a filesystem of `fs_type` mounted with `options` compresses.

@@ -112,7 +112,7 @@ fn child_setup(parent: Pid) -> Result<(), ()> {
         // SAFETY: restoring the default disposition of a signal is always sound.
         unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
-    rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(|_| ())?;
+    super::os::die_with_parent().map_err(|_| ())?;
     // The parent may have died before the death signal was armed.
     if rustix::process::getppid() != Some(parent) {
         return Err(());

@@ -1,5 +1,5 @@
 //! getrusage(2) for the calling thread (RUSAGE_THREAD), so helper threads (signal
-//! handler, progress display) never pollute a case's counters.
+//! handler, progress display) never pollute a case's counters; on macOS the process's.
 
 /// Counters from one getrusage call (the harness also uses this shape for deltas).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -14,11 +14,16 @@ pub struct RawRusage {
     pub blocks_out: u64,
 }
 
-/// Reads the calling thread's resource usage (RUSAGE_THREAD); fails only if the kernel
-/// refuses the call.
+/// Reads the calling thread's resource usage (RUSAGE_THREAD; on macOS, which has no
+/// per-thread counters, the process's: see [`SCOPE`]); fails only if the kernel refuses
+/// the call.
 pub fn getrusage_thread() -> Result<RawRusage, super::calls::SysError> {
-    getrusage(libc::RUSAGE_THREAD)
+    getrusage(super::os::RUSAGE_OWN.0)
 }
+
+/// What [`getrusage_thread`] counts: `thread`, or `process` where the OS has no
+/// per-thread counters.
+pub const SCOPE: &str = super::os::RUSAGE_OWN.1;
 
 /// Reads the whole calling process's resource usage (RUSAGE_SELF): used inside a
 /// single-purpose child process, where it is exactly that process's work.

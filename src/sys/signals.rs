@@ -7,7 +7,7 @@
 //!   system calls: it writes one line to stderr, removes the scratch directory named by
 //!   [`set_scratch`] with getdents64/unlinkat, and exits with status 1.
 
-use std::ffi::{CStr, CString, c_int};
+use std::ffi::{CString, c_int};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The scratch directory the SIGBUS handler removes (a leaked C string), or null.
@@ -75,35 +75,15 @@ fn clear_dir(fd: c_int, depth: u32) {
     let mut buf = [0u8; 4096];
     // Each pass lists from the start again: unlinking while listing may skip entries.
     for _ in 0..10_000 {
-        // SAFETY: lseek and getdents64 on our directory descriptor into our buffer.
-        let n = unsafe {
-            libc::lseek(fd, 0, libc::SEEK_SET);
-            libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len())
-        };
-        if n <= 0 {
-            return;
-        }
         let mut removed = false;
-        let mut off = 0usize;
-        while off + 19 < n as usize {
-            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
-            let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
-            if reclen == 0 || off + reclen > n as usize {
-                return;
-            }
-            let kind = buf[off + 18];
-            let name = &buf[off + 19..off + reclen];
-            off += reclen;
-            let Ok(name) = CStr::from_bytes_until_nul(name) else {
-                continue;
-            };
+        let listed = super::os::for_each_dirent(fd, &mut buf, &mut |name, is_dir| {
             if name.to_bytes() == b"." || name.to_bytes() == b".." {
-                continue;
+                return;
             }
             // SAFETY: openat/unlinkat relative to our directory descriptor with a
             // NUL-terminated name from the kernel's listing.
             unsafe {
-                if kind == libc::DT_DIR && depth < 4 {
+                if is_dir && depth < 4 {
                     let sub = libc::openat(
                         fd,
                         name.as_ptr(),
@@ -118,8 +98,8 @@ fn clear_dir(fd: c_int, depth: u32) {
                     removed |= libc::unlinkat(fd, name.as_ptr(), 0) == 0;
                 }
             }
-        }
-        if !removed {
+        });
+        if !listed || !removed {
             return;
         }
     }

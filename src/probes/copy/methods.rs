@@ -9,12 +9,13 @@ use crate::present::Named;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::copyfile;
+use crate::sys::copyfile::Advice;
 use crate::sys::mapping::Mapping;
 use crate::sys::pipes;
 use crate::sys::uring::UringCopy;
 use anyhow::{Result, anyhow, bail};
 use rustix::fd::OwnedFd;
-use rustix::fs::{Advice, OFlags};
+use rustix::fs::OFlags;
 use std::ffi::CStr;
 
 pub use super::variant::{Method, Variant};
@@ -107,12 +108,22 @@ pub fn copy(
         OFlags::WRONLY
     };
     let direct = if v.method == Method::Direct {
-        OFlags::DIRECT
+        copyfile::direct_flags()
     } else {
         OFlags::empty()
     };
     let s = open_src(src, direct)?;
-    let d = create_dst(dst, access, direct)?;
+    let mut d = create_dst(dst, access, direct)?;
+    if v.method == Method::Direct {
+        copyfile::make_direct(&s)?;
+        copyfile::make_direct(&d)?;
+    }
+    if v.method == Method::Reflink {
+        // Where the OS clones by path (macOS), the destination is made anew.
+        if let Some(fresh) = copyfile::reflink(&s, &d, src, dst)? {
+            d = fresh;
+        }
+    }
     let ends = Ends { s: &s, d: &d, size };
     match v.method {
         Method::ReadWrite => read_write(&ends, buffer(p)?, false)?,
@@ -124,7 +135,7 @@ pub fn copy(
         Method::Sendfile => sendfile(&ends)?,
         Method::Splice => splice(&ends, v.pipe_size)?,
         Method::CopyFileRange => copy_file_range(&ends)?,
-        Method::Reflink => copyfile::ficlone(&d, &s)?,
+        Method::Reflink => {} // done above
         Method::IoUring => io_uring(&ends, p)?,
         Method::Direct => direct_io(&ends, p)?,
         Method::Cp | Method::Cat | Method::Dd => {

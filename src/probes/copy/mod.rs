@@ -319,8 +319,9 @@ impl CopyProbe {
 }
 
 /// Errnos that mean "this method cannot work here", not "the copy went wrong".
-const UNSUPPORTED: [i32; 6] = [
+const UNSUPPORTED: [i32; 7] = [
     libc::EOPNOTSUPP,
+    libc::ENOTSUP, // the same as EOPNOTSUPP on Linux, not on macOS
     libc::EXDEV,
     libc::EINVAL,
     libc::ENOSYS,
@@ -583,6 +584,12 @@ impl Probe for CopyProbe {
         }
         copyfile::remove_if_present(&probe.c_path)?;
         drop(probe);
+        // Cold rows need a way to drop the source's cached pages.
+        let eviction = if o.caches.contains(&Cache::Cold) {
+            copyfile::eviction(dir)?
+        } else {
+            Ok(())
+        };
         let name = Kind.name();
         let mut out = Vec::new();
         for &size in &o.file_sizes {
@@ -596,6 +603,10 @@ impl Probe for CopyProbe {
                         let params = params(v, size, cache, dur, o.sparse, drop_all);
                         if let Err(reason) = verdict {
                             plan.unsupported(case, params, reason.clone());
+                            continue;
+                        }
+                        if let (Cache::Cold, Err(reason)) = (cache, &eviction) {
+                            plan.unsupported(case, params, format!("cold source: {reason}"));
                             continue;
                         }
                         dst_n += 1;

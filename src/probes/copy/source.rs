@@ -8,10 +8,11 @@
 
 use crate::sys::calls::{self, SysResult};
 use crate::sys::copyfile;
+use crate::sys::copyfile::Advice;
 use crate::sys::mapping::file_residency;
 use anyhow::{Context as _, Result};
 use rustix::fd::OwnedFd;
-use rustix::fs::{Advice, OFlags};
+use rustix::fs::OFlags;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 

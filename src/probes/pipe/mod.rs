@@ -287,7 +287,9 @@ impl Workload for Row {
         self.last.clear();
         for _ in 0..iters {
             let o = transfer::run(&self.spec, &interrupt::requested)?;
-            if *self.capacity.get_or_insert(o.capacity) != o.capacity {
+            if let Some(c) = o.capacity
+                && *self.capacity.get_or_insert(c) != c
+            {
                 bail!("the pipe's capacity changed between samples");
             }
             self.writer_calls += o.writer.0.calls;
@@ -382,13 +384,17 @@ impl Probe for PipeProbe {
         for c in &o.capacities {
             let Capacity::Bytes(b) = *c else { continue };
             match transfer::data_pipe(Some(b)) {
-                Ok((_, _, granted)) if granted != b => eprintln!(
+                Ok((_, _, Some(granted))) if granted != b => eprintln!(
                     "ioprobe: --pipe-size {}: the kernel rounded it to {}; figures are for {}",
                     format_size(b),
                     format_size(granted),
                     format_size(granted)
                 ),
                 Ok(_) => {}
+                // The OS cannot resize pipes: those rows are unsupported, not an error.
+                Err(e)
+                    if e.downcast_ref::<crate::sys::calls::SysError>()
+                        .is_some_and(|s| s.is_missing()) => {}
                 Err(e) => {
                     let max = env.pipe_max_size.map_or("unknown".into(), format_size);
                     return usage(format!(
@@ -404,6 +410,8 @@ impl Probe for PipeProbe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let o = &self.opts;
         let vmsplice = vmsplice_support();
+        let resize = resize_support();
+        let pinning = crate::sys::affinity::pinning();
         let mut plan = Plan::new("bytes/s");
         for (method, placement, cap, chunk) in o.cases() {
             let case = case_name((method, placement, cap, chunk));
@@ -424,8 +432,13 @@ impl Probe for PipeProbe {
                 reader_cpus: rc.clone(),
                 pipe_size: None,
             };
-            if method == Method::VmspliceSplice
-                && let Err(reason) = &vmsplice
+            let missing = [
+                (method == Method::VmspliceSplice, &vmsplice),
+                (matches!(cap, Capacity::Bytes(_)), &resize),
+                (placement != Placement::Any, &pinning),
+            ];
+            if let Some((_, Err(reason))) =
+                missing.iter().find(|(applies, r)| *applies && r.is_err())
             {
                 plan.unsupported(case, params, reason.clone());
                 continue;
@@ -481,6 +494,15 @@ impl Probe for PipeProbe {
         }
         out
     }
+}
+
+/// Whether the pipe capacity can be set here (F_SETPIPE_SZ on a fresh pipe, to the
+/// smallest size: granted as is or rounded up).
+fn resize_support() -> Result<(), String> {
+    let (_r, w) = crate::sys::pipes::pipe().map_err(|e| e.to_string())?;
+    crate::sys::pipes::set_capacity(&w, crate::sys::calls::page_size())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Whether vmsplice works here: one byte into a fresh pipe.

@@ -37,19 +37,25 @@ pub struct Spec {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub elapsed_ns: u64,
-    pub capacity: u64,
+    /// The pipe's capacity, where the OS reports it.
+    pub capacity: Option<u64>,
     pub writer: (Work, RusageDelta),
     pub reader: (Work, RusageDelta),
 }
 
 /// Sets up a pipe with the requested capacity; returns (read end, write end, granted).
-pub fn data_pipe(capacity: Option<u64>) -> Result<(OwnedFd, OwnedFd, u64)> {
+/// The granted capacity is None where the OS cannot report it (only Linux can).
+pub fn data_pipe(capacity: Option<u64>) -> Result<(OwnedFd, OwnedFd, Option<u64>)> {
     let (r, w) = pipes::pipe()?;
     let granted = match capacity {
-        Some(bytes) => pipes::set_capacity(&w, bytes as usize)?,
-        None => pipes::capacity(&w)?,
+        Some(bytes) => Some(pipes::set_capacity(&w, bytes as usize)?),
+        None => match pipes::capacity(&w) {
+            Ok(c) => Some(c),
+            Err(e) if e.is_missing() => None,
+            Err(e) => return Err(e.into()),
+        },
     };
-    Ok((r, w, granted as u64))
+    Ok((r, w, granted.map(|c| c as u64)))
 }
 
 /// Runs one transfer. `stop()` is polled while waiting for the children; when it says
@@ -61,7 +67,13 @@ pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
     let (wres_r, wres_w) = pipes::pipe()?;
     let (rres_r, rres_w) = pipes::pipe()?;
     let page = calls::page_size() as u64;
-    let slots = ring_slots(spec.method, spec.chunk, capacity, page);
+    // Capacity is known wherever vmsplice exists (Linux), the only method it sizes.
+    let slots = ring_slots(
+        spec.method,
+        spec.chunk,
+        capacity.unwrap_or(spec.chunk),
+        page,
+    );
     let writer: Child = fork_child(
         &[
             data_r.as_fd(),

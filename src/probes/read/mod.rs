@@ -303,14 +303,37 @@ impl Probe for ReadProbe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let size = self.opts.file_size;
         let stop = crate::harness::interrupt::requested;
+        // Readahead population needs a way to drop a file's cached pages.
+        let eviction = if self.opts.populate.contains(&Populate::Readahead) {
+            crate::sys::copyfile::eviction(ctx.scratch.path())?
+        } else {
+            Ok(())
+        };
         let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
         let mut plan = Plan::new("bytes/s");
-        for (key, case) in self.opts.cases() {
-            plan.ready(case, key, ());
+        for ((populate, method, block), case) in self.opts.cases() {
+            let params = Params {
+                method,
+                block_size: block,
+                file_size: size,
+                populate: Some(populate),
+                page_cache: String::new(),
+            };
+            match &eviction {
+                Err(reason) if populate == Populate::Readahead => {
+                    plan.unsupported(case, params, format!("populate readahead: {reason}"))
+                }
+                _ => plan.ready(case, params, ()),
+            }
         }
         let name = Kind.name();
         let mut populated: Option<Populate> = None;
-        ctx.run_plan_each(name, plan, |case, (populate, method, block), ()| {
+        ctx.run_plan_each(name, plan, |case, mut params, ()| {
+            let (populate, method, block) = (
+                params.populate.unwrap_or(Populate::Write),
+                params.method,
+                params.block_size,
+            );
             if populated != Some(populate) {
                 populate_cache(&fd, size, populate, populated.is_none())?;
                 populated = Some(populate);
@@ -339,13 +362,7 @@ impl Probe for ReadProbe {
                 pages,
                 cpu: false,
             };
-            let params = Params {
-                method,
-                block_size: block,
-                file_size: size,
-                populate: Some(populate),
-                page_cache: sweep.page_cache(),
-            };
+            params.page_cache = sweep.page_cache();
             sweep.measurement(ctx, (name, case), params, &sampled, method.note())
         })
     }
@@ -362,7 +379,7 @@ fn populate_cache(fd: &OwnedFd, size: u64, populate: Populate, fresh: bool) -> R
     use crate::sys::copyfile;
     let evict = || -> Result<()> {
         calls::fdatasync(fd)?;
-        copyfile::fadvise(fd, rustix::fs::Advice::DontNeed)?;
+        copyfile::fadvise(fd, copyfile::Advice::DontNeed)?;
         let (resident, total) = file_residency(fd, size)?;
         if resident > 0 {
             bail!(

@@ -4,8 +4,8 @@
 //! Every submitted operation is reaped before `copy` returns, on success and on error,
 //! so the kernel never touches a buffer after it could be freed.
 
-use super::buffer::AlignedBuf;
-use super::calls::{SysError, SysResult};
+use crate::sys::buffer::AlignedBuf;
+use crate::sys::calls::{SysError, SysResult};
 use io_uring::{IoUring, opcode, types};
 use rustix::fd::{AsRawFd, OwnedFd};
 

@@ -1,0 +1,218 @@
+//! Linux: every mechanism ioprobe measures exists here.
+
+use super::Advice;
+use crate::sys::calls::{SysError, SysResult, check};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, OFlags, StatxFlags};
+use rustix::pipe::{IoSliceRaw, PipeFlags, SpliceFlags};
+use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+use std::ffi::CStr;
+
+/// The OS, as reports name it.
+pub const NAME: &str = "Linux";
+
+/// sendfile(2) from `src` at `*off` into `dst`; returns bytes moved.
+pub fn sendfile<A: AsFd, B: AsFd>(dst: A, src: B, off: &mut u64, len: usize) -> SysResult<usize> {
+    check("sendfile", rustix::fs::sendfile(dst, src, Some(off), len))
+}
+
+/// copy_file_range(2) between explicit offsets; returns bytes copied.
+pub fn copy_file_range<A: AsFd, B: AsFd>(
+    src: A,
+    src_off: &mut u64,
+    dst: B,
+    dst_off: &mut u64,
+    len: usize,
+) -> SysResult<usize> {
+    check(
+        "copy_file_range",
+        rustix::fs::copy_file_range(src, Some(src_off), dst, Some(dst_off), len),
+    )
+}
+
+/// Makes the new, empty file `dst` (open as `dst_fd`) share the blocks of `src` (open
+/// as `src_fd`): ioctl(FICLONE). Returns a new descriptor for the destination when the
+/// OS had to make the file anew (never here).
+pub fn reflink(
+    src_fd: &OwnedFd,
+    dst_fd: &OwnedFd,
+    _src: &CStr,
+    _dst: &CStr,
+) -> SysResult<Option<OwnedFd>> {
+    check("ioctl(FICLONE)", rustix::fs::ioctl_ficlone(dst_fd, src_fd))?;
+    Ok(None)
+}
+
+/// posix_fadvise(2) over the whole file.
+pub fn fadvise<Fd: AsFd>(fd: Fd, advice: Advice) -> SysResult<()> {
+    let a = match advice {
+        Advice::Sequential => rustix::fs::Advice::Sequential,
+        Advice::DontNeed => rustix::fs::Advice::DontNeed,
+    };
+    check("posix_fadvise", rustix::fs::fadvise(fd, 0, None, a))
+}
+
+/// fdatasync(2).
+pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
+    check("fdatasync", rustix::fs::fdatasync(fd))
+}
+
+/// Open flags that bypass the page cache (O_DIRECT).
+pub fn direct_flags() -> OFlags {
+    OFlags::DIRECT
+}
+
+/// What else a descriptor opened with [`direct_flags`] needs (nothing here).
+pub fn make_direct<Fd: AsFd>(_fd: Fd) -> SysResult<()> {
+    Ok(())
+}
+
+/// Turns direct I/O off on an open file (for an unaligned tail).
+pub fn clear_direct<Fd: AsFd>(fd: Fd) -> SysResult<()> {
+    let fl = check("fcntl(F_GETFL)", rustix::fs::fcntl_getfl(&fd))?;
+    check(
+        "fcntl(F_SETFL)",
+        rustix::fs::fcntl_setfl(&fd, fl - OFlags::DIRECT),
+    )
+}
+
+/// Direct-I/O alignment of the file at `path` (memory, file offset), from statx
+/// STATX_DIOALIGN; `None` when the kernel or filesystem does not report it.
+pub fn dio_alignment(path: &CStr) -> SysResult<Option<(u32, u32)>> {
+    let st = check(
+        "statx",
+        rustix::fs::statx(
+            rustix::fs::CWD,
+            path,
+            AtFlags::empty(),
+            StatxFlags::DIOALIGN,
+        ),
+    )?;
+    if st.stx_mask & StatxFlags::DIOALIGN.bits() == 0 || st.stx_dio_offset_align == 0 {
+        return Ok(None);
+    }
+    Ok(Some((st.stx_dio_mem_align, st.stx_dio_offset_align)))
+}
+
+/// Writes "1" to /proc/sys/vm/drop_caches (root only): drops the whole page cache.
+pub fn drop_page_cache() -> SysResult<()> {
+    let fd: OwnedFd = check(
+        "open(/proc/sys/vm/drop_caches)",
+        rustix::fs::open(c"/proc/sys/vm/drop_caches", OFlags::WRONLY, 0.into()),
+    )?;
+    crate::sys::calls::write(&fd, b"1\n").map(|_| ())
+}
+
+/// A pipe (read end, write end), both close-on-exec.
+pub fn pipe() -> SysResult<(OwnedFd, OwnedFd)> {
+    rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SysError::new("pipe2", e))
+}
+
+/// Asks for a pipe capacity (F_SETPIPE_SZ); returns the capacity the kernel granted
+/// (it rounds up to a power-of-two number of pages).
+pub fn set_pipe_capacity<Fd: AsFd>(fd: Fd, bytes: usize) -> SysResult<usize> {
+    rustix::pipe::fcntl_setpipe_size(&fd, bytes).map_err(|e| SysError::new("F_SETPIPE_SZ", e))?;
+    pipe_capacity(fd)
+}
+
+/// The pipe's capacity now (F_GETPIPE_SZ).
+pub fn pipe_capacity<Fd: AsFd>(fd: Fd) -> SysResult<usize> {
+    rustix::pipe::fcntl_getpipe_size(fd).map_err(|e| SysError::new("F_GETPIPE_SZ", e))
+}
+
+/// vmsplice(2) of `buf` into the pipe's write end (no SPLICE_F_GIFT): the pipe holds
+/// references to the pages, so the data the reader sees is whatever the pages hold when
+/// it reads. Returns bytes queued (may be fewer than `buf.len()`).
+pub fn vmsplice<Fd: AsFd>(pipe_w: Fd, buf: &[u8]) -> SysResult<usize> {
+    let iov = [IoSliceRaw::from_slice(buf)];
+    // SAFETY: `pipe_w` is a pipe's write end, so the kernel only reads `buf` (it maps
+    // its pages into the pipe; they stay referenced, never freed under us). Without
+    // SPLICE_F_GIFT no alignment or immutability promise is made: a later change to
+    // `buf` can only change the bytes a reader sees, which the caller's buffer
+    // rotation prevents and the reader's stamp check would detect.
+    unsafe { rustix::pipe::vmsplice(pipe_w, &iov, SpliceFlags::empty()) }
+        .map_err(|e| SysError::new("vmsplice", e))
+}
+
+/// splice(2) of up to `len` bytes between `from` and `to` (one must be a pipe), with
+/// optional file offsets. Returns bytes moved; 0 at end of input.
+pub fn splice<A: AsFd, B: AsFd>(
+    from: A,
+    from_off: Option<&mut u64>,
+    to: B,
+    to_off: Option<&mut u64>,
+    len: usize,
+) -> SysResult<usize> {
+    rustix::pipe::splice(from, from_off, to, to_off, len, SpliceFlags::MOVE)
+        .map_err(|e| SysError::new("splice", e))
+}
+
+/// CPUs the calling thread may run on now.
+pub fn allowed_cpus() -> SysResult<Vec<usize>> {
+    let set = sched_getaffinity(None).map_err(|e| SysError::new("sched_getaffinity", e))?;
+    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
+}
+
+/// Lets the calling thread run only on the CPUs in `cpus`.
+pub fn set_affinity(cpus: &[usize]) -> SysResult<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c);
+    }
+    sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
+}
+
+/// getrusage's `who` for the calling thread alone, and what it covers in words.
+pub const RUSAGE_OWN: (libc::c_int, &str) = (libc::RUSAGE_THREAD, "thread");
+
+/// Arms a signal that kills this (child) process when its parent dies
+/// (PR_SET_PDEATHSIG).
+pub fn die_with_parent() -> SysResult<()> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| SysError::new("prctl(PR_SET_PDEATHSIG)", e))
+}
+
+/// Reads directory entries of `fd` into `buf` with getdents64(2) and calls `each`
+/// with (name, is a directory) for every one; returns false when nothing could be read.
+/// System calls only: usable inside a signal handler.
+pub fn for_each_dirent(fd: libc::c_int, buf: &mut [u8], each: &mut dyn FnMut(&CStr, bool)) -> bool {
+    // SAFETY: lseek and getdents64 on the caller's directory descriptor into its buffer.
+    let n = unsafe {
+        libc::lseek(fd, 0, libc::SEEK_SET);
+        libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len())
+    };
+    if n <= 0 {
+        return false;
+    }
+    let n = n as usize;
+    let mut off = 0usize;
+    while off + 19 < n {
+        // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+        let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+        if reclen == 0 || off + reclen > n {
+            return true;
+        }
+        let kind = buf[off + 18];
+        let name = &buf[off + 19..off + reclen];
+        off += reclen;
+        if let Ok(name) = CStr::from_bytes_until_nul(name) {
+            each(name, kind == libc::DT_DIR);
+        }
+    }
+    true
+}
+
+/// The mount holding a directory: read from /proc/self/mountinfo by the caller here.
+pub fn mount_of(_dir: &std::path::Path) -> Option<(String, String, String, String)> {
+    None
+}
+
+/// Machine facts this OS gives outside /proc and /sys: none (they are read there).
+pub fn sysctl_facts() -> Option<super::Facts> {
+    None
+}
+
+/// Available memory: read from /proc/meminfo by the caller here.
+pub fn memory_available() -> Option<u64> {
+    None
+}
