@@ -1,17 +1,14 @@
 //! FreeBSD: no splice, vmsplice, io_uring, file-to-file sendfile, reflink or pipe
 //! capacity control; copy_file_range(2) from FreeBSD 13.
 
-use super::Advice;
 pub use super::bsd::{
     dio_alignment, drop_page_cache, for_each_dirent, mount_of, pipe_capacity, sendfile,
     set_pipe_capacity, splice, vmsplice,
 };
 use super::bsd::{sysctl_string, sysctl_u64};
-use crate::sys::calls::{SysError, SysResult, check};
+pub use super::linux_freebsd::*;
+use crate::sys::calls::{SysError, SysResult};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
-use rustix::fs::OFlags;
-use rustix::pipe::PipeFlags;
-use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 use std::ffi::CStr;
 
 /// The OS, as reports name it.
@@ -60,62 +57,6 @@ pub fn reflink(
         "reflink (no FICLONE or clonefile on FreeBSD)",
     ))
 }
-
-/// posix_fadvise(2) over the whole file.
-pub fn fadvise<Fd: AsFd>(fd: Fd, advice: Advice) -> SysResult<()> {
-    let a = match advice {
-        Advice::Sequential => rustix::fs::Advice::Sequential,
-        Advice::DontNeed => rustix::fs::Advice::DontNeed,
-    };
-    check("posix_fadvise", rustix::fs::fadvise(fd, 0, None, a))
-}
-
-/// fdatasync(2).
-pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
-    check("fdatasync", rustix::fs::fdatasync(fd))
-}
-
-/// Open flags that bypass the buffer cache (O_DIRECT).
-pub fn direct_flags() -> OFlags {
-    OFlags::DIRECT
-}
-
-/// Nothing more than O_DIRECT is needed.
-pub fn make_direct<Fd: AsFd>(_fd: Fd) -> SysResult<()> {
-    Ok(())
-}
-
-/// Turns O_DIRECT off on an open file (for an unaligned tail).
-pub fn clear_direct<Fd: AsFd>(fd: Fd) -> SysResult<()> {
-    let fl = check("fcntl(F_GETFL)", rustix::fs::fcntl_getfl(&fd))?;
-    check(
-        "fcntl(F_SETFL)",
-        rustix::fs::fcntl_setfl(&fd, fl - OFlags::DIRECT),
-    )
-}
-
-/// A pipe (read end, write end), both close-on-exec.
-pub fn pipe() -> SysResult<(OwnedFd, OwnedFd)> {
-    rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SysError::new("pipe2", e))
-}
-
-/// CPUs the calling thread may run on now (cpuset).
-pub fn allowed_cpus() -> SysResult<Vec<usize>> {
-    let set = sched_getaffinity(None).map_err(|e| SysError::new("cpuset_getaffinity", e))?;
-    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
-}
-
-/// Lets the calling thread run only on the CPUs in `cpus` (cpuset).
-pub fn set_affinity(cpus: &[usize]) -> SysResult<()> {
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.set(c);
-    }
-    sched_setaffinity(None, &set).map_err(|e| SysError::new("cpuset_setaffinity", e))
-}
-
-/// getrusage's `who` for the calling thread alone, and what it covers in words.
-pub const RUSAGE_OWN: (libc::c_int, &str) = (libc::RUSAGE_THREAD, "thread");
 
 /// procctl(PROC_PDEATHSIG_CTL): this child dies with its parent.
 pub fn die_with_parent() -> SysResult<()> {

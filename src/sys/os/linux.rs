@@ -1,11 +1,10 @@
 //! Linux: every mechanism ioprobe measures exists here.
 
-use super::Advice;
+pub use super::linux_freebsd::*;
 use crate::sys::calls::{SysError, SysResult, check};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, OFlags, StatxFlags};
-use rustix::pipe::{IoSliceRaw, PipeFlags, SpliceFlags};
-use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+use rustix::pipe::{IoSliceRaw, SpliceFlags};
 use std::ffi::CStr;
 
 /// The OS, as reports name it.
@@ -43,39 +42,6 @@ pub fn reflink(
     Ok(None)
 }
 
-/// posix_fadvise(2) over the whole file.
-pub fn fadvise<Fd: AsFd>(fd: Fd, advice: Advice) -> SysResult<()> {
-    let a = match advice {
-        Advice::Sequential => rustix::fs::Advice::Sequential,
-        Advice::DontNeed => rustix::fs::Advice::DontNeed,
-    };
-    check("posix_fadvise", rustix::fs::fadvise(fd, 0, None, a))
-}
-
-/// fdatasync(2).
-pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
-    check("fdatasync", rustix::fs::fdatasync(fd))
-}
-
-/// Open flags that bypass the page cache (O_DIRECT).
-pub fn direct_flags() -> OFlags {
-    OFlags::DIRECT
-}
-
-/// What else a descriptor opened with [`direct_flags`] needs (nothing here).
-pub fn make_direct<Fd: AsFd>(_fd: Fd) -> SysResult<()> {
-    Ok(())
-}
-
-/// Turns direct I/O off on an open file (for an unaligned tail).
-pub fn clear_direct<Fd: AsFd>(fd: Fd) -> SysResult<()> {
-    let fl = check("fcntl(F_GETFL)", rustix::fs::fcntl_getfl(&fd))?;
-    check(
-        "fcntl(F_SETFL)",
-        rustix::fs::fcntl_setfl(&fd, fl - OFlags::DIRECT),
-    )
-}
-
 /// Direct-I/O alignment of the file at `path` (memory, file offset), from statx
 /// STATX_DIOALIGN; `None` when the kernel or filesystem does not report it.
 pub fn dio_alignment(path: &CStr) -> SysResult<Option<(u32, u32)>> {
@@ -101,11 +67,6 @@ pub fn drop_page_cache() -> SysResult<()> {
         rustix::fs::open(c"/proc/sys/vm/drop_caches", OFlags::WRONLY, 0.into()),
     )?;
     crate::sys::calls::write(&fd, b"1\n").map(|_| ())
-}
-
-/// A pipe (read end, write end), both close-on-exec.
-pub fn pipe() -> SysResult<(OwnedFd, OwnedFd)> {
-    rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SysError::new("pipe2", e))
 }
 
 /// Asks for a pipe capacity (F_SETPIPE_SZ); returns the capacity the kernel granted
@@ -146,24 +107,6 @@ pub fn splice<A: AsFd, B: AsFd>(
     rustix::pipe::splice(from, from_off, to, to_off, len, SpliceFlags::MOVE)
         .map_err(|e| SysError::new("splice", e))
 }
-
-/// CPUs the calling thread may run on now.
-pub fn allowed_cpus() -> SysResult<Vec<usize>> {
-    let set = sched_getaffinity(None).map_err(|e| SysError::new("sched_getaffinity", e))?;
-    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
-}
-
-/// Lets the calling thread run only on the CPUs in `cpus`.
-pub fn set_affinity(cpus: &[usize]) -> SysResult<()> {
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.set(c);
-    }
-    sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
-}
-
-/// getrusage's `who` for the calling thread alone, and what it covers in words.
-pub const RUSAGE_OWN: (libc::c_int, &str) = (libc::RUSAGE_THREAD, "thread");
 
 /// Arms a signal that kills this (child) process when its parent dies
 /// (PR_SET_PDEATHSIG).

@@ -1,5 +1,6 @@
 //! What differs between operating systems, one module per OS, all exporting the same
-//! functions (the uutils `platform/` layout). Everything else in ioprobe calls these
+//! functions (the uutils `platform/` layout); `bsd.rs` holds what macOS and FreeBSD
+//! share, `linux_freebsd.rs` what Linux and FreeBSD share. Everything else in ioprobe calls these
 //! and never uses `cfg` itself. Where an OS lacks a mechanism the function returns a
 //! [`SysError`](super::calls::SysError) naming it (errno ENOSYS), which probes report
 //! as an `unsupported` row with that reason.
@@ -17,6 +18,9 @@
 //! | per-thread rusage | RUSAGE_THREAD | RUSAGE_THREAD | the process's (labelled) |
 //! | CPU pinning | sched_setaffinity | cpuset (sched_setaffinity) | — |
 //! | mincore | yes | yes | yes |
+
+#[cfg(any(target_os = "linux", target_os = "freebsd"))]
+mod linux_freebsd;
 
 #[cfg(target_os = "linux")]
 mod linux;
