@@ -186,20 +186,38 @@ pub fn c_path(path: &Path) -> anyhow::Result<CString> {
         .map_err(|_| anyhow::anyhow!("path {} contains a NUL byte", path.display()))
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: comparable between processes, unlike `Instant`.
 /// CLOCK_MONOTONIC's resolution (clock_getres(2)); 1 ns on most Linux machines.
 pub fn monotonic_resolution() -> std::time::Duration {
     let t = rustix::time::clock_getres(rustix::time::ClockId::Monotonic);
     std::time::Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec.max(1) as u32)
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: comparable between processes, unlike `Instant`.
 pub fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// Descriptors this process has open now (entries of /proc/self/fd, less the one the
-/// listing itself uses). Probes that create descriptors compare it before and after.
+/// Descriptors this process has open now (entries of /proc/self/fd, or /dev/fd where
+/// there is no /proc, less the one the listing itself uses). Probes that create
+/// descriptors compare it before and after.
 pub fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count().saturating_sub(1))
+    std::fs::read_dir("/proc/self/fd")
+        .or_else(|_| std::fs::read_dir("/dev/fd"))
+        .map_or(0, |d| d.count().saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_mechanism_is_named_and_recognised() {
+        let e = SysError::missing("splice (Linux only)");
+        assert!(e.is_missing());
+        assert!(e.to_string().starts_with("splice (Linux only)"), "{e}");
+        assert!(!SysError::new("open", rustix::io::Errno::NOENT).is_missing());
+        // Linux has affinity: pinning to the CPUs already allowed works.
+        assert_eq!(crate::sys::affinity::pinning(), Ok(()));
+    }
 }
