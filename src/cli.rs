@@ -61,46 +61,111 @@ pub struct Common {
     pub no_save: bool,
 }
 
+/// How sizes and durations are written, as a literal for `concat!`.
+macro_rules! units {
+    () => {
+        "Sizes: a whole number of bytes, with k, M, G, KiB, MiB, GiB (powers of 1024) or kB, MB, GB (powers of 1000), e.g. 4k, 64KiB, 1.5G, 100MB. Durations need a unit: ns, us, ms or s, e.g. 10ms."
+    };
+}
+
 /// How sizes and durations are written, for `--help`.
-pub const UNITS_HELP: &str = "Sizes: a whole number of bytes, with k, M, G, KiB, MiB, GiB (powers of 1024) or kB, MB, GB (powers of 1000), e.g. 4k, 64KiB, 1.5G, 100MB. Durations need a unit: ns, us, ms or s, e.g. 10ms.";
+pub const UNITS_HELP: &str = units!();
+
+/// A measuring command's `--help` epilogue: its examples, then how sizes are written.
+macro_rules! examples {
+    ($($line:literal),+ $(,)?) => {
+        concat!("Examples:\n", $("  ", $line, "\n",)+ "\n", units!())
+    };
+}
+
+/// Another command's `--help` epilogue: its examples.
+macro_rules! examples_only {
+    ($($line:literal),+ $(,)?) => {
+        concat!("Examples:\n", $("  ", $line, "\n",)+)
+    };
+}
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every probe (syscalls, read, write, pipe, copy) with short defaults behind
     /// one progress display, save the run and write its HTML report.
-    #[command(after_help = UNITS_HELP)]
+    #[command(after_help = examples!(
+        "ioprobe run                       every probe and what to do (≈30 s)",
+        "ioprobe run --json > run.json     one JSON document",
+        "ioprobe run --dir /mnt/ssd        measure another filesystem",
+    ))]
     Run,
     /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
-    #[command(after_help = UNITS_HELP)]
+    #[command(after_help = examples!(
+        "ioprobe syscalls                  every case, ns per call",
+        "ioprobe syscalls --case pread,lseek_read",
+        "ioprobe syscalls --io-size 4k --cpu 1",
+    ))]
     Syscalls(SyscallsArgs),
     /// read(2) throughput from the page cache versus block size (seed 000).
-    #[command(after_help = UNITS_HELP)]
+    #[command(after_help = examples!(
+        "ioprobe read                      1 KiB … 8 MiB, both ways to populate",
+        "ioprobe read --sizes 4k,64k,1m --method read,pread,mmap",
+        "ioprobe read --file-size 100m --populate readahead",
+    ))]
     Read(ReadArgs),
     /// write(2) throughput versus block size, rewriting a pre-allocated file in place,
     /// in each durability mode (the mirror of seed 000).
-    #[command(after_help = UNITS_HELP)]
+    #[command(after_help = examples!(
+        "ioprobe write                     none, fsync and dsync, 1 KiB … 8 MiB",
+        "ioprobe write --durability fsync --sizes 64k,1m",
+        "ioprobe write --method pwrite --file-size 100m",
+    ))]
     Write(WriteArgs),
     /// Pipe throughput and context switches versus chunk size, capacity, method and
     /// CPU placement (seed 002).
-    #[command(after_help = UNITS_HELP)]
+    #[command(after_help = examples!(
+        "ioprobe pipe --quick              a smaller total per sample",
+        "ioprobe pipe --sizes 4k,64k,1m --placement split",
+        "ioprobe pipe --method write-read --pipe-size default,1m",
+    ))]
     Pipe(PipeArgs),
     /// Every way to copy a file, ranked, in each cache state and durability mode
     /// (seeds 001 and 003).
-    #[command(after_help = UNITS_HELP)]
+    #[command(after_help = examples!(
+        "ioprobe copy --quick              every method on a 64 MiB file",
+        "ioprobe copy --method read-write,copy-file-range --sizes 64k,1m",
+        "ioprobe copy --system-tools --cache warm   beside cp, cat and dd",
+    ))]
     Copy(CopyArgs),
     /// Print the machine facts recorded with every run.
+    #[command(after_help = examples_only!(
+        "ioprobe sysinfo",
+        "ioprobe sysinfo --dir /mnt/ssd --json    the filesystem there, as JSON",
+    ))]
     Sysinfo,
     /// List saved runs.
+    #[command(after_help = examples_only!(
+        "ioprobe history",
+        "ioprobe history --store fleet.db --csv",
+    ))]
     History,
     /// Print a saved run's tables (RUN: id, last, last~N or a JSON file).
+    #[command(after_help = examples_only!(
+        "ioprobe show last",
+        "ioprobe show 12 --markdown",
+        "ioprobe show run.json",
+    ))]
     Show {
         #[arg(value_name = "RUN")]
         run: String,
     },
     /// Compare run B against baseline A: B ÷ A with interval and a rank-test verdict.
+    #[command(after_help = examples_only!(
+        "ioprobe compare last~1 last        the last two runs",
+        "ioprobe compare 3 7 --json",
+        "ioprobe compare base.json last --fail-if-slower 5%",
+    ))]
     Compare {
+        /// The baseline run: id, last, last~N or a JSON file.
         #[arg(value_name = "A")]
         a: String,
+        /// The run compared with it: id, last, last~N or a JSON file.
         #[arg(value_name = "B")]
         b: String,
         /// Exit with status 3 when a measurement is significantly slower by more than this, e.g. 5%.
@@ -108,16 +173,29 @@ pub enum Command {
         fail_if_slower: Option<f64>,
     },
     /// Print a saved run as JSON (the --json schema).
+    #[command(after_help = examples_only!(
+        "ioprobe export last > run.json",
+        "ioprobe export 12 --csv",
+    ))]
     Export {
         #[arg(value_name = "RUN")]
         run: String,
     },
     /// Save runs from JSON files (from --json or export) into the store.
+    #[command(after_help = examples_only!(
+        "ioprobe import run-12.json",
+        "ioprobe import laptop/*.json --store fleet.db",
+    ))]
     Import {
+        /// Run documents (from --json or export), validated before any is saved.
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
     },
     /// Write a self-contained HTML report and/or SVG plots of a run.
+    #[command(after_help = examples_only!(
+        "ioprobe report --html report.html",
+        "ioprobe report 12 --svg plots/",
+    ))]
     Report {
         #[arg(value_name = "RUN", default_value = "last")]
         run: String,
@@ -131,7 +209,29 @@ pub enum Command {
     /// Advice from every probe (syscall patterns, read and write block sizes, pipe
     /// chunks and capacity, copy methods) with its evidence, from the newest saved run
     /// of each probe, or from a quick run when nothing is saved.
+    #[command(after_help = examples_only!(
+        "ioprobe advise",
+        "ioprobe advise --json | jq '.recommendations[] | {topic, action}'",
+        "ioprobe advise --markdown > ADVICE.md",
+    ))]
     Advise,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = examples_only!(
+        "ioprobe completions bash > ~/.local/share/bash-completion/completions/ioprobe",
+        "ioprobe completions zsh > ~/.zfunc/_ioprobe",
+        "ioprobe completions fish > ~/.config/fish/completions/ioprobe.fish",
+    ))]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(after_help = examples_only!(
+        "ioprobe manpage > ~/.local/share/man/man1/ioprobe.1",
+        "ioprobe manpage | man -l -",
+    ))]
+    Manpage,
 }
 
 /// Parses `5%`, `5` (both 5%) or `0.5%` into a fraction.
@@ -165,8 +265,8 @@ pub struct ReadArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub file_size: Option<u64>,
     /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
-    pub block_sizes: Vec<u64>,
+    #[arg(long, alias = "block-sizes", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
     /// How each pass reads the file (comma-separated; default read).
     #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<read::Method>())]
     pub method: Vec<read::Method>,
@@ -183,8 +283,8 @@ pub struct WriteArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub file_size: Option<u64>,
     /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
-    pub block_sizes: Vec<u64>,
+    #[arg(long, alias = "block-sizes", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
     /// How each pass writes the file (comma-separated; default write).
     #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<write::Method>())]
     pub method: Vec<write::Method>,
@@ -200,7 +300,7 @@ impl WriteArgs {
         let d = write::Options::for_scale(scale);
         write::Options {
             file_size: self.file_size.unwrap_or(d.file_size),
-            block_sizes: list("--block-sizes", &self.block_sizes, d.block_sizes),
+            block_sizes: list("--sizes", &self.sizes, d.block_sizes),
             methods: list("--method", &self.method, d.methods),
             durability: list("--durability", &self.durability, d.durability),
         }
@@ -240,9 +340,10 @@ pub struct CopyArgs {
     /// cat and dd with --system-tools).
     #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<copy::Method>())]
     pub method: Vec<copy::Method>,
-    /// read-write buffer sizes (comma-separated); default 1k,64k,128k,256k,1m,2m,100m.
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
-    pub buffers: Vec<u64>,
+    /// Buffer sizes of the read-write loop (comma-separated); default
+    /// 1k,64k,128k,256k,1m,2m,100m.
+    #[arg(long, alias = "buffers", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
     /// Page-cache state of the source before each copy (comma-separated; default both).
     #[arg(long, value_name = "STATE", value_delimiter = ',', value_parser = parser::<copy::Cache>())]
     pub cache: Vec<copy::Cache>,
@@ -345,7 +446,7 @@ impl ReadArgs {
         let d = read::Options::for_scale(scale);
         read::Options {
             file_size: self.file_size.unwrap_or(d.file_size),
-            block_sizes: list("--block-sizes", &self.block_sizes, d.block_sizes),
+            block_sizes: list("--sizes", &self.sizes, d.block_sizes),
             methods: list("--method", &self.method, d.methods),
             populate: list("--populate", &self.populate, d.populate),
         }
@@ -400,7 +501,7 @@ impl CopyArgs {
         copy::Options {
             file_sizes: list("--file-size", &self.file_size, d.file_sizes),
             methods,
-            buffers: list("--buffers", &self.buffers, d.buffers),
+            buffers: list("--sizes", &self.sizes, d.buffers),
             caches: list("--cache", &self.cache, d.caches),
             durability: list("--durability", &self.durability, d.durability),
             verify: self.verify.unwrap_or(d.verify),

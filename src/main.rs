@@ -143,6 +143,17 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
     let settings = cli.common.settings();
     let s = &settings;
     let text = match &cli.command {
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "ioprobe", &mut out);
+            String::from_utf8(out)?
+        }
+        Command::Manpage => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out)?;
+            String::from_utf8(out)?
+        }
         Command::Sysinfo => {
             let dir = std::fs::canonicalize(&s.dir).ok();
             let env = ioprobe::sys::machine::Environment::collect(dir.as_deref());

@@ -193,7 +193,7 @@ fn repeated_values_are_measured_once_and_said_once() {
             "read",
             "--file-size",
             "64k",
-            "--block-sizes",
+            "--sizes",
             "4k,4k,4096,8k",
             "--method",
             "read,read",
@@ -220,7 +220,7 @@ fn repeated_values_are_measured_once_and_said_once() {
     );
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert_eq!(
-        stderr.matches("--block-sizes repeats a value").count(),
+        stderr.matches("--sizes repeats a value").count(),
         1,
         "{stderr}"
     );

@@ -337,3 +337,126 @@ fn a_page_evicted_under_memory_pressure_is_labelled_not_fatal() {
     );
     assert_empty(dir.path());
 }
+
+/// Every command, as `ioprobe <command> --help` names it.
+const COMMANDS: [&str; 16] = [
+    "run",
+    "syscalls",
+    "read",
+    "write",
+    "pipe",
+    "copy",
+    "sysinfo",
+    "history",
+    "show",
+    "compare",
+    "export",
+    "import",
+    "report",
+    "advise",
+    "completions",
+    "manpage",
+];
+
+#[test]
+fn every_help_has_examples_and_one_name_for_size_lists() {
+    for c in COMMANDS {
+        let out = Command::new(BIN).args([c, "--help"]).assert().success();
+        let text = stdout_of(&out);
+        let examples = text
+            .split("Examples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{c} --help has no examples:\n{text}"));
+        let lines: Vec<&str> = examples
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .collect();
+        assert!(lines.len() >= 2, "{c}: {lines:?}");
+        assert!(
+            lines.iter().all(|l| l.trim_start().starts_with("ioprobe ")),
+            "{c}: {lines:?}"
+        );
+    }
+    // One flag name for a list of sizes; the old names still work, hidden.
+    for c in ["read", "write", "pipe", "copy"] {
+        let text = stdout_of(&Command::new(BIN).args([c, "--help"]).assert().success());
+        assert!(text.contains("--sizes <SIZES>"), "{c}:\n{text}");
+        assert!(
+            !text.contains("--block-sizes") && !text.contains("--buffers"),
+            "{c}:\n{text}"
+        );
+    }
+    let compare = stdout_of(
+        &Command::new(BIN)
+            .args(["compare", "--help"])
+            .assert()
+            .success(),
+    );
+    assert!(compare.contains("The baseline run") && compare.contains("The run compared with it"));
+    let import = stdout_of(
+        &Command::new(BIN)
+            .args(["import", "--help"])
+            .assert()
+            .success(),
+    );
+    assert!(import.contains("Run documents (from --json or export)"));
+    insta::assert_snapshot!(
+        "read_help",
+        stdout_of(
+            &Command::new(BIN)
+                .env("COLUMNS", "100")
+                .args(["read", "--help"])
+                .assert()
+                .success()
+        )
+    );
+}
+
+#[test]
+fn completions_and_man_page_are_generated() {
+    for (shell, marker) in [
+        ("bash", "complete -F _ioprobe"),
+        ("zsh", "#compdef ioprobe"),
+        ("fish", "complete -c ioprobe"),
+        ("elvish", "edit:completion:arg-completer[ioprobe]"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let text = stdout_of(
+            &Command::new(BIN)
+                .args(["completions", shell])
+                .assert()
+                .success(),
+        );
+        assert!(text.contains(marker), "{shell}: {marker} missing");
+        assert!(
+            text.contains("populate") && text.contains("advise"),
+            "{shell}"
+        );
+    }
+    // bash really loads it.
+    let script = stdout_of(
+        &Command::new(BIN)
+            .args(["completions", "bash"])
+            .assert()
+            .success(),
+    );
+    let bash = std::process::Command::new("bash")
+        .args(["-c", "eval \"$1\" && complete -p ioprobe", "sh", &script])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&bash.stdout).contains("_ioprobe"),
+        "{}",
+        String::from_utf8_lossy(&bash.stderr)
+    );
+    Command::new(BIN)
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2);
+    let man = stdout_of(&Command::new(BIN).arg("manpage").assert().success());
+    assert!(man.contains(".TH ioprobe 1"), "{man}");
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS"] {
+        assert!(man.contains(section), "{section} missing");
+    }
+    assert!(man.contains("ioprobe\\-advise"), "subcommands listed");
+}
