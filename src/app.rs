@@ -39,12 +39,12 @@ pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &st
     let cpus = affinity::allowed_cpus()?;
     pin(settings.cpu)?;
     for s in crate::sys::scratch::reclaim_stale(&settings.dir) {
-        eprintln!(
-            "ioprobe: removed {} ({}) left behind by ioprobe process {}, which is gone",
+        crate::progress::note(&format!(
+            "removed {} ({}) left behind by ioprobe process {}, which is gone",
             s.path.display(),
             crate::units::format_size(s.bytes),
             s.pid
-        );
+        ));
     }
     let scratch = Scratch::create_in(&settings.dir)?;
     let result = run_in(settings, &probes, command, &scratch, &cpus);

@@ -59,6 +59,9 @@ pub struct Common {
     /// Do not save this run (and write no HTML report).
     #[arg(long, global = true)]
     pub no_save: bool,
+    /// No progress display and no notes on stderr (errors are still printed).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 }
 
 /// How sizes and durations are written, as a literal for `concat!`.
@@ -381,6 +384,7 @@ pub struct Settings {
     pub format: Format,
     pub store: Option<PathBuf>,
     pub no_save: bool,
+    pub quiet: bool,
 }
 
 impl Common {
@@ -422,6 +426,7 @@ impl Common {
             format,
             store: self.store.clone(),
             no_save: self.no_save,
+            quiet: self.quiet,
         }
     }
 }
@@ -463,11 +468,11 @@ fn dedup<T: PartialEq + Copy>(flag: &str, v: &[T]) -> Vec<T> {
         }
     }
     if out.len() < v.len() {
-        eprintln!(
-            "ioprobe: {flag} repeats a value ({} given, {} distinct); each is measured once",
+        crate::progress::note(&format!(
+            "{flag} repeats a value ({} given, {} distinct); each is measured once",
             v.len(),
             out.len()
-        );
+        ));
     }
     out
 }

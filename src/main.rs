@@ -118,7 +118,7 @@ fn measure_run(
         }
     } else {
         for line in &where_to {
-            eprintln!("ioprobe: {line}");
+            ioprobe::progress::note(line);
         }
     }
     // A method whose copy did not match its source: show everything, then fail.
@@ -142,6 +142,7 @@ fn measure_run(
 fn execute(cli: &Cli) -> anyhow::Result<()> {
     let settings = cli.common.settings();
     let s = &settings;
+    ioprobe::progress::set_quiet(s.quiet);
     let text = match &cli.command {
         Command::Completions { shell } => {
             let mut out = Vec::new();
@@ -196,7 +197,7 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             let blocks = match commands::advise_from_store(s)? {
                 Some(blocks) => blocks,
                 None => {
-                    eprintln!("ioprobe: nothing saved yet; measuring with a quick run first");
+                    ioprobe::progress::note("nothing saved yet; measuring with a quick run first");
                     let (run, id, _) = measure_run(s, "run", probes::registry())?;
                     commands::advice_of_run(&run, id)
                 }

@@ -385,3 +385,45 @@ fn advise_without_saving_prints_what_it_measured() {
     assert!(!tmp.path().join("none.db").exists());
     assert_empty(&scratch);
 }
+
+#[test]
+fn quiet_silences_notes_but_not_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let run = |quiet: bool| {
+        let mut c = with_store(&store);
+        c.args([
+            "read",
+            "--file-size",
+            "64k",
+            "--sizes",
+            "4k,4k",
+            "--json",
+            "--dir",
+        ])
+        .arg(&scratch)
+        .args(TINY);
+        if quiet {
+            c.arg("-q");
+        }
+        c.assert().success()
+    };
+    // Without -q: the repeated size and where the run was saved are noted on stderr.
+    let loud = stderr_of(&run(false));
+    assert!(
+        loud.contains("repeats a value") && loud.contains("saved as run 1"),
+        "{loud}"
+    );
+    let quiet = run(true);
+    assert_eq!(stderr_of(&quiet), "", "-q leaves stderr empty");
+    json_of(&quiet.get_output().stdout);
+    // Errors are still one line on stderr.
+    let bad = with_store(&store)
+        .args(["--quiet", "read", "--sizes", "0"])
+        .assert()
+        .code(2);
+    assert!(stderr_of(&bad).contains("error"), "{}", stderr_of(&bad));
+    assert_empty(&scratch);
+}

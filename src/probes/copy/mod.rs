@@ -562,8 +562,8 @@ impl Probe for CopyProbe {
             "the copy probe's source and copy",
         )?;
         if o.drop_caches && !rustix::process::geteuid().is_root() {
-            eprintln!(
-                "ioprobe: --drop-caches needs root; cold rows use fdatasync + POSIX_FADV_DONTNEED only (labelled)"
+            crate::progress::note(
+                "--drop-caches needs root; cold rows use fdatasync + POSIX_FADV_DONTNEED only (labelled)",
             );
         }
         Ok(())

@@ -384,12 +384,12 @@ impl Probe for PipeProbe {
         for c in &o.capacities {
             let Capacity::Bytes(b) = *c else { continue };
             match transfer::data_pipe(Some(b)) {
-                Ok((_, _, Some(granted))) if granted != b => eprintln!(
-                    "ioprobe: --pipe-size {}: the kernel rounded it to {}; figures are for {}",
+                Ok((_, _, Some(granted))) if granted != b => crate::progress::note(&format!(
+                    "--pipe-size {}: the kernel rounded it to {}; figures are for {}",
                     format_size(b),
                     format_size(granted),
                     format_size(granted)
-                ),
+                )),
                 Ok(_) => {}
                 // The OS cannot resize pipes: those rows are unsupported, not an error.
                 Err(e)
