@@ -179,10 +179,16 @@ pub enum Command {
     #[command(after_help = examples_only!(
         "ioprobe export last > run.json",
         "ioprobe export 12 --csv",
+        "ioprobe export last --format openmetrics > /var/lib/node_exporter/ioprobe.prom",
     ))]
     Export {
         #[arg(value_name = "RUN")]
         run: String,
+        /// Output format; openmetrics writes every median labelled by probe, case, params
+        /// and host, for a Prometheus textfile collector. Default: json (or the format
+        /// flag given).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<ExportFormat>,
     },
     /// Save runs from JSON files (from --json or export) into the store.
     #[command(after_help = examples_only!(
@@ -235,6 +241,15 @@ pub enum Command {
         "ioprobe manpage | man -l -",
     ))]
     Manpage,
+}
+
+/// What `export --format` can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Markdown,
+    Openmetrics,
 }
 
 /// Parses `5%`, `5` (both 5%) or `0.5%` into a fraction.

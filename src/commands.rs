@@ -1,7 +1,7 @@
 //! Commands that work on saved results: saving runs, `history`, `show`, `compare`,
 //! `export`, `import`, `report` and `advise`. Each returns the text for stdout.
 
-use crate::cli::Settings;
+use crate::cli::{ExportFormat, Settings};
 use crate::error::{Regression, UsageError};
 use crate::present::Recommendation;
 use crate::probes::ProbeKind;
@@ -133,11 +133,17 @@ pub fn show(settings: &Settings, spec: &str) -> Result<String> {
 
 /// `ioprobe export RUN`: the run as JSON (the `--json` schema), or in the format asked
 /// for with `--csv` / `--markdown`.
-pub fn export(settings: &Settings, spec: &str) -> Result<String> {
+pub fn export(settings: &Settings, spec: &str, to: Option<ExportFormat>) -> Result<String> {
     let named = resolve(settings, spec)?;
-    let format = match settings.format {
-        Format::Table => Format::Json,
-        other => other,
+    let format = match to {
+        Some(ExportFormat::Openmetrics) => return Ok(report::openmetrics::render(&named.run)),
+        Some(ExportFormat::Json) => Format::Json,
+        Some(ExportFormat::Csv) => Format::Csv,
+        Some(ExportFormat::Markdown) => Format::Markdown,
+        None => match settings.format {
+            Format::Table => Format::Json,
+            other => other,
+        },
     };
     report::render(&named.run, named.id, format)
 }

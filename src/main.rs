@@ -188,7 +188,7 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
         )?,
         Command::History => commands::history(s)?,
         Command::Show { run } => commands::show(s, run)?,
-        Command::Export { run } => commands::export(s, run)?,
+        Command::Export { run, format } => commands::export(s, run, *format)?,
         Command::Import { files } => commands::import(s, files)?,
         Command::Report { run, html, svg } => {
             commands::report(s, run, html.as_deref(), svg.as_deref())?

@@ -8,6 +8,7 @@ pub mod grid;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod openmetrics;
 pub mod plots;
 pub mod table;
 

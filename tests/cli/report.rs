@@ -80,3 +80,71 @@ fn html_report_loads_in_headless_chromium() {
         "advice missing from the page"
     );
 }
+
+#[test]
+fn export_openmetrics_labels_every_median() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let text = stdout_of(
+        &with_store(&store)
+            .args(["export", FIXTURE_PIPE, "--format", "openmetrics"])
+            .assert()
+            .success(),
+    );
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE_PIPE).unwrap()).unwrap();
+    let measured = run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["status"] == "ok")
+        .count();
+    let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(samples.len(), measured);
+    let family = "ioprobe_throughput_bytes_per_second";
+    assert!(text.contains(&format!(
+        "# TYPE {family} gauge\n# UNIT {family} bytes_per_second\n"
+    )));
+    for line in samples {
+        // name{label="value",…} number
+        let (head, value) = line.rsplit_once(' ').unwrap();
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("{line}"));
+        assert!(v > 0.0 && v.is_finite(), "{line}");
+        let labels = head
+            .strip_prefix(&format!("{family}{{"))
+            .and_then(|l| l.strip_suffix('}'))
+            .unwrap_or_else(|| panic!("{line}"));
+        for needed in [
+            "probe=\"pipe\"",
+            "case=\"",
+            "host=\"",
+            "param_chunk_size=\"",
+        ] {
+            assert!(labels.contains(needed), "{needed} missing: {line}");
+        }
+        let mut rest = labels;
+        while !rest.is_empty() {
+            let (name, after) = rest.split_once("=\"").unwrap_or_else(|| panic!("{line}"));
+            assert!(
+                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "label name {name}"
+            );
+            // The value runs to the first unescaped quote.
+            let mut end = None;
+            let mut escaped = false;
+            for (i, c) in after.char_indices() {
+                match (escaped, c) {
+                    (true, _) => escaped = false,
+                    (false, '\\') => escaped = true,
+                    (false, '"') => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let end = end.unwrap_or_else(|| panic!("unterminated value in {line}"));
+            rest = after[end + 1..].trim_start_matches(',');
+        }
+    }
+}
