@@ -158,19 +158,22 @@ pub enum Command {
         #[arg(value_name = "RUN")]
         run: String,
     },
-    /// Compare run B against baseline A: B ÷ A with interval and a rank-test verdict.
+    /// Compare run B against baseline A: B ÷ A with interval and a rank-test verdict
+    /// (several runs: a matrix of ratios to A).
     #[command(after_help = examples_only!(
         "ioprobe compare last~1 last        the last two runs",
         "ioprobe compare 3 7 --json",
+        "ioprobe compare 3 5 9                 three machines side by side",
         "ioprobe compare base.json last --fail-if-slower 5%",
     ))]
     Compare {
         /// The baseline run: id, last, last~N or a JSON file.
         #[arg(value_name = "A")]
         a: String,
-        /// The run compared with it: id, last, last~N or a JSON file.
-        #[arg(value_name = "B")]
-        b: String,
+        /// The run compared with it: id, last, last~N or a JSON file. Several runs give a
+        /// matrix: one column per run, each as a ratio to A.
+        #[arg(value_name = "B", required = true, num_args = 1..)]
+        b: Vec<String>,
         /// Exit with status 3 when a measurement is significantly slower by more than this, e.g. 5%.
         #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
         fail_if_slower: Option<f64>,

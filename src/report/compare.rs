@@ -3,7 +3,7 @@
 
 use super::Format;
 use super::grid::Grid;
-use crate::results::compare::Comparison;
+use crate::results::compare::{Comparison, Verdict};
 use crate::units::{format_gbps, sig3};
 use anyhow::Result;
 
@@ -167,5 +167,77 @@ pub fn render(c: &Comparison, format: Format) -> Result<String> {
             }
             String::from_utf8(w.into_inner()?)?
         }
+    })
+}
+
+/// Several comparisons against one baseline as a matrix: a row per measurement of the
+/// baseline, its median, then one column per run with its ratio to the baseline and
+/// the verdict (seed 000's shape: machines side by side).
+fn matrix_grid(cs: &[Comparison]) -> Grid {
+    let base = cs.first().map_or(String::new(), |c| c.a.clone());
+    let mut keys: Vec<(String, String, String, String, f64)> = Vec::new();
+    for c in cs {
+        for r in &c.rows {
+            if !keys
+                .iter()
+                .any(|k| (&k.0, &k.1, &k.2) == (&r.probe, &r.case, &r.params))
+            {
+                keys.push((
+                    r.probe.clone(),
+                    r.case.clone(),
+                    r.params.clone(),
+                    r.unit.clone(),
+                    r.a_median,
+                ));
+            }
+        }
+    }
+    let rows = keys
+        .iter()
+        .map(|(probe, case, params, unit, a_median)| {
+            let mut row = vec![format!("{probe}/{case}"), value(unit, *a_median)];
+            for c in cs {
+                row.push(
+                    c.rows
+                        .iter()
+                        .find(|r| (&r.probe, &r.case, &r.params) == (probe, case, params))
+                        .map_or("-".into(), |r| match r.verdict {
+                            Verdict::NoSignificantChange => format!("{}×", sig3(r.ratio)),
+                            v => format!("{}× {}", sig3(r.ratio), v.text()),
+                        }),
+                );
+            }
+            row
+        })
+        .collect();
+    let mut headers = vec!["measurement".to_string(), base.clone()];
+    headers.extend(cs.iter().map(|c| format!("{} ÷ {base}", c.b)));
+    let mut footnotes = vec![
+        "each column: that run's median ÷ the first run's; faster/slower as in a two-run compare (p < 0.05, an interval that excludes 1, beyond the noise floor); - = not in that run".to_string(),
+    ];
+    for c in cs {
+        for d in &c.environment_differences {
+            footnotes.push(format!("{} differs in {}: {} → {}", c.b, d.fact, d.a, d.b));
+        }
+    }
+    Grid {
+        title: format!("compare: {} runs side by side, each ÷ {base}", cs.len() + 1),
+        headers,
+        rows,
+        footnotes,
+        numeric: true,
+    }
+}
+
+/// Renders a matrix of comparisons against one baseline in `format`; JSON holds every
+/// pairwise comparison in full.
+pub fn render_matrix(cs: &[Comparison], format: Format) -> Result<String> {
+    Ok(match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({ "comparisons": cs }))? + "\n"
+        }
+        Format::Table => super::table::render_grid(&matrix_grid(cs)),
+        Format::Markdown => super::markdown::render_grid(&matrix_grid(cs)),
+        Format::Csv => super::csv::render_grid(&matrix_grid(cs))?,
     })
 }

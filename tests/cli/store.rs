@@ -902,3 +902,47 @@ fn a_partial_run_saved_after_a_complete_one_does_not_change_the_advice() {
     );
     assert_empty(&scratch);
 }
+
+#[test]
+fn compare_puts_several_runs_side_by_side() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    // Relative names, so the snapshot does not depend on where the tree is.
+    std::fs::copy(FIXTURE_A, tmp.path().join("a.json")).unwrap();
+    std::fs::copy(FIXTURE_B, tmp.path().join("b.json")).unwrap();
+    let table = stdout_of(
+        &with_store(&store)
+            .current_dir(tmp.path())
+            .args(["compare", "a.json", "b.json", "a.json"])
+            .assert()
+            .success(),
+    );
+    insta::assert_snapshot!("compare_matrix", table);
+    assert!(
+        table.contains("1.20× slower") && table.contains("0.800× faster"),
+        "{table}"
+    );
+    let v = json_of(
+        &with_store(&store)
+            .args(["compare", FIXTURE_A, FIXTURE_B, FIXTURE_A, "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(v["comparisons"].as_array().unwrap().len(), 2);
+    let fail = with_store(&store)
+        .args([
+            "compare",
+            FIXTURE_A,
+            FIXTURE_A,
+            FIXTURE_B,
+            "--fail-if-slower",
+            "5%",
+        ])
+        .assert()
+        .code(3);
+    let err = stderr_of(&fail);
+    assert!(err.contains("syscalls/null (+20.0%) in "), "{err}");
+    assert!(!store.exists());
+}
