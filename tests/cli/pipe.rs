@@ -63,7 +63,7 @@ fn pipe_table_has_seed_002_shape() {
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     for needle in [
-        "pipe: write-read, placement any, 256 KiB per sample (seed 002)",
+        "pipe: write-read, placement any, 256 KiB per sample",
         "writer vol/invol cs/GiB",
         "reader vol/invol cs/GiB",
         "64 KiB",

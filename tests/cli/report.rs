@@ -75,6 +75,13 @@ fn html_report_loads_in_headless_chromium() {
             "{id} is empty"
         );
     }
+    // Tables never wrap their cells; each scrolls on its own if it must.
+    assert!(dom.contains("white-space: nowrap"), "cells may wrap");
+    assert_eq!(
+        dom.matches("<table").count(),
+        dom.matches("<div class=\"scroll\"><table").count(),
+        "a table outside a scrolling box"
+    );
     assert!(
         dom.contains("What to do") && dom.contains("descriptor reuse"),
         "advice missing from the page"

@@ -159,7 +159,7 @@ fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
         .collect();
     let mut g = Grid::numeric(
         format!(
-            "copy: {} file, {} source, durability {} — fastest first (seeds 001, 003)",
+            "copy: {} file, {} source, durability {} — fastest first",
             format_size(size),
             cache.name(),
             dur.name()

@@ -86,7 +86,7 @@ pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
             let ms: Vec<&Measurement> = ts.iter().map(|t| t.0).collect();
             let mut g = Grid::numeric(
                 format!(
-                    "pipe: {}, placement {}, {} per sample (seed 002)",
+                    "pipe: {}, placement {}, {} per sample",
                     method.name(),
                     place.name(),
                     format_size(first.total)

@@ -55,7 +55,7 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
     let first = typed.first().map(|(_, p)| p);
     let mut g = Grid::numeric(
         format!(
-            "read: {} file from the page cache, by block size (seed 000)",
+            "read: {} file from the page cache, by block size",
             format_size(first.map_or(0, |p| p.file_size))
         ),
         &[

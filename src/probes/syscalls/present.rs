@@ -29,10 +29,7 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
         .and_then(|m| m.params_as::<Params>())
         .map_or(0, |p| p.io_size);
     let mut g = Grid::numeric(
-        format!(
-            "syscalls: cost per call, {} I/O (seed 004)",
-            format_size(io)
-        ),
+        format!("syscalls: cost per call, {} I/O", format_size(io)),
         &[
             "case",
             "ns/op",
