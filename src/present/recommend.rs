@@ -207,23 +207,6 @@ pub fn figure(m: &Measurement, v: f64) -> String {
     }
 }
 
-/// `m`'s median with its interval: "24.7 GB/s (24.5–24.8)".
-pub fn with_ci(m: &Measurement) -> String {
-    let f = |v: f64| {
-        if higher_is_better(m) {
-            format_gbps(v)
-        } else {
-            sig3(v)
-        }
-    };
-    format!(
-        "{} ({}–{})",
-        figure(m, m.median),
-        f(m.ci95[0]),
-        f(m.ci95[1])
-    )
-}
-
 /// `x` ÷ `y` in performance terms (above 1 when `x` is better).
 pub fn gain(x: &Measurement, y: &Measurement) -> f64 {
     if higher_is_better(x) {

@@ -101,11 +101,6 @@ pub fn observations(run: &Run) -> Vec<String> {
         .collect()
 }
 
-/// The `advice` strings: one line per recommendation, then the observations.
-pub fn advise(run: &Run) -> Vec<String> {
-    lines(&recommendations(run, None), &observations(run))
-}
-
 /// One line per recommendation, then the observations.
 pub fn lines(recs: &[Recommendation], observations: &[String]) -> Vec<String> {
     recs.iter()

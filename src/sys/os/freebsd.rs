@@ -11,9 +11,6 @@ use crate::sys::calls::{SysError, SysResult};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use std::ffi::CStr;
 
-/// The OS, as reports name it.
-pub const NAME: &str = "FreeBSD";
-
 /// copy_file_range(2) (FreeBSD 13+) between explicit offsets; returns bytes copied.
 pub fn copy_file_range<A: AsFd, B: AsFd>(
     src: A,
@@ -64,12 +61,11 @@ pub fn die_with_parent() -> SysResult<()> {
         .map_err(|e| SysError::new("procctl(PROC_PDEATHSIG_CTL)", e))
 }
 
-/// CPU model, CPUs and memory from sysctl hw.*; FreeBSD does not report cache sizes
+/// CPU model and memory from sysctl hw.*; FreeBSD does not report cache sizes
 /// there, so they stay unknown.
 pub fn sysctl_facts() -> Option<super::Facts> {
     Some(super::Facts {
         cpu_model: sysctl_string("hw.model"),
-        logical_cpus: sysctl_u64("hw.ncpu").map(|n| n as usize),
         memory_bytes: sysctl_u64("hw.physmem"),
         caches: Vec::new(),
     })

@@ -7,9 +7,6 @@ use rustix::fs::{AtFlags, OFlags, StatxFlags};
 use rustix::pipe::{IoSliceRaw, SpliceFlags};
 use std::ffi::CStr;
 
-/// The OS, as reports name it.
-pub const NAME: &str = "Linux";
-
 /// sendfile(2) from `src` at `*off` into `dst`; returns bytes moved.
 pub fn sendfile<A: AsFd, B: AsFd>(dst: A, src: B, off: &mut u64, len: usize) -> SysResult<usize> {
     check("sendfile", rustix::fs::sendfile(dst, src, Some(off), len))

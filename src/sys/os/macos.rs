@@ -13,9 +13,6 @@ use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::OFlags;
 use std::ffi::CStr;
 
-/// The OS, as reports name it.
-pub const NAME: &str = "macOS";
-
 /// copy_file_range(2) does not exist here.
 pub fn copy_file_range<A: AsFd, B: AsFd>(
     _src: A,
@@ -121,7 +118,7 @@ pub fn die_with_parent() -> SysResult<()> {
     Ok(())
 }
 
-/// CPU model, CPUs, memory and caches from sysctl hw.* / machdep.*.
+/// CPU model, memory and caches from sysctl hw.* / machdep.*.
 pub fn sysctl_facts() -> Option<super::Facts> {
     let caches = [
         (1, "Data", "hw.l1dcachesize"),
@@ -133,7 +130,6 @@ pub fn sysctl_facts() -> Option<super::Facts> {
     .collect();
     Some(super::Facts {
         cpu_model: sysctl_string("machdep.cpu.brand_string"),
-        logical_cpus: sysctl_u64("hw.logicalcpu").map(|n| n as usize),
         memory_bytes: sysctl_u64("hw.memsize"),
         caches,
     })

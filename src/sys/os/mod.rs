@@ -49,7 +49,6 @@ pub use freebsd::*;
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
     pub cpu_model: Option<String>,
-    pub logical_cpus: Option<usize>,
     pub memory_bytes: Option<u64>,
     /// (level, kind, bytes) of each data or unified cache.
     pub caches: Vec<(u8, &'static str, u64)>,
