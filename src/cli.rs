@@ -62,6 +62,10 @@ pub struct Common {
     /// No progress display and no notes on stderr (errors are still printed).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Every warning on its own line (tables fold the rows whose CI missed the target
+    /// into one line).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// How sizes and durations are written, as a literal for `concat!`.
@@ -403,6 +407,7 @@ pub struct Settings {
     pub store: Option<PathBuf>,
     pub no_save: bool,
     pub quiet: bool,
+    pub verbose: bool,
 }
 
 impl Common {
@@ -445,6 +450,7 @@ impl Common {
             store: self.store.clone(),
             no_save: self.no_save,
             quiet: self.quiet,
+            verbose: self.verbose,
         }
     }
 }

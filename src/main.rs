@@ -143,6 +143,7 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
     let settings = cli.common.settings();
     let s = &settings;
     ioprobe::progress::set_quiet(s.quiet);
+    ioprobe::present::grid::set_verbose(s.verbose);
     let text = match &cli.command {
         Command::Completions { shell } => {
             let mut out = Vec::new();

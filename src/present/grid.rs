@@ -4,6 +4,7 @@
 use super::recommend::figure;
 use crate::harness::stats::bimodal;
 use crate::results::Measurement;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A titled table of text cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +54,54 @@ pub fn notes_and_warnings(
     out
 }
 
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// `-v/--verbose`: every warning on its own line instead of the folded summary.
+pub fn set_verbose(verbose: bool) {
+    VERBOSE.store(verbose, Ordering::Relaxed);
+}
+
+/// The start of the harness's warning for a row whose CI missed the target.
+const WIDE_CI: &str = "95% CI is ±";
+
+/// One line for every row whose CI is wider than the target: how many, the widest, and
+/// the first few cases (each row's own line with `--verbose`, and in JSON).
+fn folded_wide_ci(rows: &[&Measurement]) -> Option<String> {
+    let wide: Vec<(&Measurement, f64)> = rows
+        .iter()
+        .filter(|m| m.warnings.iter().any(|w| w.starts_with(WIDE_CI)))
+        .map(|m| {
+            (
+                *m,
+                (m.ci95[1] - m.ci95[0]) / 2.0 / m.median.abs().max(f64::MIN_POSITIVE),
+            )
+        })
+        .collect();
+    let (worst, half) = wide.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let names: Vec<&str> = wide.iter().take(4).map(|(m, _)| m.case.as_str()).collect();
+    let more = if wide.len() > 4 { ", …" } else { "" };
+    Some(format!(
+        "warning: {} row{} with a 95% CI wider than the ±1% target (time budget spent), widest ±{}% ({}): {}{more}; --verbose lists each",
+        wide.len(),
+        if wide.len() == 1 { "" } else { "s" },
+        crate::units::sig3(half * 100.0),
+        worst.case,
+        names.join(", ")
+    ))
+}
+
 /// Every warning of `rows`, with its case, and a warning for each row whose samples are
-/// bimodal (see [`bimodal`]).
+/// bimodal (see [`bimodal`]). The rows whose CI missed the target share one line unless
+/// `--verbose`.
 pub fn warnings(rows: &[&Measurement]) -> Vec<String> {
-    rows.iter()
-        .flat_map(|m| {
+    let verbose = VERBOSE.load(Ordering::Relaxed);
+    let folded = if verbose { None } else { folded_wide_ci(rows) };
+    folded
+        .into_iter()
+        .chain(rows.iter().flat_map(|m| {
             m.warnings
                 .iter()
+                .filter(move |w| verbose || !w.starts_with(WIDE_CI))
                 .map(move |w| format!("warning: {}: {w}", m.case))
                 .chain(bimodal(&m.raw).map(|modes| {
                     let n = m.raw.len();
@@ -73,6 +115,6 @@ pub fn warnings(rows: &[&Measurement]) -> Vec<String> {
                         figure(m, modes.high)
                     )
                 }))
-        })
+        }))
         .collect()
 }

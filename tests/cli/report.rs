@@ -155,3 +155,53 @@ fn export_openmetrics_labels_every_median() {
         }
     }
 }
+
+#[test]
+fn wide_ci_warnings_fold_into_one_line_per_table_unless_verbose() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let show = |extra: &[&str]| {
+        stdout_of(
+            &with_store(&store)
+                .args(["show", FIXTURE_PIPE])
+                .args(extra)
+                .assert()
+                .success(),
+        )
+    };
+    let folded = show(&[]);
+    let verbose = show(&["--verbose"]);
+    let per_row = |t: &str| {
+        t.matches("wider than the ±1% target (time budget spent)\n")
+            .count()
+    };
+    assert_eq!(per_row(&folded), 0, "{folded}");
+    assert!(
+        folded.contains("rows with a 95% CI wider than the ±1% target"),
+        "{folded}"
+    );
+    assert!(per_row(&verbose) > folded.matches("rows with a 95% CI").count());
+    assert!(!verbose.contains("--verbose lists each"));
+    // JSON keeps every row's own warning.
+    let json = json_of(
+        &with_store(&store)
+            .args(["show", FIXTURE_PIPE, "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    let in_json = json["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with("95% CI is ±"))
+        })
+        .count();
+    assert_eq!(in_json, per_row(&verbose));
+}
