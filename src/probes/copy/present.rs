@@ -37,7 +37,11 @@ pub fn grids(rows: &[&Measurement], env: &Environment) -> Vec<Grid> {
         .into_iter()
         .map(|(k, ts)| {
             let mut g = grid(k, ts);
-            g.footnotes.extend(machine_notes(&all, k, env));
+            g.footnotes.extend(
+                machine_notes(&all, k, env)
+                    .into_iter()
+                    .map(|n| format!("note: {n}")),
+            );
             g
         })
         .collect()
@@ -55,7 +59,7 @@ fn machine_notes(all: &[Typed], (size, cache, dur): Key, env: &Environment) -> V
         if let Some(limit) = t.background_threshold(avail).filter(|&l| size > l) {
             let throttle = t.throttle_threshold(avail);
             out.push(format!(
-                "note: {} exceeds the dirty-page threshold for background writeback ({}{}): writeback runs during the copy, so this is not a page-cache-only figure",
+                "{} exceeds the dirty-page threshold for background writeback ({}{}): writeback runs during the copy, so this is not a page-cache-only figure",
                 format_size(size),
                 format_size(limit),
                 throttle
@@ -89,7 +93,7 @@ fn machine_notes(all: &[Typed], (size, cache, dur): Key, env: &Environment) -> V
             .collect();
         if let Some(example) = fast.first() {
             out.push(format!(
-                "note: {} of the cold rows ran faster than half their warm figure after verified eviction (e.g. {example}): a cache below the guest (the VM host's page cache, a disk cache) served them, not the disk",
+                "{} of the cold rows ran faster than half their warm figure after verified eviction (e.g. {example}): a cache below the guest (the VM host's page cache, a disk cache) served them, not the disk",
                 fast.len()
             ));
         }
@@ -328,9 +332,7 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
                     ]
                     .into_iter()
                     .chain(
-                        machine_notes(&ts, (size, cache, dur), env)
-                            .into_iter()
-                            .map(|n| n.trim_start_matches("note: ").to_string()),
+                        machine_notes(&ts, (size, cache, dur), env),
                     )
                     .collect(),
                 },
