@@ -54,6 +54,77 @@ pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &st
     Ok(run)
 }
 
+/// Throughput assumed for a whole-pass case nothing saved has measured: a guess, said so.
+const GUESSED_RATE: f64 = 2e9;
+
+/// The medians (bytes/s) of the newest saved run on this host of each case, by case
+/// name, and that run's id; empty when nothing is saved.
+fn prior_rates(
+    settings: &Settings,
+    env: &Environment,
+) -> (std::collections::HashMap<String, f64>, Option<i64>) {
+    let mut rates = std::collections::HashMap::new();
+    let store = crate::commands::store_path(settings).ok().and_then(|p| {
+        crate::results::store::Store::open_read_only_if_any(&p)
+            .ok()
+            .flatten()
+    });
+    let Some(store) = store else {
+        return (rates, None);
+    };
+    let mut newest = None;
+    for r in store.list().unwrap_or_default().iter().rev().take(20) {
+        if r.host != env.hostname {
+            continue;
+        }
+        let Ok(run) = store.load(r.id) else { continue };
+        for m in run
+            .measurements
+            .iter()
+            .filter(|m| m.is_ok() && m.unit == "bytes/s")
+        {
+            if !rates.contains_key(&m.case) {
+                rates.insert(m.case.clone(), m.median);
+                newest.get_or_insert(r.id);
+            }
+        }
+    }
+    (rates, newest)
+}
+
+/// How long `probes` should take, in seconds, and where the figures came from: each
+/// whole-pass case runs a warm-up and the minimum samples at its saved throughput (or
+/// a guess), each calibrated case its warm-up and half its budget.
+fn estimate(
+    probes: &[Box<dyn Probe>],
+    h: &crate::harness::Config,
+    (rates, run): &(std::collections::HashMap<String, f64>, Option<i64>),
+) -> (f64, String) {
+    let passes = (1 + h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES)) as f64;
+    let mut guessed = false;
+    let mut total = 0.0;
+    for p in probes {
+        for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
+            total += match bytes {
+                Some(b) => {
+                    let rate = rates.get(name).copied().unwrap_or_else(|| {
+                        guessed = true;
+                        GUESSED_RATE
+                    });
+                    passes * b as f64 / rate
+                }
+                None => (h.warmup + h.budget / 2).as_secs_f64(),
+            };
+        }
+    }
+    let from = match (run, guessed) {
+        (Some(id), false) => format!("from run {id}'s figures"),
+        (Some(id), true) => format!("from run {id}'s figures, the rest guessed at 2 GB/s"),
+        (None, _) => "a guess: nothing measured here is saved yet".into(),
+    };
+    (total, from)
+}
+
 fn scratch_cleanup(s: Scratch) -> Result<()> {
     let path = s.path().to_path_buf();
     drop(s);
@@ -77,6 +148,18 @@ fn run_in(
         p.validate(&env, scratch)?;
     }
     let total: usize = probes.iter().map(|p| p.case_count()).sum();
+    let (seconds, from) = estimate(probes, &settings.harness, &prior_rates(settings, &env));
+    if seconds > 20.0 {
+        crate::progress::note(&format!(
+            "{command}: {total} rows, about {} ({from}){}",
+            crate::units::format_minutes(seconds),
+            if settings.scale == crate::probes::Scale::Quick || command == "run" {
+                ""
+            } else {
+                "; --quick for a smaller set"
+            }
+        ));
+    }
     let progress = Progress::new(total as u64);
     if let Some(fs) = &env.filesystem {
         progress.note(&format!(
@@ -130,4 +213,35 @@ fn run_in(
         measurements,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::{Scale, pipe};
+    use std::collections::HashMap;
+
+    #[test]
+    fn the_estimate_uses_saved_throughput_and_says_when_it_guesses() {
+        let h = crate::harness::Config::quick();
+        let opts = pipe::Options {
+            sizes: vec![4096, 65536],
+            ..pipe::Options::for_scale(Scale::Default)
+        };
+        let total = opts.total as f64;
+        let probes: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(opts))];
+        let rows = probes[0].case_count();
+        let passes = (1 + h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES)) as f64;
+        let (guess, from) = estimate(&probes, &h, &(HashMap::new(), None));
+        assert!((guess - rows as f64 * passes * total / GUESSED_RATE).abs() < 1e-6);
+        assert!(from.starts_with("a guess"), "{from}");
+        let names = probes[0].case_names();
+        let rates: HashMap<String, f64> = names.iter().map(|n| (n.clone(), 4e9)).collect();
+        let (saved, from) = estimate(&probes, &h, &(rates, Some(7)));
+        assert!((saved - guess / 2.0).abs() < 1e-6, "{saved} vs {guess}");
+        assert_eq!(from, "from run 7's figures");
+        assert_eq!(crate::units::format_minutes(40.0), "40 s");
+        assert_eq!(crate::units::format_minutes(185.0), "3 min");
+        assert_eq!(crate::units::format_minutes(3900.0), "1 h 5 min");
+    }
 }

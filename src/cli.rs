@@ -18,54 +18,131 @@ use std::time::Duration;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    #[command(flatten)]
-    pub common: Common,
-}
-
-/// Options every command accepts.
-#[derive(Debug, Args)]
-pub struct Common {
-    /// Short budget per case (default): ±1% CI or 0.6 s per case, whichever comes first.
-    #[arg(long, global = true, conflicts_with = "thorough")]
-    pub quick: bool,
-    /// Longer warm-up, at least 20 samples and up to 5 s per case.
-    #[arg(long, global = true)]
-    pub thorough: bool,
-    /// Minimum length of one sample, e.g. 10ms.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_clock_duration)]
-    pub sample_time: Option<Duration>,
-    /// Time budget per case, warm-up included, e.g. 2s.
-    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_clock_duration)]
-    pub budget: Option<Duration>,
-    /// Pin the measuring thread to this CPU.
-    #[arg(long, global = true, value_name = "N")]
-    pub cpu: Option<usize>,
-    /// Directory in which ioprobe creates (and removes) its scratch directory; its
-    /// filesystem is the one measured.
-    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
-    /// Print only JSON (schema version 1) on stdout.
-    #[arg(long, global = true, conflicts_with_all = ["csv", "markdown"])]
-    pub json: bool,
-    /// Print only CSV, one row per measurement, on stdout.
-    #[arg(long, global = true, conflicts_with = "markdown")]
-    pub csv: bool,
-    /// Print only Markdown tables on stdout.
-    #[arg(long, global = true)]
-    pub markdown: bool,
-    /// Results store (SQLite); default $XDG_DATA_HOME/ioprobe/results.db.
-    #[arg(long, global = true, value_name = "PATH")]
-    pub store: Option<PathBuf>,
-    /// Do not save this run (and write no HTML report).
-    #[arg(long, global = true)]
-    pub no_save: bool,
+    /// A command's options may also come before it (`ioprobe --json run`); each is
+    /// refused for a command that has no use for it.
+    #[command(
+        flatten,
+        next_help_heading = "Options for the commands that use them (also after the command)"
+    )]
+    pub before: Before,
     /// No progress display and no notes on stderr (errors are still printed).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
     /// Every warning on its own line (tables fold the rows whose CI missed the target
     /// into one line).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub verbose: bool,
+    /// Colour headings, the best row and warnings: auto (when stdout is a terminal and
+    /// NO_COLOR is unset; CLICOLOR_FORCE forces it), always or never.
+    #[arg(
+        long,
+        global = true,
+        value_name = "WHEN",
+        default_value = "auto",
+        help_heading = "Global options"
+    )]
+    pub color: ColorWhen,
+}
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to colour: `always` and `never` win; `auto` colours a terminal unless
+    /// NO_COLOR is set (non-empty), and colours anything when CLICOLOR_FORCE is set
+    /// (non-empty, not 0).
+    pub fn resolve(self, no_color: Option<&str>, clicolor_force: Option<&str>, tty: bool) -> bool {
+        let set = |v: Option<&str>| v.is_some_and(|v| !v.is_empty());
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto if set(no_color) => false,
+            ColorWhen::Auto if set(clicolor_force) && clicolor_force != Some("0") => true,
+            ColorWhen::Auto => tty,
+        }
+    }
+}
+
+/// How much to measure and where: the flags of the commands that measure.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MeasureFlags {
+    /// A smaller sweep that finishes sooner: fewer cases and less data per sample
+    /// (each command's --help gives its sizes). Without it, a command measures its
+    /// seed's full table.
+    #[arg(long, conflicts_with = "thorough")]
+    pub quick: bool,
+    /// Longer warm-up, at least 20 samples and up to 5 s per case.
+    #[arg(long)]
+    pub thorough: bool,
+    /// Minimum length of one sample, e.g. 10ms.
+    #[arg(long, value_name = "DURATION", value_parser = parse_clock_duration)]
+    pub sample_time: Option<Duration>,
+    /// Time budget per case, warm-up included, e.g. 2s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_clock_duration)]
+    pub budget: Option<Duration>,
+    /// Pin the measuring thread to this CPU.
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// Directory in which ioprobe creates (and removes) its scratch directory; its
+    /// filesystem is the one measured (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Do not save this run (and write no HTML report).
+    #[arg(long)]
+    pub no_save: bool,
+}
+
+/// What goes to stdout: the flags of the commands that print results.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputFlags {
+    /// Print only JSON (schema version 1) on stdout.
+    #[arg(long, conflicts_with_all = ["csv", "markdown"])]
+    pub json: bool,
+    /// Print only CSV, one row per measurement, on stdout.
+    #[arg(long, conflicts_with = "markdown")]
+    pub csv: bool,
+    /// Print only Markdown tables on stdout.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Every column of every table, however wide (tables otherwise fit the terminal,
+    /// or 100 columns when stdout is not one).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+/// Where saved runs live: the flag of the commands that read or write the store.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreFlags {
+    /// Results store (SQLite); default $XDG_DATA_HOME/ioprobe/results.db.
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+/// A measuring command's shared flags.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Measuring {
+    #[command(flatten)]
+    pub measure: MeasureFlags,
+    #[command(flatten)]
+    pub output: OutputFlags,
+    #[command(flatten)]
+    pub store: StoreFlags,
+}
+
+/// Every shared flag, as given before the command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Before {
+    #[command(flatten)]
+    pub measure: MeasureFlags,
+    #[command(flatten)]
+    pub output: OutputFlags,
+    #[command(flatten)]
+    pub store: StoreFlags,
 }
 
 /// How sizes and durations are written, as a literal for `concat!`.
@@ -101,7 +178,7 @@ pub enum Command {
         "ioprobe run --json > run.json     one JSON document",
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
     ))]
-    Run,
+    Run(Measuring),
     /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
     #[command(after_help = examples!(
         "ioprobe syscalls                  every case, ns per call",
@@ -145,13 +222,24 @@ pub enum Command {
         "ioprobe sysinfo",
         "ioprobe sysinfo --dir /mnt/ssd --json    the filesystem there, as JSON",
     ))]
-    Sysinfo,
+    Sysinfo {
+        /// The directory whose filesystem to describe (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputFlags,
+    },
     /// List saved runs.
     #[command(after_help = examples_only!(
         "ioprobe history",
         "ioprobe history --store fleet.db --csv",
     ))]
-    History,
+    History {
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
     /// Print a saved run's tables (RUN: id, last, last~N or a JSON file).
     #[command(after_help = examples_only!(
         "ioprobe show last",
@@ -161,6 +249,10 @@ pub enum Command {
     Show {
         #[arg(value_name = "RUN")]
         run: String,
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Compare run B against baseline A: B ÷ A with interval and a rank-test verdict
     /// (several runs: a matrix of ratios to A).
@@ -181,6 +273,10 @@ pub enum Command {
         /// Exit with status 3 when a measurement is significantly slower by more than this, e.g. 5%.
         #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
         fail_if_slower: Option<f64>,
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Print a saved run as JSON (the --json schema).
     #[command(after_help = examples_only!(
@@ -196,6 +292,10 @@ pub enum Command {
         /// flag given).
         #[arg(long, value_name = "FORMAT")]
         format: Option<ExportFormat>,
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Save runs from JSON files (from --json or export) into the store.
     #[command(after_help = examples_only!(
@@ -206,6 +306,8 @@ pub enum Command {
         /// Run documents (from --json or export), validated before any is saved.
         #[arg(value_name = "FILE", required = true)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Write a self-contained HTML report and/or SVG plots of a run.
     #[command(after_help = examples_only!(
@@ -221,6 +323,8 @@ pub enum Command {
         /// Directory to write one SVG per plot into.
         #[arg(long, value_name = "DIR")]
         svg: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreFlags,
     },
     /// Advice from every probe (syscall patterns, read and write block sizes, pipe
     /// chunks and capacity, copy methods) with its evidence, from the newest saved run
@@ -230,7 +334,7 @@ pub enum Command {
         "ioprobe advise --json | jq '.recommendations[] | {topic, action}'",
         "ioprobe advise --markdown > ADVICE.md",
     ))]
-    Advise,
+    Advise(Measuring),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = examples_only!(
         "ioprobe completions bash > ~/.local/share/bash-completion/completions/ioprobe",
@@ -276,6 +380,8 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
 
 #[derive(Debug, Args)]
 pub struct SyscallsArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
     /// Cases to run (comma-separated). Default: all.
     #[arg(long, value_name = "CASE", value_delimiter = ',', value_parser = parser::<syscalls::Case>())]
     pub case: Vec<syscalls::Case>,
@@ -286,6 +392,8 @@ pub struct SyscallsArgs {
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
     /// Size of the file read from the page cache (default 10 MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub file_size: Option<u64>,
@@ -304,6 +412,8 @@ pub struct ReadArgs {
 
 #[derive(Debug, Args)]
 pub struct WriteArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
     /// Size of the file rewritten in place (default 10 MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub file_size: Option<u64>,
@@ -334,6 +444,8 @@ impl WriteArgs {
 
 #[derive(Debug, Args)]
 pub struct PipeArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
     /// Chunk sizes written (comma-separated); default 1 KiB … 256 MiB in powers of 4
     /// (of 2 with --thorough).
     #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
@@ -358,6 +470,8 @@ pub struct PipeArgs {
 
 #[derive(Debug, Args)]
 pub struct CopyArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
     /// File sizes (comma-separated); default 64 MiB and 1 GiB (64 MiB with --quick).
     #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size_or_zero)]
     pub file_size: Vec<u64>,
@@ -408,50 +522,199 @@ pub struct Settings {
     pub no_save: bool,
     pub quiet: bool,
     pub verbose: bool,
+    pub wide: bool,
 }
 
-impl Common {
-    /// Plain settings from the flags.
-    pub fn settings(&self) -> Settings {
-        let (mut h, mode) = if self.thorough {
+impl MeasureFlags {
+    /// These flags, each taken from `after` when given there, else from `self`.
+    fn or(&self, after: &MeasureFlags) -> MeasureFlags {
+        MeasureFlags {
+            quick: after.quick || self.quick,
+            thorough: after.thorough || self.thorough,
+            sample_time: after.sample_time.or(self.sample_time),
+            budget: after.budget.or(self.budget),
+            cpu: after.cpu.or(self.cpu),
+            dir: after.dir.clone().or_else(|| self.dir.clone()),
+            no_save: after.no_save || self.no_save,
+        }
+    }
+
+    /// The flags given, by name.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--quick", self.quick),
+            ("--thorough", self.thorough),
+            ("--sample-time", self.sample_time.is_some()),
+            ("--budget", self.budget.is_some()),
+            ("--cpu", self.cpu.is_some()),
+            ("--dir", self.dir.is_some()),
+            ("--no-save", self.no_save),
+        ]
+        .into_iter()
+        .filter_map(|(n, g)| g.then_some(n))
+        .collect()
+    }
+}
+
+impl OutputFlags {
+    fn or(&self, after: &OutputFlags) -> OutputFlags {
+        OutputFlags {
+            json: after.json || self.json,
+            csv: after.csv || self.csv,
+            markdown: after.markdown || self.markdown,
+            wide: after.wide || self.wide,
+        }
+    }
+
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--json", self.json),
+            ("--csv", self.csv),
+            ("--markdown", self.markdown),
+            ("--wide", self.wide),
+        ]
+        .into_iter()
+        .filter_map(|(n, g)| g.then_some(n))
+        .collect()
+    }
+}
+
+impl Command {
+    /// The shared flags this command takes: measuring, output and store (None: it has
+    /// no use for that group; for sysinfo, only --dir of the measuring group).
+    fn groups(
+        &self,
+    ) -> (
+        Option<MeasureFlags>,
+        Option<&OutputFlags>,
+        Option<&StoreFlags>,
+    ) {
+        fn m(
+            x: &Measuring,
+        ) -> (
+            Option<MeasureFlags>,
+            Option<&OutputFlags>,
+            Option<&StoreFlags>,
+        ) {
+            (Some(x.measure.clone()), Some(&x.output), Some(&x.store))
+        }
+        match self {
+            Command::Run(x) | Command::Advise(x) => m(x),
+            Command::Syscalls(a) => m(&a.shared),
+            Command::Read(a) => m(&a.shared),
+            Command::Write(a) => m(&a.shared),
+            Command::Pipe(a) => m(&a.shared),
+            Command::Copy(a) => m(&a.shared),
+            Command::Sysinfo { dir, output } => (
+                Some(MeasureFlags {
+                    dir: dir.clone(),
+                    ..MeasureFlags::default()
+                }),
+                Some(output),
+                None,
+            ),
+            Command::History { output, store }
+            | Command::Show { output, store, .. }
+            | Command::Compare { output, store, .. }
+            | Command::Export { output, store, .. } => (None, Some(output), Some(store)),
+            Command::Import { store, .. } | Command::Report { store, .. } => {
+                (None, None, Some(store))
+            }
+            Command::Completions { .. } | Command::Manpage => (None, None, None),
+        }
+    }
+
+    /// The command's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Run(_) => "run",
+            Command::Syscalls(_) => "syscalls",
+            Command::Read(_) => "read",
+            Command::Write(_) => "write",
+            Command::Pipe(_) => "pipe",
+            Command::Copy(_) => "copy",
+            Command::Sysinfo { .. } => "sysinfo",
+            Command::History { .. } => "history",
+            Command::Show { .. } => "show",
+            Command::Compare { .. } => "compare",
+            Command::Export { .. } => "export",
+            Command::Import { .. } => "import",
+            Command::Report { .. } => "report",
+            Command::Advise(_) => "advise",
+            Command::Completions { .. } => "completions",
+            Command::Manpage => "manpage",
+        }
+    }
+}
+
+impl Cli {
+    /// Plain settings from the flags, those given before the command merged with those
+    /// after it, and the flags given before a command that has no use for them (ignored,
+    /// so that a wrapper passing the same flags to every command keeps working; after
+    /// the command, such a flag is a usage error).
+    pub fn settings(&self) -> (Settings, Vec<&'static str>) {
+        let (measure, output, store) = self.command.groups();
+        let b = &self.before;
+        let mut refused: Vec<&str> = Vec::new();
+        match &measure {
+            None => refused.extend(b.measure.given()),
+            Some(_) if matches!(self.command, Command::Sysinfo { .. }) => {
+                refused.extend(b.measure.given().into_iter().filter(|&f| f != "--dir"))
+            }
+            Some(_) => {}
+        }
+        if output.is_none() {
+            refused.extend(b.output.given());
+        }
+        if store.is_none() && b.store.store.is_some() {
+            refused.push("--store");
+        }
+        let m = b.measure.or(&measure.unwrap_or_default());
+        let o = b.output.or(output.unwrap_or(&OutputFlags::default()));
+        let store = store
+            .and_then(|s| s.store.clone())
+            .or(b.store.store.clone());
+        let (mut h, mode) = if m.thorough {
             (harness::Config::thorough(), "thorough")
         } else {
             (harness::Config::quick(), "quick")
         };
-        if let Some(t) = self.sample_time {
+        if let Some(t) = m.sample_time {
             h.sample_time = t;
         }
-        if let Some(b) = self.budget {
-            h.budget = b;
-            h.warmup = h.warmup.min(b / 4);
+        if let Some(t) = m.budget {
+            h.budget = t;
+            h.warmup = h.warmup.min(t / 4);
         }
-        let format = if self.json {
+        let format = if o.json {
             Format::Json
-        } else if self.csv {
+        } else if o.csv {
             Format::Csv
-        } else if self.markdown {
+        } else if o.markdown {
             Format::Markdown
         } else {
             Format::Table
         };
-        Settings {
+        let settings = Settings {
             harness: h,
             mode,
-            scale: if self.quick {
+            scale: if m.quick {
                 Scale::Quick
-            } else if self.thorough {
+            } else if m.thorough {
                 Scale::Thorough
             } else {
                 Scale::Default
             },
-            cpu: self.cpu,
-            dir: self.dir.clone(),
+            cpu: m.cpu,
+            dir: m.dir.unwrap_or_else(|| PathBuf::from(".")),
             format,
-            store: self.store.clone(),
-            no_save: self.no_save,
+            store,
+            no_save: m.no_save,
             quiet: self.quiet,
             verbose: self.verbose,
-        }
+            wide: o.wide,
+        };
+        (settings, refused)
     }
 }
 
@@ -539,5 +802,25 @@ impl CopyArgs {
             lean: d.lean,
             corrupt: d.corrupt,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ColorWhen::{Always, Auto, Never};
+
+    #[test]
+    fn colour_follows_the_flag_then_no_color_then_clicolor_force_then_the_terminal() {
+        assert!(Always.resolve(Some("1"), None, false));
+        assert!(!Never.resolve(None, Some("1"), true));
+        assert!(!Auto.resolve(Some("1"), Some("1"), true));
+        assert!(
+            Auto.resolve(Some(""), None, true),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(Auto.resolve(None, Some("1"), false));
+        assert!(!Auto.resolve(None, Some("0"), false));
+        assert!(Auto.resolve(None, None, true));
+        assert!(!Auto.resolve(None, None, false));
     }
 }

@@ -107,6 +107,7 @@ pub fn history(settings: &Settings) -> Result<String> {
             .collect(),
         footnotes: Vec::new(),
         numeric: false,
+        ..Default::default()
     };
     Ok(match settings.format {
         Format::Markdown => report::markdown::render_grid(&g),
@@ -520,6 +521,7 @@ pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<Strin
                     .collect(),
                 footnotes: Vec::new(),
                 numeric: false,
+                ..Default::default()
             };
             report::csv::render_grid(&g)
         }

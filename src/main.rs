@@ -18,7 +18,16 @@ fn main() {
         Ok(c) => c,
         Err(e) => std::process::exit(clap_exit(e)),
     };
-    let code = match execute(&cli) {
+    let (settings, ignored) = cli.settings();
+    ioprobe::progress::set_quiet(settings.quiet);
+    if !ignored.is_empty() {
+        ioprobe::progress::note(&format!(
+            "{} given before the command: no effect on `ioprobe {}`",
+            ignored.join(", "),
+            cli.command.name()
+        ));
+    }
+    let code = match execute(&cli, &settings) {
         Ok(()) => 0,
         Err(e) => {
             let code = error::exit_code(&e);
@@ -129,7 +138,7 @@ fn measure_run(
         .map(|m| m.case.as_str())
         .collect();
     if !failed.is_empty() {
-        print_out(&text)?;
+        print_out(&fitted(settings, &text))?;
         anyhow::bail!(
             "{} case(s) FAILED verification (the copy differs from its source): {}",
             failed.len(),
@@ -139,11 +148,26 @@ fn measure_run(
     Ok((run, id, text))
 }
 
-fn execute(cli: &Cli) -> anyhow::Result<()> {
-    let settings = cli.common.settings();
-    let s = &settings;
+fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
     ioprobe::progress::set_quiet(s.quiet);
     ioprobe::present::grid::set_verbose(s.verbose);
+    let terminal = ioprobe::sys::calls::stdout_terminal_width();
+    let env = |k: &str| std::env::var(k).ok();
+    report::table::set_style(report::table::Style {
+        width: if s.wide {
+            None
+        } else {
+            terminal
+                .or_else(|| env("COLUMNS").and_then(|c| c.trim().parse().ok()))
+                .filter(|&w: &usize| w >= 40)
+                .or(Some(report::table::DEFAULT_WIDTH))
+        },
+        color: cli.color.resolve(
+            env("NO_COLOR").as_deref(),
+            env("CLICOLOR_FORCE").as_deref(),
+            terminal.is_some(),
+        ),
+    });
     let text = match &cli.command {
         Command::Completions { shell } => {
             let mut out = Vec::new();
@@ -156,12 +180,12 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out)?;
             String::from_utf8(out)?
         }
-        Command::Sysinfo => {
+        Command::Sysinfo { .. } => {
             let dir = std::fs::canonicalize(&s.dir).ok();
             let env = ioprobe::sys::machine::Environment::collect(dir.as_deref());
             report::render_environment(&env, s.format)?
         }
-        Command::Run => measure(s, "run", probes::registry())?,
+        Command::Run(_) => measure(s, "run", probes::registry())?,
         Command::Syscalls(a) => measure(
             s,
             "syscalls",
@@ -187,14 +211,14 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             "pipe",
             vec![Box::new(PipeProbe::new(a.options(s.scale)))],
         )?,
-        Command::History => commands::history(s)?,
-        Command::Show { run } => commands::show(s, run)?,
-        Command::Export { run, format } => commands::export(s, run, *format)?,
-        Command::Import { files } => commands::import(s, files)?,
-        Command::Report { run, html, svg } => {
+        Command::History { .. } => commands::history(s)?,
+        Command::Show { run, .. } => commands::show(s, run)?,
+        Command::Export { run, format, .. } => commands::export(s, run, *format)?,
+        Command::Import { files, .. } => commands::import(s, files)?,
+        Command::Report { run, html, svg, .. } => {
             commands::report(s, run, html.as_deref(), svg.as_deref())?
         }
-        Command::Advise => {
+        Command::Advise(_) => {
             let blocks = match commands::advise_from_store(s)? {
                 Some(blocks) => blocks,
                 None => {
@@ -209,8 +233,10 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             a,
             b,
             fail_if_slower,
+            ..
         } => {
             let (text, regression) = commands::compare(s, a, b, *fail_if_slower)?;
+            let text = fitted(s, &text);
             print_out(&text)?;
             return match regression {
                 Some(r) => Err(r.into()),
@@ -218,7 +244,20 @@ fn execute(cli: &Cli) -> anyhow::Result<()> {
             };
         }
     };
-    print_out(&text)
+    match &cli.command {
+        // Scripts, roff and machine formats are never re-wrapped.
+        Command::Completions { .. } | Command::Manpage | Command::Export { .. } => print_out(&text),
+        _ => print_out(&fitted(s, &text)),
+    }
+}
+
+/// Table-format output with its prose fitted to the width (see `report::table`).
+fn fitted(s: &Settings, text: &str) -> String {
+    if s.format == Format::Table {
+        report::table::fit_text(text)
+    } else {
+        text.to_string()
+    }
 }
 
 /// Writes to stdout; a closed pipe is not an error.

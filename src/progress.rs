@@ -20,37 +20,132 @@ pub fn note(line: &str) {
     }
 }
 
-/// A progress display over a known number of cases.
+/// Steps of the bar per row: a row in progress counts for the share of it done.
+const STEPS: u64 = 1000;
+
+/// A progress display over a known number of rows. It counts passes: a row measured
+/// alone counts once done; rows sampled round-robin advance with every pass, by the
+/// share of their minimum passes taken or of their group's time budget spent,
+/// whichever is further, so the bar and its ETA move while a group runs.
 pub struct Progress {
     bar: ProgressBar,
+    rows: u64,
+    state: std::sync::Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Rows finished.
+    done: u64,
+    /// Passes run (warm-ups and samples of round-robin rows, calibrated rows as one).
+    passes: u64,
+    /// The round-robin group under way: its rows' passes so far.
+    group: Vec<u64>,
+    /// Minimum passes per row of the group (warm-up included) and the group's budget.
+    expected: u64,
+    budget: std::time::Duration,
+    started: Option<std::time::Instant>,
 }
 
 impl Progress {
-    /// A bar of `total` steps on stderr (hidden when stderr is not a terminal).
-    pub fn new(total: u64) -> Progress {
+    /// A bar over `rows` rows on stderr (hidden when stderr is not a terminal).
+    pub fn new(rows: u64) -> Progress {
         let target = if QUIET.load(Ordering::Relaxed) {
             ProgressDrawTarget::hidden()
         } else {
             ProgressDrawTarget::stderr()
         };
-        let bar = ProgressBar::with_draw_target(Some(total), target);
+        let bar = ProgressBar::with_draw_target(Some(rows.max(1) * STEPS), target);
         if let Ok(style) =
-            ProgressStyle::with_template("{prefix:>9} [{bar:30}] {pos}/{len} {wide_msg} eta {eta}")
+            ProgressStyle::with_template("{prefix:>9} [{bar:30}] {wide_msg} eta {eta}")
         {
             bar.set_style(style.progress_chars("=> "));
         }
-        Progress { bar }
+        Progress {
+            bar,
+            rows,
+            state: std::sync::Mutex::new(State::default()),
+        }
     }
 
-    /// Announces the case about to run.
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        match self.state.lock() {
+            Ok(mut s) => f(&mut s),
+            Err(p) => f(&mut p.into_inner()),
+        }
+    }
+
+    /// The bar's position and message from the state.
+    fn show(&self, s: &State, case: &str) {
+        let time_share = match s.started {
+            Some(t) if !s.budget.is_zero() => {
+                (t.elapsed().as_secs_f64() / s.budget.as_secs_f64()).min(0.99)
+            }
+            _ => 0.0,
+        };
+        let partial: f64 = s
+            .group
+            .iter()
+            .map(|&p| {
+                (p as f64 / s.expected.max(1) as f64)
+                    .min(0.99)
+                    .max(time_share)
+            })
+            .sum();
+        let pos = s.done * STEPS + (partial * STEPS as f64) as u64;
+        self.bar.set_position(pos.min(self.rows.max(1) * STEPS));
+        self.bar.set_message(format!(
+            "{}/{} rows, {} passes · {case}",
+            s.done, self.rows, s.passes
+        ));
+    }
+
+    /// Announces the row about to run.
     pub fn start(&self, probe: &str, case: &str) {
         self.bar.set_prefix(probe.to_string());
-        self.bar.set_message(case.to_string());
+        self.with(|s| self.show(s, case));
     }
 
-    /// Marks one case done.
+    /// Marks one row measured on its own done.
     pub fn done_one(&self) {
-        self.bar.inc(1);
+        self.with(|s| {
+            s.done += 1;
+            s.passes += 1;
+            self.show(s, "");
+        });
+    }
+
+    /// Starts a group of `rows` rows sampled round-robin: each takes at least
+    /// `min_passes` passes (warm-up included) and the group at most about `budget`.
+    pub fn start_group(&self, rows: usize, min_passes: usize, budget: std::time::Duration) {
+        self.with(|s| {
+            s.group = vec![0; rows];
+            s.expected = min_passes as u64;
+            s.budget = budget;
+            s.started = Some(std::time::Instant::now());
+        });
+    }
+
+    /// Row `i` of the group starts a pass.
+    pub fn pass(&self, probe: &str, i: usize, case: &str) {
+        self.bar.set_prefix(probe.to_string());
+        self.with(|s| {
+            if let Some(p) = s.group.get_mut(i) {
+                *p += 1;
+            }
+            s.passes += 1;
+            self.show(s, case);
+        });
+    }
+
+    /// The group is done: its rows count as finished.
+    pub fn end_group(&self) {
+        self.with(|s| {
+            s.done += s.group.len() as u64;
+            s.group.clear();
+            s.started = None;
+            self.show(s, "");
+        });
     }
 
     /// Prints a diagnostic line on stderr without breaking the bar.

@@ -266,6 +266,19 @@ pub fn format_gbps(bytes_per_s: f64) -> String {
     sig3(bytes_per_s / 1e9)
 }
 
+/// A rough duration for estimates: "40 s", "3 min", "1 h 10 min".
+pub fn format_minutes(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    if s < 90 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{} min", (s + 30) / 60)
+    } else {
+        let m = (s + 30) / 60;
+        format!("{} h {} min", m / 60, m % 60)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

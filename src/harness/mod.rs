@@ -16,7 +16,7 @@ pub mod stats;
 
 pub use config::Config;
 pub use overhead::{Overhead, measure_overhead};
-pub use rounds::measure_rounds;
+pub use rounds::{MIN_ROUND_SAMPLES, measure_rounds};
 pub use sampler::{Sample, Sampled, measure};
 pub use stats::{Summary, summarize};
 

@@ -16,6 +16,9 @@ use super::interrupt;
 use super::sampler::{Sampled, timed};
 use anyhow::Result;
 
+/// A round-robin row never leaves the rotation with fewer samples than this.
+pub const MIN_ROUND_SAMPLES: usize = 6;
+
 /// Samples every workload in `cases`, round-robin. `on_sample(i, round)` is called
 /// before case `i` runs its sample of `round` (0 is the warm-up), for progress display.
 pub fn measure_rounds(
@@ -53,7 +56,7 @@ pub fn measure_rounds(
             let o = &mut out[i];
             o.samples.push(s);
             let n = o.samples.len();
-            if n >= cfg.min_samples.max(6)
+            if n >= cfg.min_samples.max(MIN_ROUND_SAMPLES)
                 && o.summary()
                     .is_some_and(|s| s.rel_ci_halfwidth() <= cfg.target_rel_ci)
             {

@@ -7,7 +7,7 @@ use crate::results::Measurement;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A titled table of text cells.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Grid {
     pub title: String,
     pub headers: Vec<String>,
@@ -16,6 +16,11 @@ pub struct Grid {
     pub footnotes: Vec<String>,
     /// True for figures (right-aligned after the first column), false for key/value text.
     pub numeric: bool,
+    /// Columns a narrow terminal may leave out, the first given dropped first (`--wide`
+    /// keeps every column; machine formats always have them all).
+    pub drop_order: Vec<usize>,
+    /// The row to highlight (the fastest, say), when colour is on.
+    pub best_row: Option<usize>,
 }
 
 impl Grid {
@@ -27,7 +32,27 @@ impl Grid {
             rows,
             footnotes: Vec::new(),
             numeric: true,
+            ..Grid::default()
         }
+    }
+
+    /// Marks these columns (by header) as optional: a narrow terminal drops them, in
+    /// this order. A header the grid does not have is ignored.
+    pub fn optional(mut self, headers: &[&str]) -> Grid {
+        self.drop_order = headers
+            .iter()
+            .filter_map(|h| self.headers.iter().position(|x| x == h))
+            .collect();
+        self
+    }
+
+    /// Highlights the row whose value of `key` is the highest (None: no row).
+    pub fn best_by(mut self, key: impl Fn(usize) -> Option<f64>) -> Grid {
+        self.best_row = (0..self.rows.len())
+            .filter_map(|i| key(i).filter(|v| v.is_finite()).map(|v| (i, v)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(i, _)| i);
+        self
     }
 }
 

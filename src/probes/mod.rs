@@ -113,15 +113,20 @@ impl Context<'_> {
     ) -> Result<Vec<Sampled>> {
         let mut refs: Vec<&mut dyn Workload> =
             rows.iter_mut().map(|r| r as &mut dyn Workload).collect();
-        let s = harness::measure_rounds(&mut refs, self.harness, |i, round| {
+        let h = self.harness;
+        self.progress.start_group(
+            refs.len(),
+            1 + h.min_samples.max(harness::MIN_ROUND_SAMPLES),
+            h.budget.saturating_mul(refs.len().max(1) as u32),
+        );
+        let s = harness::measure_rounds(&mut refs, h, |i, round| {
             let what = if round == 0 { "warm-up" } else { "sample" };
             let name = names.get(i).copied().unwrap_or("");
             self.progress
-                .start(probe, &format!("{name} ({what} {round})"));
-        })?;
-        for _ in 0..rows.len() {
-            self.progress.done_one();
-        }
+                .pass(probe, i, &format!("{name} ({what} {round})"));
+        });
+        self.progress.end_group();
+        let s = s?;
         Ok(s)
     }
 }
@@ -135,6 +140,11 @@ pub trait Probe {
     /// Number of cases it will measure (for the progress bar).
     fn case_count(&self) -> usize {
         self.case_names().len()
+    }
+    /// Bytes one pass of each case moves, in `case_names` order, for the cases sampled
+    /// a whole pass at a time (None: a calibrated case). Used for the time estimate.
+    fn pass_bytes(&self) -> Vec<Option<u64>> {
+        vec![None; self.case_count()]
     }
     /// Checks options against the machine before anything is created (usage errors).
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()>;

@@ -123,7 +123,12 @@ pub fn summary(recs: &[Recommendation]) -> Grid {
             Some(vec![
                 op.to_string(),
                 r.action.clone(),
-                r.effect.clone(),
+                // The saving per call stays in the detail: the summary must fit.
+                r.effect
+                    .split(", saving")
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
                 r.confidence.level.name().to_string(),
             ])
         })
@@ -137,6 +142,7 @@ pub fn summary(recs: &[Recommendation]) -> Grid {
         rows,
         footnotes: Vec::new(),
         numeric: false,
+        ..Default::default()
     }
 }
 

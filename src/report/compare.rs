@@ -39,6 +39,7 @@ fn grids(c: &Comparison) -> Vec<Grid> {
                 .collect(),
             footnotes: Vec::new(),
             numeric: false,
+            ..Default::default()
         });
     }
     let rows = c
@@ -90,25 +91,29 @@ fn grids(c: &Comparison) -> Vec<Grid> {
     for s in &c.status_differs {
         footnotes.push(format!("measured in one run only: {s}"));
     }
-    out.push(Grid {
-        title: format!("compare: A = {}, B = {}", c.a, c.b),
-        headers: [
-            "measurement",
-            "A",
-            "B",
-            "B ÷ A",
-            "95% interval",
-            "p",
-            "noise floor",
-            "verdict",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows,
-        footnotes,
-        numeric: true,
-    });
+    out.push(
+        Grid {
+            title: format!("compare: A = {}, B = {}", c.a, c.b),
+            headers: [
+                "measurement",
+                "A",
+                "B",
+                "B ÷ A",
+                "95% interval",
+                "p",
+                "noise floor",
+                "verdict",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+            footnotes,
+            numeric: true,
+            ..Default::default()
+        }
+        .optional(&["noise floor", "p", "A", "B", "95% interval"]),
+    );
     out
 }
 
@@ -226,6 +231,7 @@ fn matrix_grid(cs: &[Comparison]) -> Grid {
         rows,
         footnotes,
         numeric: true,
+        ..Default::default()
     }
 }
 

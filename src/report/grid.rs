@@ -201,6 +201,7 @@ pub fn environment_grid(env: &Environment) -> Grid {
         rows,
         footnotes: Vec::new(),
         numeric: false,
+        ..Default::default()
     }
 }
 

@@ -3,25 +3,266 @@
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
 use crate::present::Recommendation;
 use crate::results::Run;
-use comfy_table::{CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{
+    Attribute, Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED,
+};
+use std::sync::RwLock;
 
-/// Renders one grid with a title line and footnotes.
-pub fn render_grid(g: &Grid) -> String {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(g.headers.clone());
-    for r in &g.rows {
-        t.add_row(r.clone());
+/// How text output is laid out: the width it must fit (None: no limit, `--wide`) and
+/// whether it is coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub width: Option<usize>,
+    pub color: bool,
+}
+
+/// The width text fits when stdout is not a terminal and nothing else is asked for.
+pub const DEFAULT_WIDTH: usize = 100;
+
+static STYLE: RwLock<Style> = RwLock::new(Style {
+    width: Some(DEFAULT_WIDTH),
+    color: false,
+});
+
+/// Sets the layout for everything rendered afterwards (main does, once).
+pub fn set_style(style: Style) {
+    // comfy-table colours cells through crossterm, which drops colour when NO_COLOR is
+    // set: the choice made here (the flag first, then NO_COLOR) must win.
+    crossterm::style::force_color_output(style.color);
+    if let Ok(mut s) = STYLE.write() {
+        *s = style;
     }
-    for i in (1..g.headers.len()).filter(|_| g.numeric) {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
+}
+
+/// The current layout.
+pub fn style() -> Style {
+    STYLE.read().map_or(
+        Style {
+            width: Some(DEFAULT_WIDTH),
+            color: false,
+        },
+        |s| *s,
+    )
+}
+
+/// The width of `s` on a terminal: characters, not counting ANSI colour sequences.
+pub fn visible_len(s: &str) -> usize {
+    let mut n = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
         }
     }
-    let mut out = format!("{}\n{t}\n", g.title);
+    n
+}
+
+/// `header` on two lines when it is wider than its column's cells and a space lets
+/// the wider half be narrower than the whole.
+fn split_header(header: &str, content: usize) -> String {
+    let len = header.chars().count();
+    if len <= content {
+        return header.to_string();
+    }
+    let best = header
+        .char_indices()
+        .filter(|&(_, c)| c == ' ')
+        .map(|(i, _)| {
+            (
+                i,
+                header[..i]
+                    .chars()
+                    .count()
+                    .max(len - header[..i].chars().count() - 1),
+            )
+        })
+        .min_by_key(|&(_, w)| w);
+    match best {
+        Some((i, w)) if w < len => format!("{}\n{}", &header[..i], &header[i + 1..]),
+        _ => header.to_string(),
+    }
+}
+
+/// The table of `g` with the columns `keep`, styled when `color`, headers wider than
+/// their cells on two lines when `split`, cells wrapped to `width` when given.
+fn build(g: &Grid, keep: &[usize], color: bool, split: bool, width: Option<usize>) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED).force_no_tty();
+    if color {
+        t.enforce_styling();
+    }
+    match width {
+        Some(w) => t
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(w).unwrap_or(u16::MAX)),
+        None => t.set_content_arrangement(ContentArrangement::Disabled),
+    };
+    let cell = |r: &Vec<String>, c: usize| r.get(c).cloned().unwrap_or_default();
+    t.set_header(keep.iter().map(|&c| {
+        let content = g
+            .rows
+            .iter()
+            .map(|r| cell(r, c).chars().count())
+            .max()
+            .unwrap_or(0);
+        Cell::new(if split {
+            split_header(&g.headers[c], content.max(4))
+        } else {
+            g.headers[c].clone()
+        })
+    }));
+    for (i, r) in g.rows.iter().enumerate() {
+        let best = color && g.best_row == Some(i);
+        t.add_row(keep.iter().map(|&c| {
+            let cell = Cell::new(cell(r, c));
+            if best {
+                cell.fg(Color::Green).add_attribute(Attribute::Bold)
+            } else {
+                cell
+            }
+        }));
+    }
+    if width.is_some() {
+        // Cells wrap, but never the first column's names.
+        if let Some(col) = t.column_mut(0) {
+            col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+    }
+    for (i, &c) in keep.iter().enumerate() {
+        if let Some(col) = t
+            .column_mut(i)
+            .filter(|_| g.numeric && c > 0 && figures(g, c))
+        {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// Whether column `c` holds figures (most of its cells that are not "-" start with a
+/// digit), which are right-aligned; names stay left-aligned.
+fn figures(g: &Grid, c: usize) -> bool {
+    let cells: Vec<&str> = g
+        .rows
+        .iter()
+        .filter_map(|r| r.get(c).map(String::as_str))
+        .filter(|s| *s != "-")
+        .collect();
+    let digits = cells
+        .iter()
+        .filter(|s| s.starts_with(|ch: char| ch.is_ascii_digit()))
+        .count();
+    2 * digits >= cells.len()
+}
+
+/// The widest line of `text`.
+fn text_width(text: &str) -> usize {
+    text.lines().map(visible_len).max().unwrap_or(0)
+}
+
+/// Renders one grid with a title line and footnotes, fitted to the width: optional
+/// columns are left out (the grid's drop order) until it fits, and only then do
+/// cells wrap inside the table.
+pub fn render_grid(g: &Grid) -> String {
+    render_grid_in(g, style())
+}
+
+/// [`render_grid`] with the layout `st`.
+fn render_grid_in(g: &Grid, st: Style) -> String {
+    let mut keep: Vec<usize> = (0..g.headers.len()).collect();
+    let mut wrap_cells = None;
+    if let Some(limit) = st.width {
+        while text_width(&build(g, &keep, false, true, None).to_string()) > limit {
+            match g.drop_order.iter().find(|c| keep.contains(c)) {
+                Some(&c) => keep.retain(|&k| k != c),
+                None => {
+                    wrap_cells = Some(limit);
+                    break;
+                }
+            }
+        }
+    }
+    let t = build(g, &keep, st.color, st.width.is_some(), wrap_cells);
+    let title = if st.color {
+        format!("\u{1b}[1m{}\u{1b}[0m", g.title)
+    } else {
+        g.title.clone()
+    };
+    let mut out = format!("{title}\n{t}\n");
+    let left_out: Vec<&str> = (0..g.headers.len())
+        .filter(|c| !keep.contains(c))
+        .map(|c| g.headers[c].as_str())
+        .collect();
+    if !left_out.is_empty() {
+        out.push_str(&format!("  (--wide adds: {})\n", left_out.join(", ")));
+    }
     for f in &g.footnotes {
         out.push_str(&format!("  {f}\n"));
+    }
+    out
+}
+
+/// Whether a line belongs to a drawn table (never re-wrapped).
+fn is_table_line(line: &str) -> bool {
+    line.starts_with(['┌', '│', '╞', '├', '└', '┆'])
+}
+
+/// `line` broken at spaces into lines no wider than `width`, each continuation indented
+/// two more than the line itself. A word wider than the width stays whole.
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let indent = line.len() - line.trim_start().len();
+    let pad = " ".repeat(indent + 2);
+    let mut out = Vec::new();
+    let mut cur = line[..indent].to_string();
+    let mut cur_len = indent;
+    let mut empty = true;
+    for word in line[indent..].split(' ').filter(|w| !w.is_empty()) {
+        let w = visible_len(word);
+        if !empty && cur_len + 1 + w > width {
+            out.push(std::mem::replace(&mut cur, pad.clone()));
+            cur_len = pad.len();
+            empty = true;
+        }
+        if !empty {
+            cur.push(' ');
+            cur_len += 1;
+        }
+        cur.push_str(word);
+        cur_len += w;
+        empty = false;
+    }
+    out.push(cur);
+    out
+}
+
+/// The final pass over table-format output: prose lines wrapped to the width, and
+/// warnings coloured when colour is on. Drawn tables are already fitted.
+pub fn fit_text(text: &str) -> String {
+    let st = style();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let lines = match st.width {
+            Some(w) if !is_table_line(line) && visible_len(line) > w => wrap(line, w),
+            _ => vec![line.to_string()],
+        };
+        let warn = st.color && line.trim_start().starts_with("warning:");
+        let heading = st.color && !line.starts_with(' ') && line.ends_with(':');
+        for l in lines {
+            if warn {
+                out.push_str(&format!("\u{1b}[33m{l}\u{1b}[0m\n"));
+            } else if heading {
+                out.push_str(&format!("\u{1b}[1m{l}\u{1b}[0m\n"));
+            } else {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
     }
     out
 }
@@ -74,4 +315,78 @@ pub fn render_advice(recs: &[Recommendation], observations: &[String], between: 
 /// Machine facts as a table.
 pub fn render_environment(env: &crate::sys::machine::Environment) -> String {
     render_grid(&environment_grid(env))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_wraps_at_spaces_with_a_hanging_indent() {
+        let lines = wrap("  warning: one two three four five six", 20);
+        assert_eq!(
+            lines,
+            ["  warning: one two", "    three four five", "    six"]
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= 20));
+        // A word longer than the width stays whole on its own line.
+        assert_eq!(
+            wrap("a averyveryverylongword b", 10),
+            ["a", "  averyveryverylongword", "  b"]
+        );
+        assert_eq!(wrap("short", 10), ["short"]);
+    }
+
+    #[test]
+    fn colour_sequences_take_no_width() {
+        assert_eq!(visible_len("\u{1b}[1mtitle\u{1b}[0m"), 5);
+        assert_eq!(visible_len("× – │"), 5);
+    }
+
+    #[test]
+    fn headers_wider_than_their_cells_split_at_the_middle_space() {
+        assert_eq!(split_header("GB/s (10^9 B/s)", 4), "GB/s\n(10^9 B/s)");
+        assert_eq!(
+            split_header("writer cs/GiB vol/invol", 12),
+            "writer cs/GiB\nvol/invol"
+        );
+        assert_eq!(split_header("chunk", 3), "chunk");
+        assert_eq!(split_header("median time", 20), "median time");
+    }
+
+    fn grid(cols: usize, width: usize) -> Grid {
+        let headers: Vec<String> = (0..cols).map(|i| format!("column{i}")).collect();
+        let row: Vec<String> = (0..cols).map(|_| "x".repeat(width)).collect();
+        Grid {
+            title: "t".into(),
+            headers,
+            rows: vec![row],
+            numeric: true,
+            drop_order: vec![3, 2],
+            ..Grid::default()
+        }
+    }
+
+    #[test]
+    fn a_table_drops_optional_columns_in_order_until_it_fits() {
+        // Five columns of 20: 5 × 23 + 1 = 116 wide; without column 3: 93.
+        let g = grid(5, 20);
+        let style = |width| Style {
+            width,
+            color: false,
+        };
+        let narrow = render_grid_in(&g, style(Some(100)));
+        let wide = render_grid_in(&g, style(None));
+        assert!(narrow.lines().all(|l| visible_len(l) <= 100), "{narrow}");
+        let header = narrow.lines().nth(2).unwrap();
+        assert!(
+            !header.contains("column3") && header.contains("column2"),
+            "{narrow}"
+        );
+        assert!(narrow.contains("(--wide adds: column3)"), "{narrow}");
+        assert!(
+            wide.contains("column3") && !wide.contains("--wide adds"),
+            "{wide}"
+        );
+    }
 }

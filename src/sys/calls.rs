@@ -207,6 +207,16 @@ pub fn open_fds() -> usize {
         .map_or(0, |d| d.count().saturating_sub(1))
 }
 
+/// The width in columns of the terminal on stdout; None when stdout is not a terminal.
+pub fn stdout_terminal_width() -> Option<usize> {
+    let out = std::io::stdout();
+    if !std::io::IsTerminal::is_terminal(&out) {
+        return None;
+    }
+    let size = rustix::termios::tcgetwinsize(&out).ok()?;
+    (size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,6 +148,7 @@ fn copy_covers_cache_states_and_durability_and_labels_them() {
             "warm",
             "--durability",
             "fsync",
+            "--wide",
         ])
         .args(TINY)
         .assert()

@@ -57,15 +57,15 @@ fn pipe_table_has_seed_002_shape() {
     let dir = tempfile::tempdir().unwrap();
     let out = ioprobe(dir.path())
         .args(["pipe", "--sizes", "4k,64k", "--method", "write-read"])
-        .args(["--placement", "any", "--total", "256k"])
+        .args(["--placement", "any", "--total", "256k", "--wide"])
         .args(TINY)
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     for needle in [
         "pipe: write-read, placement any, 256 KiB per sample",
-        "writer vol/invol cs/GiB",
-        "reader vol/invol cs/GiB",
+        "writer cs/GiB vol/invol",
+        "reader cs/GiB vol/invol",
         "64 KiB",
         "1 MiB",
         "pipe chunk (write-read, ",

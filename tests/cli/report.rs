@@ -163,7 +163,7 @@ fn wide_ci_warnings_fold_into_one_line_per_table_unless_verbose() {
     let show = |extra: &[&str]| {
         stdout_of(
             &with_store(&store)
-                .args(["show", FIXTURE_PIPE])
+                .args(["show", FIXTURE_PIPE, "--wide"])
                 .args(extra)
                 .assert()
                 .success(),
@@ -204,4 +204,167 @@ fn wide_ci_warnings_fold_into_one_line_per_table_unless_verbose() {
         })
         .count();
     assert_eq!(in_json, per_row(&verbose));
+}
+
+/// The widest line of `text`, in characters.
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+#[test]
+fn tables_fit_100_columns_or_the_given_width_and_wide_shows_every_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let show = |fixture: &str, extra: &[&str], columns: Option<&str>| {
+        let mut c = with_store(&store);
+        c.args(["show", fixture]).args(extra).env_remove("COLUMNS");
+        if let Some(cols) = columns {
+            c.env("COLUMNS", cols);
+        }
+        stdout_of(&c.assert().success())
+    };
+    for fixture in [FIXTURE_PIPE, FIXTURE_COPY, FIXTURE_A] {
+        // Not a terminal: 100 columns, tables and prose alike.
+        let text = show(fixture, &[], None);
+        assert!(widest(&text) <= 100, "{}\n{text}", widest(&text));
+        // COLUMNS narrows it further; columns are left out before any cell wraps.
+        let narrow = show(fixture, &[], Some("72"));
+        assert!(widest(&narrow) <= 72, "{}\n{narrow}", widest(&narrow));
+        // --wide: every column, whatever the width.
+        let wide = show(fixture, &["--wide"], Some("72"));
+        assert!(!wide.contains("--wide adds"), "{wide}");
+        assert!(widest(&wide) > 100, "{wide}");
+    }
+    let pipe = show(FIXTURE_PIPE, &[], None);
+    assert!(
+        pipe.contains(
+            "(--wide adds: s/GiB, writer usr/sys s/GiB, reader usr/sys s/GiB, calls/GiB w/r)"
+        ),
+        "{pipe}"
+    );
+    let wide = show(FIXTURE_PIPE, &["--wide"], None);
+    for header in [
+        "calls/GiB w/r",
+        "writer usr/sys s/GiB",
+        "CPU s/GiB writer / reader",
+    ] {
+        assert!(wide.contains(header), "{header}: {wide}");
+    }
+}
+
+#[test]
+fn colour_marks_headings_the_best_row_and_warnings_only_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("unused.db");
+    let show = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut c = with_store(&store);
+        c.args(["show", FIXTURE_PIPE])
+            .args(extra)
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        stdout_of(&c.assert().success())
+    };
+    const BOLD: &str = "\u{1b}[1m";
+    const GREEN: &str = "\u{1b}[38;5;10m";
+    const YELLOW: &str = "\u{1b}[33m";
+    let coloured = show(&["--color", "always"], &[("NO_COLOR", "1")]);
+    assert!(
+        coloured.contains(&format!("{BOLD}pipe: write-read")),
+        "{coloured}"
+    );
+    assert!(coloured.contains(GREEN), "best row: {coloured}");
+    assert!(
+        coloured.contains(&format!("{YELLOW}  warning:")),
+        "{coloured}"
+    );
+    // Colour codes take no width: the tables still fit.
+    let plain_width = |t: &str| {
+        t.lines()
+            .map(|l| {
+                l.split('\u{1b}')
+                    .enumerate()
+                    .map(|(i, p)| {
+                        if i == 0 {
+                            p.chars().count()
+                        } else {
+                            p.chars()
+                                .skip_while(|c| !c.is_ascii_alphabetic())
+                                .skip(1)
+                                .count()
+                        }
+                    })
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(plain_width(&coloured) <= 100);
+    // Not a terminal: no colour, unless CLICOLOR_FORCE; NO_COLOR and --color never win.
+    assert!(!show(&[], &[]).contains('\u{1b}'));
+    assert!(show(&[], &[("CLICOLOR_FORCE", "1")]).contains(GREEN));
+    assert!(!show(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).contains('\u{1b}'));
+    assert!(!show(&["--color", "never"], &[("CLICOLOR_FORCE", "1")]).contains('\u{1b}'));
+    // Machine formats are never coloured.
+    assert!(!show(&["--json", "--color", "always"], &[]).contains('\u{1b}'));
+}
+
+#[test]
+fn shared_flags_belong_to_the_commands_that_use_them() {
+    let help = |cmd: &str| stdout_of(&Command::new(BIN).args([cmd, "--help"]).assert().success());
+    // Whether the help lists the flag (not merely mentions it in a description).
+    let flag = |h: &str, f: &str| h.lines().any(|l| l.trim_start().starts_with(f));
+    let others = [
+        "history",
+        "show",
+        "compare",
+        "export",
+        "import",
+        "report",
+        "completions",
+    ];
+    for cmd in others {
+        let h = help(cmd);
+        for f in [
+            "--cpu",
+            "--dir",
+            "--quick",
+            "--thorough",
+            "--budget",
+            "--no-save",
+        ] {
+            assert!(!flag(&h, f), "{cmd} --help lists {f}:\n{h}");
+        }
+    }
+    for f in [
+        "--cpu", "--dir", "--quick", "--json", "--wide", "--store", "--color",
+    ] {
+        assert!(flag(&help("run"), f), "run --help lacks {f}");
+    }
+    assert!(flag(&help("sysinfo"), "--dir") && !flag(&help("sysinfo"), "--store"));
+    assert!(!flag(&help("import"), "--json") && flag(&help("import"), "--store"));
+    // After the command, a flag it does not take is a usage error.
+    let out = Command::new(BIN)
+        .args(["history", "--cpu", "0"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--cpu"), "{err}");
+    // Before the command it is accepted, said to have no effect, and the command runs.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["--cpu", "0", "--json", "show", FIXTURE_PIPE])
+        .arg("--store")
+        .arg(tmp.path().join("unused.db"))
+        .assert()
+        .success();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("--cpu given before the command: no effect on `ioprobe show`"),
+        "{err}"
+    );
+    json_of(&out.get_output().stdout);
 }

@@ -387,7 +387,12 @@ fn advise_gives_evidence_from_saved_runs_or_measures_first() {
         .args(["import", FIXTURE_A])
         .assert()
         .success();
-    let out = stdout_of(&with_store(&store).arg("advise").assert().success());
+    let out = stdout_of(
+        &with_store(&store)
+            .args(["advise", "--wide"])
+            .assert()
+            .success(),
+    );
     assert!(
         out.contains("read: run 1 (2026-11-21T09:00:00Z, fixture-host), partial sweep (0 of 28 default cases)"),
         "{out}"

@@ -92,7 +92,7 @@ fn write_table_says_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let out = ioprobe(dir.path())
         .args(["write", "--file-size", "64k", "--block-sizes", "4k,16k"])
-        .args(["--durability", "none,dsync"])
+        .args(["--durability", "none,dsync", "--wide"])
         .args(TINY)
         .assert()
         .success();

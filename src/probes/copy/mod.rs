@@ -520,6 +520,15 @@ impl Probe for CopyProbe {
         out
     }
 
+    fn pass_bytes(&self) -> Vec<Option<u64>> {
+        let o = &self.opts;
+        let per_size = o.variants().len() * o.caches.len() * o.durability.len();
+        o.file_sizes
+            .iter()
+            .flat_map(|&size| std::iter::repeat_n(Some(size), per_size))
+            .collect()
+    }
+
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
         let o = &self.opts;
         if o.file_sizes.is_empty()

@@ -5,7 +5,7 @@
 //! method, the read-write buffer size to use, and how far the mmap methods lag.
 
 use super::{Cache, Derived, Durability, Method, Params};
-use crate::present::grid::warnings;
+use crate::present::grid::{ci_text, warnings};
 use crate::present::recommend::{self, Opt, Words};
 use crate::present::{Grid, Named, Plot, Recommendation, distinct, plot, with_params};
 use crate::results::Measurement;
@@ -101,19 +101,32 @@ fn machine_notes(all: &[Typed], (size, cache, dur): Key, env: &Environment) -> V
     out
 }
 
-const HEADERS: [&str; 12] = [
+const HEADERS: [&str; 14] = [
     "#",
     "method",
     "median time",
     "best time",
     "GB/s (10^9 B/s)",
+    "95% CI",
     "best GB/s",
     "× fastest",
-    "usr / sys s",
+    "CPU ms",
+    "usr / sys ms",
     "vol / invol cs",
     "faults",
     "blocks in / out",
     "durable",
+];
+
+/// Left out first when the terminal is narrow (the title says the durability).
+const OPTIONAL: [&str; 7] = [
+    "durable",
+    "blocks in / out",
+    "faults",
+    "usr / sys ms",
+    "best GB/s",
+    "best time",
+    "median time",
 ];
 
 fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
@@ -136,19 +149,22 @@ fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
             let d: Derived = m.derived_as();
             let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
             let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", sig3(f(a)), sig3(f(b)));
+            let ms = |v: Option<f64>| v.map(|s| s * 1e3);
             vec![
                 rank.to_string(),
                 p.variant.clone(),
                 format_ns(f(d.median_s) * 1e9),
                 format_ns(f(d.best_s) * 1e9),
                 format_gbps(m.median),
+                ci_text(m, &format_gbps),
                 format_gbps(m.max),
                 if m.median > 0.0 {
                     format!("{}×", sig3(best / m.median))
                 } else {
                     "-".into()
                 },
-                pair(d.user_s_per_copy, d.sys_s_per_copy),
+                sig3(f(ms(d.user_s_per_copy)) + f(ms(d.sys_s_per_copy))),
+                pair(ms(d.user_s_per_copy), ms(d.sys_s_per_copy)),
                 pair(d.voluntary_cs_per_copy, d.involuntary_cs_per_copy),
                 sig3(f(d.minor_faults_per_copy)),
                 pair(d.blocks_in_per_copy, d.blocks_out_per_copy),
@@ -170,7 +186,9 @@ fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
         ),
         &HEADERS,
         rows,
-    );
+    )
+    .optional(&OPTIONAL);
+    g.best_row = ts.first().filter(|t| t.0.is_ok()).map(|_| 0);
     let ok: Vec<&Typed> = ts.iter().filter(|t| t.0.is_ok()).collect();
     if let Some((_, p)) = ok.first() {
         if let Some(c) = &p.cache_observed {

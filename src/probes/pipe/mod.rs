@@ -339,6 +339,10 @@ impl Probe for PipeProbe {
         self.opts.cases().map(case_name).collect()
     }
 
+    fn pass_bytes(&self) -> Vec<Option<u64>> {
+        self.opts.cases().map(|_| Some(self.opts.total)).collect()
+    }
+
     fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
         let o = &self.opts;
         if o.sizes.is_empty()

@@ -21,17 +21,26 @@ fn per_process(m: &Measurement, role: &str, f: &dyn Fn(&RusagePer) -> String) ->
         .map_or("-".into(), |p| f(&p.normalised))
 }
 
-const HEADERS: [&str; 10] = [
+const HEADERS: [&str; 11] = [
     "chunk",
     "pipe size",
     "GB/s (10^9 B/s)",
     "95% CI",
     "s/GiB",
+    "CPU s/GiB writer / reader",
     "writer usr/sys s/GiB",
     "reader usr/sys s/GiB",
-    "writer vol/invol cs/GiB",
-    "reader vol/invol cs/GiB",
+    "writer cs/GiB vol/invol",
+    "reader cs/GiB vol/invol",
     "calls/GiB w/r",
+];
+
+/// Left out first when the terminal is narrow: the breakdowns the CPU column sums.
+const OPTIONAL: [&str; 4] = [
+    "calls/GiB w/r",
+    "s/GiB",
+    "reader usr/sys s/GiB",
+    "writer usr/sys s/GiB",
 ];
 
 fn row((m, p): &Typed) -> Vec<String> {
@@ -49,6 +58,7 @@ fn row((m, p): &Typed) -> Vec<String> {
         return r;
     }
     let cpu = |p: &RusagePer| format!("{} / {}", sig3(p.user_s), sig3(p.sys_s));
+    let total = |p: &RusagePer| sig3(p.user_s + p.sys_s);
     let cs = |p: &RusagePer| format!("{} / {}", sig3(p.voluntary_cs), sig3(p.involuntary_cs));
     let d: Derived = m.derived_as();
     vec![
@@ -57,6 +67,11 @@ fn row((m, p): &Typed) -> Vec<String> {
         format_gbps(m.median),
         ci_text(m, &format_gbps),
         sig3((1u64 << 30) as f64 / m.median),
+        format!(
+            "{} / {}",
+            per_process(m, "writer", &total),
+            per_process(m, "reader", &total)
+        ),
         per_process(m, "writer", &cpu),
         per_process(m, "reader", &cpu),
         per_process(m, "writer", &cs),
@@ -93,7 +108,9 @@ pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
                 ),
                 &HEADERS,
                 ts.iter().map(row).collect(),
-            );
+            )
+            .optional(&OPTIONAL)
+            .best_by(|i| ts.get(i).filter(|t| t.0.is_ok()).map(|t| t.0.median));
             let list = |v: &[usize]| serde_json::to_string(v).unwrap_or_default();
             g.footnotes.push(format!(
                 "writer on CPUs {}, reader on {}",

@@ -71,7 +71,9 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
             "invol cs/GiB",
         ],
         body,
-    );
+    )
+    .optional(&["s / 10 GiB", "fits in", "ns/call"])
+    .best_by(|i| typed.get(i).filter(|t| t.0.is_ok()).map(|t| t.0.median));
     let mut modes: Vec<Populate> = typed.iter().filter_map(|t| t.1.populate).collect();
     modes.dedup();
     for m in modes {

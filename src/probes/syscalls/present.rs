@@ -40,7 +40,8 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
             "invol cs/Mop",
         ],
         body,
-    );
+    )
+    .optional(&["ops/s"]);
     g.footnotes = notes_and_warnings(rows, &|m| m.case.clone());
     g
 }

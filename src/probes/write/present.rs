@@ -60,7 +60,9 @@ fn grid(dur: Durability, ts: &[&Typed]) -> Grid {
             "vol / invol cs/GiB",
         ],
         body,
-    );
+    )
+    .optional(&["s / 10 GiB", "fits in", "ns/call"])
+    .best_by(|i| ts.get(i).filter(|t| t.0.is_ok()).map(|t| t.0.median));
     g.footnotes
         .push(format!("page cache: {}", first.page_cache));
     g.footnotes
