@@ -46,6 +46,25 @@ impl Grid {
         self
     }
 
+    /// Whether column `c` is right-aligned: in a numeric grid, a column after the first
+    /// whose cells (those that are not "-") mostly start with a digit. Names stay left.
+    pub fn right_aligned(&self, c: usize) -> bool {
+        if !self.numeric || c == 0 {
+            return false;
+        }
+        let cells: Vec<&str> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.get(c).map(String::as_str))
+            .filter(|s| *s != "-")
+            .collect();
+        let digits = cells
+            .iter()
+            .filter(|s| s.starts_with(|ch: char| ch.is_ascii_digit()))
+            .count();
+        2 * digits >= cells.len()
+    }
+
     /// Highlights the row whose value of `key` is the highest (None: no row).
     pub fn best_by(mut self, key: impl Fn(usize) -> Option<f64>) -> Grid {
         self.best_row = (0..self.rows.len())

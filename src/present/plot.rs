@@ -7,6 +7,7 @@ use crate::units::format_size;
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// One plot: a file-name stem, a title and the SVG text.
 pub struct Plot {
@@ -169,6 +170,165 @@ where
         }
     }
     Ok(())
+}
+
+/// One bar of a ranked panel: its label, its family (colour) and its median with the
+/// 95% CI, already scaled; None: not measured here, drawn as a labelled empty row.
+pub struct RankedBar {
+    pub label: String,
+    pub family: usize,
+    pub value: Option<(f64, f64, f64)>,
+    /// Why there is no value ("unsupported: …"), printed in the empty row.
+    pub missing: String,
+}
+
+/// A titled panel of bars, ranked fastest first when drawn.
+pub struct Panel {
+    pub title: String,
+    pub bars: Vec<RankedBar>,
+}
+
+/// Label font size (plotters draws text at size ÷ 1.24 in SVG).
+const LABEL_PX: u32 = 13;
+
+/// A conservative width in pixels of `text` drawn at `px`: sans-serif lowercase letters
+/// and digits average about 0.55 em, so 0.65 em leaves labels unclipped.
+pub fn text_width(text: &str, px: u32) -> u32 {
+    (text.chars().count() as f64 * px as f64 / 1.24 * 0.65).ceil() as u32
+}
+
+/// Panels of horizontal bars, each ranked fastest first, one colour per family (named in
+/// a legend), a shared linear axis so panels compare, whiskers for the 95% CI, and rows
+/// without a value labelled and left empty. The label column is as wide as the widest
+/// label.
+pub fn ranked_panels(
+    title: &str,
+    panels: &[Panel],
+    families: &[&str],
+    unit: &str,
+) -> Result<String> {
+    const ROW: u32 = 24;
+    const PANEL_HEAD: u32 = 64;
+    let label_w = panels
+        .iter()
+        .flat_map(|p| p.bars.iter())
+        .map(|b| text_width(&b.label, LABEL_PX))
+        .max()
+        .unwrap_or(0)
+        + 16;
+    let width = (label_w + 640).max(900);
+    let heights: Vec<u32> = panels
+        .iter()
+        .map(|p| PANEL_HEAD + ROW * p.bars.len().max(1) as u32)
+        .collect();
+    let legend_h = 56;
+    let height = legend_h + heights.iter().sum::<u32>();
+    let hi = panels
+        .iter()
+        .flat_map(|p| p.bars.iter())
+        .filter_map(|b| b.value.map(|v| v.2.max(v.0)))
+        .fold(0.0, f64::max);
+    let (_, xmax) = axis(0.0, hi * 1.08, false);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(e)?;
+        let (head, body) = root.split_vertically(legend_h);
+        head.draw(&Text::new(
+            title.to_string(),
+            (12, 8),
+            ("sans-serif", 18).into_font(),
+        ))
+        .map_err(e)?;
+        let mut x = 12i32;
+        for (i, name) in families.iter().enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            head.draw(&Rectangle::new(
+                [(x, 34), (x + 14, 46)],
+                c.mix(0.8).filled(),
+            ))
+            .map_err(e)?;
+            head.draw(&Text::new(
+                name.to_string(),
+                (x + 18, 34),
+                ("sans-serif", LABEL_PX).into_font(),
+            ))
+            .map_err(e)?;
+            x += 18 + text_width(name, LABEL_PX) as i32 + 18;
+        }
+        let mut rest = body;
+        for (panel, h) in panels.iter().zip(&heights) {
+            let (area, below) = rest.split_vertically(*h);
+            rest = below;
+            let mut bars: Vec<&RankedBar> = panel.bars.iter().collect();
+            bars.sort_by(|a, b| match (a.value, b.value) {
+                (Some(x), Some(y)) => y.0.total_cmp(&x.0),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => a.label.cmp(&b.label),
+            });
+            let n = bars.len().max(1);
+            // Row i is drawn at slot n-1-i so the fastest is on top.
+            let names: Vec<String> = bars.iter().rev().map(|b| b.label.clone()).collect();
+            let fmt_y = |v: &SegmentValue<usize>| match v {
+                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            };
+            let mut chart = ChartBuilder::on(&area)
+                .caption(&panel.title, ("sans-serif", 15))
+                .margin(8)
+                .x_label_area_size(28)
+                .y_label_area_size(label_w)
+                .build_cartesian_2d(0.0..xmax, (0..n - 1).into_segmented())
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .y_label_formatter(&fmt_y)
+                .y_labels(n + 1)
+                .y_label_style(("sans-serif", LABEL_PX))
+                .x_desc(unit.to_string())
+                .disable_y_mesh()
+                .draw()
+                .map_err(e)?;
+            for (k, b) in bars.iter().enumerate() {
+                let i = n - 1 - k;
+                let Some((median, lo, hi)) = b.value else {
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            b.missing.clone(),
+                            (xmax * 0.01, SegmentValue::CenterOf(i)),
+                            ("sans-serif", 12)
+                                .into_font()
+                                .color(&RGBColor(110, 110, 110))
+                                .pos(Pos::new(HPos::Left, VPos::Center)),
+                        )))
+                        .map_err(e)?;
+                    continue;
+                };
+                let c = PALETTE[b.family % PALETTE.len()];
+                let mut r = Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(i)),
+                        (median, SegmentValue::Exact(i + 1)),
+                    ],
+                    c.mix(0.8).filled(),
+                );
+                r.set_margin(3, 3, 0, 0);
+                chart.draw_series(std::iter::once(r)).map_err(e)?;
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![
+                            (lo, SegmentValue::CenterOf(i)),
+                            (hi, SegmentValue::CenterOf(i)),
+                        ],
+                        BLACK.stroke_width(2),
+                    )))
+                    .map_err(e)?;
+            }
+        }
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
 }
 
 /// One point of a line plot: its series, x (bytes) and y (GB/s) with the 95% CI.

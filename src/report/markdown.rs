@@ -20,7 +20,7 @@ pub fn render_grid(g: &Grid) -> String {
             .join(" | ")
     ));
     let align: Vec<&str> = (0..g.headers.len())
-        .map(|i| if i == 0 || !g.numeric { "---" } else { "---:" })
+        .map(|i| if g.right_aligned(i) { "---:" } else { "---" })
         .collect();
     out.push_str(&format!("| {} |\n", align.join(" | ")));
     for r in &g.rows {

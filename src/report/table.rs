@@ -135,30 +135,11 @@ fn build(g: &Grid, keep: &[usize], color: bool, split: bool, width: Option<usize
         }
     }
     for (i, &c) in keep.iter().enumerate() {
-        if let Some(col) = t
-            .column_mut(i)
-            .filter(|_| g.numeric && c > 0 && figures(g, c))
-        {
+        if let Some(col) = t.column_mut(i).filter(|_| g.right_aligned(c)) {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
     t
-}
-
-/// Whether column `c` holds figures (most of its cells that are not "-" start with a
-/// digit), which are right-aligned; names stay left-aligned.
-fn figures(g: &Grid, c: usize) -> bool {
-    let cells: Vec<&str> = g
-        .rows
-        .iter()
-        .filter_map(|r| r.get(c).map(String::as_str))
-        .filter(|s| *s != "-")
-        .collect();
-    let digits = cells
-        .iter()
-        .filter(|s| s.starts_with(|ch: char| ch.is_ascii_digit()))
-        .count();
-    2 * digits >= cells.len()
 }
 
 /// The widest line of `text`.

@@ -368,3 +368,136 @@ fn shared_flags_belong_to_the_commands_that_use_them() {
     );
     json_of(&out.get_output().stdout);
 }
+
+/// The text elements of an SVG written by plotters: (x, y, anchor, text).
+fn svg_texts(svg: &str) -> Vec<(f64, f64, String, String)> {
+    let attr = |tag: &str, name: &str| {
+        tag.split(&format!(" {name}=\""))
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let (tag, rest) = t.split_once('>')?;
+            let text = rest.split("</text>").next()?.trim().to_string();
+            Some((
+                attr(tag, "x").parse().ok()?,
+                attr(tag, "y").parse().ok()?,
+                attr(tag, "text-anchor"),
+                text,
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn the_copy_plot_ranks_each_cache_and_durability_panel_and_keeps_unsupported_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svgs = tmp.path().join("svg");
+    with_store(&tmp.path().join("unused.db"))
+        .args(["report", FIXTURE_COPY, "--svg"])
+        .arg(&svgs)
+        .assert()
+        .success();
+    let svg = std::fs::read_to_string(svgs.join("copy.svg")).unwrap();
+    let texts = svg_texts(&svg);
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(FIXTURE_COPY).unwrap()).unwrap();
+    // The legend names every family.
+    for family in [
+        "user-space loop",
+        "mmap",
+        "in-kernel",
+        "io_uring",
+        "O_DIRECT",
+        "system tool",
+    ] {
+        assert!(texts.iter().any(|t| t.3 == family), "legend lacks {family}");
+    }
+    let panels: Vec<(f64, String)> = texts
+        .iter()
+        .filter(|t| t.3.contains(" source, durability "))
+        .map(|t| (t.1, t.3.clone()))
+        .collect();
+    let titles: Vec<&str> = panels.iter().map(|p| p.1.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "warm source, durability none",
+            "warm source, durability fsync",
+            "cold source, durability none",
+            "cold source, durability fsync"
+        ]
+    );
+    for (k, (top, title)) in panels.iter().enumerate() {
+        let bottom = panels.get(k + 1).map_or(f64::INFINITY, |p| p.0);
+        let (cache, dur) = (
+            title.split(' ').next().unwrap(),
+            title.rsplit(' ').next().unwrap(),
+        );
+        // Labels (right-aligned, left of the axis), top to bottom.
+        let mut labels: Vec<&(f64, f64, String, String)> = texts
+            .iter()
+            .filter(|t| t.2 == "end" && t.1 > *top && t.1 < bottom && !t.3.is_empty())
+            .filter(|t| !t.3.starts_with(|c: char| c.is_ascii_digit()))
+            .collect();
+        labels.sort_by(|a, b| a.1.total_cmp(&b.1));
+        // Never clipped: each label starts right of the image's left edge, at a width
+        // of 0.6 em per character of its 10.5 px font.
+        for l in &labels {
+            assert!(
+                l.0 - l.3.chars().count() as f64 * 10.5 * 0.6 > 0.0,
+                "{l:?} clipped"
+            );
+        }
+        // Fastest first: the best variant of each method, by median, descending.
+        let mut best: Vec<(String, String, f64)> = Vec::new();
+        for m in run["measurements"].as_array().unwrap() {
+            let p = &m["params"];
+            if p["cache"] != cache || p["durability"] != dur || m["status"] != "ok" {
+                continue;
+            }
+            let (method, median) = (p["method"].as_str().unwrap(), m["median"].as_f64().unwrap());
+            match best.iter_mut().find(|b| b.0 == method) {
+                Some(b) if b.2 < median => {
+                    *b = (method.into(), p["variant"].as_str().unwrap().into(), median)
+                }
+                Some(_) => {}
+                None => best.push((method.into(), p["variant"].as_str().unwrap().into(), median)),
+            }
+        }
+        best.sort_by(|a, b| b.2.total_cmp(&a.2));
+        let mut expected: Vec<String> = best.into_iter().map(|b| b.1).collect();
+        expected.push("reflink".into());
+        let got: Vec<String> = labels.iter().map(|l| l.3.clone()).collect();
+        assert_eq!(got, expected, "{title}");
+        // The unsupported method is a labelled empty row saying why.
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.1 > *top && t.1 < bottom && t.3.starts_with("unsupported: ")),
+            "{title}"
+        );
+    }
+}
+
+#[test]
+fn html_tables_never_wrap_and_right_align_only_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("r.html");
+    with_store(&tmp.path().join("unused.db"))
+        .args(["report", FIXTURE_COPY, "--html"])
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("white-space: nowrap"), "cells must not wrap");
+    assert!(text.contains("tabular-nums"));
+    assert!(text.contains("<div class=\"scroll\">"), "wide tables scroll");
+    // Method names stay left-aligned; figures are right-aligned.
+    assert!(text.contains("<td>copy-file-range</td>"), "method cell");
+    assert!(!text.contains("<td class=\"num\">copy-file-range</td>"));
+    assert!(text.contains("<td class=\"num\">1.00×</td>"), "figure cell");
+}

@@ -231,32 +231,71 @@ fn fastest<'a, 'b>(rows: impl Iterator<Item = &'b Typed<'a>>) -> Option<&'b Type
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
     let ts = with_params::<Params>(rows);
     let size = ts.iter().map(|t| t.1.file_size).max();
-    let mut picked: Vec<&Typed> = Vec::new();
-    for t in ts.iter().filter(|t| Some(t.1.file_size) == size) {
-        let same = |o: &&Typed| {
-            o.1.method == t.1.method && o.1.cache == t.1.cache && o.1.durability == t.1.durability
-        };
-        match picked.iter().position(same) {
-            Some(i) if picked[i].0.median < t.0.median => picked[i] = t,
-            Some(_) => {}
-            None => picked.push(t),
-        }
-    }
-    let ms: Vec<&Measurement> = picked.iter().map(|t| t.0).collect();
+    let here: Vec<&Typed> = ts.iter().filter(|t| Some(t.1.file_size) == size).collect();
+    let panels = distinct(here.iter().map(|t| (t.1.cache, t.1.durability)))
+        .into_iter()
+        .map(|(cache, dur)| {
+            // The best variant of each method; a method with no measured variant stays
+            // as an empty row saying why.
+            let mut best: Vec<&Typed> = Vec::new();
+            for t in here
+                .iter()
+                .filter(|t| (t.1.cache, t.1.durability) == (cache, dur))
+            {
+                match best.iter().position(|o| o.1.method == t.1.method) {
+                    Some(i) if better(t, best[i]) => best[i] = t,
+                    Some(_) => {}
+                    None => best.push(t),
+                }
+            }
+            plot::Panel {
+                title: format!("{} source, durability {}", cache.name(), dur.name()),
+                bars: best
+                    .iter()
+                    .map(|(m, p)| plot::RankedBar {
+                        label: if m.is_ok() {
+                            p.variant.clone()
+                        } else {
+                            p.method.name().to_string()
+                        },
+                        family: p.method.family(),
+                        value: m
+                            .is_ok()
+                            .then(|| (m.median * 1e-9, m.ci95[0] * 1e-9, m.ci95[1] * 1e-9)),
+                        missing: format!(
+                            "{}: {}",
+                            m.status.name(),
+                            m.reason.as_deref().unwrap_or("?")
+                        ),
+                    })
+                    .collect(),
+            }
+        })
+        .collect::<Vec<_>>();
+    let size = size.map_or("?".into(), format_size);
     Ok(vec![Plot {
         probe: String::new(),
         name: "copy".into(),
-        title: "copy: best variant of each method, per cache state and durability (GB/s, median with 95% CI)".into(),
-        svg: plot::bars(
-            &format!(
-                "copy: {} file, best variant per method (GB/s)",
-                size.map_or("?".into(), format_size)
-            ),
-            &ms,
-            1e-9,
-            "GB/s",
+        title: format!(
+            "copy: {size} file, best variant of each method, ranked per cache state and durability (GB/s, median with 95% CI)"
+        ),
+        svg: plot::ranked_panels(
+            &format!("copy: {size} file, best variant of each method (GB/s, fastest first)"),
+            &panels,
+            &Method::FAMILIES,
+            "GB/s (10^9 B/s)",
         )?,
     }])
+}
+
+/// Whether `a` is a better row of its method than `b`: measured beats unmeasured, then
+/// the higher median.
+fn better(a: &Typed, b: &Typed) -> bool {
+    match (a.0.is_ok(), b.0.is_ok()) {
+        (true, false) => true,
+        (false, _) => false,
+        (true, true) => a.0.median > b.0.median,
+    }
 }
 
 /// Advice lines for all copy rows of a run, per file size and cache state.

@@ -97,6 +97,28 @@ impl Method {
     /// ioctl or one call per chunk that the kernel completes first, then the portable
     /// loops, then what needs a pipe, a ring, mappings or aligned buffers; a subprocess
     /// last.
+    /// The family a plot colours the method by, an index into [`Method::FAMILIES`].
+    pub fn family(self) -> usize {
+        match self {
+            Method::ReadWrite | Method::ReadWriteFadvise | Method::PreadPwrite => 0,
+            Method::MmapWrite | Method::MmapMemcpyMsync | Method::MmapMemcpyMunmap => 1,
+            Method::Sendfile | Method::Splice | Method::CopyFileRange | Method::Reflink => 2,
+            Method::IoUring => 3,
+            Method::Direct => 4,
+            Method::Cp | Method::Cat | Method::Dd => 5,
+        }
+    }
+
+    /// The families' names, for a plot's legend.
+    pub const FAMILIES: [&'static str; 6] = [
+        "user-space loop",
+        "mmap",
+        "in-kernel",
+        "io_uring",
+        "O_DIRECT",
+        "system tool",
+    ];
+
     pub fn complexity(self) -> u32 {
         match self {
             Method::Reflink => 0,

@@ -47,13 +47,14 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
 }
 
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
+    let rows: Vec<&Measurement> = rows.iter().copied().filter(|m| m.is_ok()).collect();
     Ok(vec![Plot {
         probe: String::new(),
         name: "syscalls".into(),
         title: "syscalls: ns per call (median, 95% CI whiskers)".into(),
         svg: plot::bars(
             "syscalls: ns per call (median with 95% CI)",
-            rows,
+            &rows,
             1.0,
             "ns/op",
         )?,
