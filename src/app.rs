@@ -54,15 +54,16 @@ pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &st
     Ok(run)
 }
 
-/// Throughput assumed for a whole-pass case nothing saved has measured: a guess, said so.
-const GUESSED_RATE: f64 = 2e9;
+/// Throughput assumed for a whole-pass case nothing saved has measured: a guess, said so
+/// (copies with eviction and fsync run at about this here; warm ones faster).
+const GUESSED_RATE: f64 = 1e9;
 
-/// The medians (bytes/s) of the newest saved run on this host of each case, by case
-/// name, and that run's id; empty when nothing is saved.
-fn prior_rates(
-    settings: &Settings,
-    env: &Environment,
-) -> (std::collections::HashMap<String, f64>, Option<i64>) {
+/// Each case's figures in the newest saved run on this host that has it, by case name:
+/// its median (bytes/s) and how many samples it took; and the newest such run.
+type Prior = (std::collections::HashMap<String, (f64, usize)>, Option<i64>);
+
+/// The [`Prior`] figures; empty when nothing is saved.
+fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
     let mut rates = std::collections::HashMap::new();
     let store = crate::commands::store_path(settings).ok().and_then(|p| {
         crate::results::store::Store::open_read_only_if_any(&p)
@@ -84,7 +85,7 @@ fn prior_rates(
             .filter(|m| m.is_ok() && m.unit == "bytes/s")
         {
             if !rates.contains_key(&m.case) {
-                rates.insert(m.case.clone(), m.median);
+                rates.insert(m.case.clone(), (m.median, m.samples));
                 newest.get_or_insert(r.id);
             }
         }
@@ -93,25 +94,26 @@ fn prior_rates(
 }
 
 /// How long `probes` should take, in seconds, and where the figures came from: each
-/// whole-pass case runs a warm-up and the minimum samples at its saved throughput (or
-/// a guess), each calibrated case its warm-up and half its budget.
+/// whole-pass case runs a warm-up and as many samples as it took last time (at least
+/// the minimum) at its saved throughput, or the minimum at a guessed one; each
+/// calibrated case its warm-up and half its budget.
 fn estimate(
     probes: &[Box<dyn Probe>],
     h: &crate::harness::Config,
-    (rates, run): &(std::collections::HashMap<String, f64>, Option<i64>),
+    (rates, run): &Prior,
 ) -> (f64, String) {
-    let passes = (1 + h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES)) as f64;
+    let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
     let mut guessed = false;
     let mut total = 0.0;
     for p in probes {
         for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
             total += match bytes {
                 Some(b) => {
-                    let rate = rates.get(name).copied().unwrap_or_else(|| {
+                    let (rate, samples) = rates.get(name).copied().unwrap_or_else(|| {
                         guessed = true;
-                        GUESSED_RATE
+                        (GUESSED_RATE, min)
                     });
-                    passes * b as f64 / rate
+                    (1 + samples.max(min)) as f64 * b as f64 / rate
                 }
                 None => (h.warmup + h.budget / 2).as_secs_f64(),
             };
@@ -119,7 +121,7 @@ fn estimate(
     }
     let from = match (run, guessed) {
         (Some(id), false) => format!("from run {id}'s figures"),
-        (Some(id), true) => format!("from run {id}'s figures, the rest guessed at 2 GB/s"),
+        (Some(id), true) => format!("from run {id}'s figures, the rest guessed at 1 GB/s"),
         (None, _) => "a guess: nothing measured here is saved yet".into(),
     };
     (total, from)
@@ -236,7 +238,9 @@ mod tests {
         assert!((guess - rows as f64 * passes * total / GUESSED_RATE).abs() < 1e-6);
         assert!(from.starts_with("a guess"), "{from}");
         let names = probes[0].case_names();
-        let rates: HashMap<String, f64> = names.iter().map(|n| (n.clone(), 4e9)).collect();
+        // Twice the guessed throughput, and fewer samples than the minimum last time.
+        let rates: HashMap<String, (f64, usize)> =
+            names.iter().map(|n| (n.clone(), (2e9, 2))).collect();
         let (saved, from) = estimate(&probes, &h, &(rates, Some(7)));
         assert!((saved - guess / 2.0).abs() < 1e-6, "{saved} vs {guess}");
         assert_eq!(from, "from run 7's figures");

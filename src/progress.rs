@@ -37,7 +37,7 @@ pub struct Progress {
 struct State {
     /// Rows finished.
     done: u64,
-    /// Passes run (warm-ups and samples of round-robin rows, calibrated rows as one).
+    /// Passes run by round-robin rows (warm-ups and samples).
     passes: u64,
     /// The round-robin group under way: its rows' passes so far.
     group: Vec<u64>,
@@ -94,10 +94,13 @@ impl Progress {
             .sum();
         let pos = s.done * STEPS + (partial * STEPS as f64) as u64;
         self.bar.set_position(pos.min(self.rows.max(1) * STEPS));
-        self.bar.set_message(format!(
-            "{}/{} rows, {} passes · {case}",
-            s.done, self.rows, s.passes
-        ));
+        let passes = if s.passes > 0 {
+            format!(", {} passes", s.passes)
+        } else {
+            String::new()
+        };
+        self.bar
+            .set_message(format!("{}/{} rows{passes} · {case}", s.done, self.rows));
     }
 
     /// Announces the row about to run.
@@ -110,7 +113,6 @@ impl Progress {
     pub fn done_one(&self) {
         self.with(|s| {
             s.done += 1;
-            s.passes += 1;
             self.show(s, "");
         });
     }
@@ -156,5 +158,33 @@ impl Progress {
     /// Removes the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_robin_rows_advance_with_every_pass_and_finish_whole() {
+        set_quiet(true);
+        let p = Progress::new(4);
+        p.done_one();
+        assert_eq!(p.bar.position(), STEPS);
+        // Two rows sampled together, 5 passes each at least, a budget not yet spent.
+        p.start_group(2, 5, std::time::Duration::from_secs(3600));
+        p.pass("x", 0, "a (warm-up 0)");
+        p.pass("x", 1, "b (warm-up 0)");
+        assert_eq!(p.bar.position(), STEPS + 2 * STEPS / 5);
+        for _ in 0..9 {
+            p.pass("x", 0, "a");
+        }
+        // A row past its minimum passes stays just short of done until the group ends.
+        let pos = p.bar.position();
+        assert!(pos > STEPS + STEPS && pos < 3 * STEPS, "{pos}");
+        p.end_group();
+        assert_eq!(p.bar.position(), 3 * STEPS);
+        assert_eq!(p.with(|s| s.passes), 11);
+        p.finish();
     }
 }

@@ -495,7 +495,10 @@ fn html_tables_never_wrap_and_right_align_only_figures() {
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(text.contains("white-space: nowrap"), "cells must not wrap");
     assert!(text.contains("tabular-nums"));
-    assert!(text.contains("<div class=\"scroll\">"), "wide tables scroll");
+    assert!(
+        text.contains("<div class=\"scroll\">"),
+        "wide tables scroll"
+    );
     // Method names stay left-aligned; figures are right-aligned.
     assert!(text.contains("<td>copy-file-range</td>"), "method cell");
     assert!(!text.contains("<td class=\"num\">copy-file-range</td>"));
