@@ -36,7 +36,7 @@ fn open_existing(settings: &Settings) -> Result<Store> {
     Store::open_read_only(&store_path(settings)?)
 }
 
-fn resolve(settings: &Settings, spec: &str) -> Result<Named> {
+pub fn resolve(settings: &Settings, spec: &str) -> Result<Named> {
     runref::resolve(spec, &mut || open_existing(settings))
 }
 

@@ -14,6 +14,24 @@ pub struct UsageError(pub String);
 #[error("interrupted")]
 pub struct Interrupted;
 
+/// A status to exit with, and the one line to print first (None: nothing, the status
+/// says it all, as when `trace` passes on the traced command's status).
+#[derive(Debug, Error)]
+#[error("{}", message.as_deref().unwrap_or("exit status {code}"))]
+pub struct Exit {
+    pub code: i32,
+    pub message: Option<String>,
+}
+
+impl Exit {
+    pub fn with(code: i32, message: impl Into<String>) -> Exit {
+        Exit {
+            code,
+            message: Some(message.into()),
+        }
+    }
+}
+
 /// Shorthand for returning a usage error.
 pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
     Err(UsageError(msg.into()).into())
@@ -22,7 +40,9 @@ pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
 /// Exit status for an error chain: 2 for usage errors, 3 for a regression found by
 /// `compare --fail-if-slower`, 130 for interruption, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.is::<UsageError>()) {
+    if let Some(e) = err.chain().find_map(|e| e.downcast_ref::<Exit>()) {
+        e.code
+    } else if err.chain().any(|e| e.is::<UsageError>()) {
         2
     } else if err.chain().any(|e| e.is::<Regression>()) {
         3

@@ -6,7 +6,8 @@
 //! [`sys`] (the only module allowed unsafe code: syscalls, mappings, machine facts,
 //! scratch files),
 //! [`results`] (data model and JSON schema), [`present`] (tables and plot primitives
-//! that probes and reports share) and [`report`] (output formats).
+//! that probes and reports share) and [`report`] (output formats). [`trace`] applies
+//! the saved figures to another program's system calls.
 
 // Unsafe code is refused everywhere but `sys`, which opts back in.
 #![deny(unsafe_code)]
@@ -25,4 +26,5 @@ pub mod progress;
 pub mod report;
 pub mod results;
 pub mod sys;
+pub mod trace;
 pub mod units;

@@ -31,7 +31,12 @@ fn main() {
         Ok(()) => 0,
         Err(e) => {
             let code = error::exit_code(&e);
-            if code == 130 {
+            let silent = e.chain().any(|c| {
+                c.downcast_ref::<error::Exit>()
+                    .is_some_and(|x| x.message.is_none())
+            });
+            if silent {
+            } else if code == 130 && !e.chain().any(|c| c.is::<error::Exit>()) {
                 eprintln!("ioprobe: interrupted; scratch files removed");
             } else {
                 eprintln!("ioprobe: error: {}", one_line(&format!("{e:#}")));
@@ -211,6 +216,23 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
             "pipe",
             vec![Box::new(PipeProbe::new(a.options(s.scale)))],
         )?,
+        Command::Trace(t) => {
+            let opts = ioprobe::trace::Options {
+                command: t.command.clone(),
+                output: t.output.clone(),
+                json: t.json,
+                figures: t.figures.clone(),
+            };
+            let status = ioprobe::trace::run(&opts, s)?;
+            return match status {
+                0 => Ok(()),
+                code => Err(error::Exit {
+                    code,
+                    message: None,
+                }
+                .into()),
+            };
+        }
         Command::History { .. } => commands::history(s)?,
         Command::Show { run, .. } => commands::show(s, run)?,
         Command::Export { run, format, .. } => commands::export(s, run, *format)?,

@@ -78,6 +78,47 @@ pub fn kind(name: &str) -> Option<&'static dyn ProbeKind> {
     REGISTRY.iter().copied().find(|k| k.name() == name)
 }
 
+/// The few cases `ioprobe trace` prices calls with, when nothing is saved (about 10 s):
+/// the per-call costs, and read, write and pipe throughput at a handful of sizes.
+pub fn for_pricing() -> Vec<Box<dyn Probe>> {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1 << 20;
+    let sizes = vec![512, 4 * KIB, 16 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, MIB];
+    vec![
+        Box::new(syscalls::Syscalls::new(syscalls::Options {
+            cases: vec![
+                syscalls::Case::Null,
+                syscalls::Case::Pread,
+                syscalls::Case::LseekRead,
+                syscalls::Case::OpenReadClose,
+                syscalls::Case::Stat,
+                syscalls::Case::Fstat,
+            ],
+            ..syscalls::Options::for_scale(Scale::Quick)
+        })),
+        Box::new(read::ReadProbe::new(read::Options {
+            block_sizes: sizes.clone(),
+            methods: vec![read::Method::Read],
+            populate: vec![read::Populate::Write],
+            ..read::Options::for_scale(Scale::Quick)
+        })),
+        Box::new(write::WriteProbe::new(write::Options {
+            block_sizes: vec![512, 4 * KIB, 64 * KIB, MIB],
+            methods: vec![write::Method::Write],
+            durability: vec![write::Durability::None, write::Durability::Fsync],
+            ..write::Options::for_scale(Scale::Quick)
+        })),
+        Box::new(pipe::PipeProbe::new(pipe::Options {
+            sizes: vec![4 * KIB, 64 * KIB, MIB],
+            capacities: vec![pipe::Capacity::Default, pipe::Capacity::Bytes(MIB)],
+            methods: vec![pipe::Method::WriteRead],
+            placements: vec![pipe::Placement::Any],
+            total: 64 * MIB,
+            ..pipe::Options::for_scale(Scale::Quick)
+        })),
+    ]
+}
+
 /// Every probe with the options `ioprobe run` uses, in registry order.
 pub fn registry() -> Vec<Box<dyn Probe>> {
     REGISTRY.iter().map(|k| k.for_run()).collect()

@@ -25,6 +25,12 @@ pub fn getrusage_thread() -> Result<RawRusage, super::calls::SysError> {
 /// per-thread counters.
 pub const SCOPE: &str = super::os::RUSAGE_OWN.1;
 
+/// The resource usage of the children (and their descendants) this process has reaped
+/// (RUSAGE_CHILDREN).
+pub fn getrusage_children() -> Result<RawRusage, super::calls::SysError> {
+    getrusage(libc::RUSAGE_CHILDREN)
+}
+
 /// Reads the whole calling process's resource usage (RUSAGE_SELF): used inside a
 /// single-purpose child process, where it is exactly that process's work.
 pub fn getrusage_self() -> Result<RawRusage, super::calls::SysError> {

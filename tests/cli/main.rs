@@ -10,6 +10,7 @@ mod probes;
 mod report;
 mod signals;
 mod store;
+mod trace;
 mod write;
 
 use assert_cmd::Command;

@@ -154,3 +154,41 @@ pub mod uring {
         }
     }
 }
+
+/// `ioprobe trace` needs ptrace with seccomp (Linux); here it says so.
+pub mod trace {
+    pub use super::super::{Ended, Event};
+    use std::io;
+
+    /// Why tracing is not available on this OS.
+    const WHY: &str =
+        "ioprobe trace needs Linux (ptrace with a seccomp filter and PTRACE_GET_SYSCALL_INFO)";
+
+    pub fn traced_calls() -> Vec<(u64, &'static str)> {
+        Vec::new()
+    }
+
+    pub const FCNTL: u64 = u64::MAX;
+
+    /// Never made: [`Tracer::spawn`] says tracing is Linux-only.
+    pub struct Tracer(());
+
+    impl Tracer {
+        pub fn spawn(_argv: &[std::ffi::OsString]) -> io::Result<Tracer> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+        pub fn pid(&self) -> i32 {
+            0
+        }
+        pub fn ended(&self) -> Option<Ended> {
+            None
+        }
+        pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+            Ok(None)
+        }
+    }
+
+    pub fn read_string(_tid: i32, _addr: u64) -> Option<String> {
+        None
+    }
+}

@@ -30,10 +30,14 @@ pub use linux::*;
 #[path = "linux_uring.rs"]
 pub mod uring;
 
+#[cfg(target_os = "linux")]
+#[path = "linux_trace.rs"]
+pub mod trace;
+
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
 mod bsd;
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
-pub use bsd::uring;
+pub use bsd::{trace, uring};
 
 #[cfg(target_os = "macos")]
 mod macos;
@@ -52,6 +56,33 @@ pub struct Facts {
     pub memory_bytes: Option<u64>,
     /// (level, kind, bytes) of each data or unified cache.
     pub caches: Vec<(u8, &'static str, u64)>,
+}
+
+/// What `ioprobe trace` sees (see `trace`): one traced system call that returned, or a
+/// change in the traced tasks.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// `tid` made system call `nr` with `args`; it returned `ret` (a negative errno on
+    /// failure). The task is still stopped, so its memory can be read.
+    Call {
+        tid: i32,
+        nr: u64,
+        args: [u64; 6],
+        ret: i64,
+    },
+    /// `tid` started (fork, vfork or clone) from `parent`.
+    Task { tid: i32, parent: i32 },
+    /// `tid` replaced its program (execve).
+    Exec { tid: i32 },
+    /// `tid` ended.
+    Exit { tid: i32 },
+}
+
+/// How a traced command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Code(i32),
+    Signal(i32),
 }
 
 /// Hints for [`fadvise`].

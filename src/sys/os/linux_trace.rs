@@ -1,0 +1,495 @@
+//! `ioprobe trace` on Linux: the command runs as a ptrace tracee (PTRACE_TRACEME before
+//! exec) under a seccomp filter that stops it only at the I/O-relevant system calls
+//! (SECCOMP_RET_TRACE), so every other call runs at full speed. At each stop,
+//! PTRACE_GET_SYSCALL_INFO (Linux 5.3+) gives the number and arguments; the tracee is
+//! then run to the syscall-exit stop for the return value. Forks, vforks, clones and
+//! execs are followed (PTRACE_O_TRACE*). This module turns all of it into a stream of
+//! [`Event`]s and keeps every `unsafe` of tracing.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+pub use super::{Ended, Event};
+
+/// The system calls that stop the tracee, for this architecture: (number, name).
+pub fn traced_calls() -> Vec<(u64, &'static str)> {
+    let mut v: Vec<(libc::c_long, &'static str)> = vec![
+        (libc::SYS_read, "read"),
+        (libc::SYS_write, "write"),
+        (libc::SYS_pread64, "pread64"),
+        (libc::SYS_pwrite64, "pwrite64"),
+        (libc::SYS_readv, "readv"),
+        (libc::SYS_writev, "writev"),
+        (libc::SYS_preadv, "preadv"),
+        (libc::SYS_pwritev, "pwritev"),
+        (libc::SYS_preadv2, "preadv2"),
+        (libc::SYS_pwritev2, "pwritev2"),
+        (libc::SYS_lseek, "lseek"),
+        (libc::SYS_openat, "openat"),
+        (libc::SYS_openat2, "openat2"),
+        (libc::SYS_close, "close"),
+        (libc::SYS_fsync, "fsync"),
+        (libc::SYS_fdatasync, "fdatasync"),
+        (libc::SYS_sync_file_range, "sync_file_range"),
+        (libc::SYS_sendfile, "sendfile"),
+        (libc::SYS_splice, "splice"),
+        (libc::SYS_tee, "tee"),
+        (libc::SYS_vmsplice, "vmsplice"),
+        (libc::SYS_copy_file_range, "copy_file_range"),
+        (libc::SYS_mmap, "mmap"),
+        (libc::SYS_munmap, "munmap"),
+        (libc::SYS_msync, "msync"),
+        (libc::SYS_madvise, "madvise"),
+        (libc::SYS_fstat, "fstat"),
+        (libc::SYS_newfstatat, "newfstatat"),
+        (libc::SYS_statx, "statx"),
+        (libc::SYS_getdents64, "getdents64"),
+        (libc::SYS_io_uring_enter, "io_uring_enter"),
+        (libc::SYS_dup, "dup"),
+        (libc::SYS_dup3, "dup3"),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.extend([
+        (libc::SYS_open, "open"),
+        (libc::SYS_creat, "creat"),
+        (libc::SYS_stat, "stat"),
+        (libc::SYS_lstat, "lstat"),
+        (libc::SYS_dup2, "dup2"),
+    ]);
+    v.into_iter().map(|(n, s)| (n as u64, s)).collect()
+}
+
+/// fcntl's number: only F_SETPIPE_SZ stops the tracee.
+pub const FCNTL: u64 = libc::SYS_fcntl as u64;
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// The seccomp program: RET_TRACE for the traced calls (and fcntl F_SETPIPE_SZ), ALLOW
+/// for everything else, including calls of another ABI (32-bit on a 64-bit kernel).
+fn filter() -> Vec<libc::sock_filter> {
+    const LD: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let calls = traced_calls();
+    let n = calls.len();
+    let mut p = vec![
+        op(LD, 0, 0, 4), // seccomp_data.arch
+        op(JEQ, 1, 0, AUDIT_ARCH),
+        op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
+        op(LD, 0, 0, 0), // seccomp_data.nr
+    ];
+    // Instruction 4 + i jumps to the RET_TRACE at 4 + n + 4.
+    for (i, (nr, _)) in calls.iter().enumerate() {
+        p.push(op(JEQ, (n - i + 3) as u8, 0, *nr as u32));
+    }
+    p.extend([
+        op(JEQ, 0, 2, FCNTL as u32),
+        op(LD, 0, 0, 24), // low word of seccomp_data.args[1] (little-endian)
+        op(JEQ, 1, 0, libc::F_SETPIPE_SZ as u32),
+        op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
+        op(RET, 0, 0, libc::SECCOMP_RET_TRACE),
+    ]);
+    p
+}
+
+/// Signals ioprobe leaves to the terminal (it sends them to the command's process
+/// group itself) and signals it passes on to the command.
+const LEFT_TO_TERMINAL: [i32; 2] = [libc::SIGINT, libc::SIGQUIT];
+const PASSED_ON: [i32; 2] = [libc::SIGTERM, libc::SIGHUP];
+
+/// The traced command and the state of its tasks.
+pub struct Tracer {
+    main: i32,
+    ended: Option<Ended>,
+    /// Tasks seen, and those whose first (attach) SIGSTOP is still to come.
+    known: HashSet<i32>,
+    fresh: HashSet<i32>,
+    /// Calls stopped at seccomp, waiting for their exit stop.
+    pending: HashMap<i32, (u64, [u64; 6])>,
+    /// The child has stopped itself and has its options.
+    started: bool,
+    /// The task held at its syscall-exit stop while the caller looks at the call (its
+    /// memory, its /proc/PID/fd), resumed by the next [`Tracer::next_event`].
+    held: Option<i32>,
+}
+
+fn os(what: &str) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+fn ptrace(req: libc::c_uint, pid: i32, addr: usize, data: usize) -> io::Result<libc::c_long> {
+    // SAFETY: the requests used here take an integer or a pointer to memory this module
+    // owns and sized for the request (PTRACE_GET_SYSCALL_INFO, PTRACE_GETEVENTMSG,
+    // PTRACE_GETSIGINFO); `pid` is a tracee of this process.
+    let r = unsafe {
+        libc::ptrace(
+            req,
+            pid,
+            addr as *mut libc::c_void,
+            data as *mut libc::c_void,
+        )
+    };
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// The ptrace stop's syscall information: (op, nr, args, ret).
+fn syscall_info(tid: i32) -> io::Result<(u8, u64, [u64; 6], i64)> {
+    // SAFETY: ptrace_syscall_info is plain data; all-zero is a valid value.
+    let mut info: libc::ptrace_syscall_info = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::ptrace_syscall_info>();
+    ptrace(
+        libc::PTRACE_GET_SYSCALL_INFO,
+        tid,
+        size,
+        &mut info as *mut _ as usize,
+    )
+    .map_err(os("ptrace(PTRACE_GET_SYSCALL_INFO)"))?;
+    // SAFETY: `op` says which member of the union the kernel filled.
+    let (nr, args, ret) = unsafe {
+        match info.op {
+            libc::PTRACE_SYSCALL_INFO_SECCOMP => (info.u.seccomp.nr, info.u.seccomp.args, 0),
+            libc::PTRACE_SYSCALL_INFO_ENTRY => (info.u.entry.nr, info.u.entry.args, 0),
+            libc::PTRACE_SYSCALL_INFO_EXIT => (0, [0; 6], info.u.exit.sval),
+            _ => (0, [0; 6], 0),
+        }
+    };
+    Ok((info.op, nr, args, ret))
+}
+
+impl Tracer {
+    /// Starts `argv` (the program, found in PATH, and its arguments) traced. Its
+    /// stdin, stdout and stderr stay its own. Err: it could not be started (not found:
+    /// ErrorKind::NotFound; not executable: PermissionDenied), or tracing is not
+    /// permitted (the message names the call that failed).
+    ///
+    /// The child stops itself before installing its seccomp filter, so that the
+    /// tracer can turn on PTRACE_O_TRACESECCOMP first: a filter that returns
+    /// SECCOMP_RET_TRACE with no such tracer fails those calls with ENOSYS.
+    pub fn spawn(argv: &[std::ffi::OsString]) -> io::Result<Tracer> {
+        use std::os::unix::ffi::OsStrExt;
+        let args: Vec<std::ffi::CString> = argv
+            .iter()
+            .map(|a| std::ffi::CString::new(a.as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "an argument contains a NUL byte",
+                )
+            })?;
+        let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let prog = filter();
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two descriptors into the array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+            return Err(io::Error::last_os_error()).map_err(os("pipe2"));
+        }
+        let (rd, wr) = (fds[0], fds[1]);
+        // SAFETY: ioprobe runs no other thread here; the child only makes
+        // async-signal-safe calls on memory prepared before the fork, then execs or
+        // exits with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == -1 {
+            return Err(io::Error::last_os_error()).map_err(os("fork"));
+        }
+        if pid == 0 {
+            // SAFETY: as above; every pointer refers to data built before the fork.
+            unsafe {
+                let fail = |step: i32| {
+                    let e = [step, *libc::__errno_location()];
+                    libc::write(wr, e.as_ptr() as *const libc::c_void, 8);
+                    libc::_exit(127);
+                };
+                libc::close(rd);
+                for sig in LEFT_TO_TERMINAL.iter().chain(&PASSED_ON) {
+                    libc::signal(*sig, libc::SIG_DFL);
+                }
+                if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
+                    fail(1);
+                }
+                libc::raise(libc::SIGSTOP);
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+                    fail(2);
+                }
+                if libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    &fprog as *const libc::sock_fprog,
+                ) == -1
+                {
+                    fail(3);
+                }
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+                fail(4);
+            }
+        }
+        // SAFETY: closing the parent's copy of the write end, which it owns.
+        unsafe { libc::close(wr) };
+        let result = Tracer::start(pid);
+        let mut e = [0i32; 2];
+        // SAFETY: reads at most 8 bytes into a local array; the descriptor is ours.
+        let n = unsafe { libc::read(rd, e.as_mut_ptr() as *mut libc::c_void, 8) };
+        // SAFETY: closing the read end, which this function owns.
+        unsafe { libc::close(rd) };
+        let tracer = result?;
+        if n == 8 {
+            let err = io::Error::from_raw_os_error(e[1]);
+            let step = [
+                "",
+                "ptrace(PTRACE_TRACEME)",
+                "prctl(PR_SET_NO_NEW_PRIVS)",
+                "seccomp(SECCOMP_SET_MODE_FILTER)",
+                "execvp",
+            ];
+            let what = step.get(e[0] as usize).copied().unwrap_or("start");
+            return Err(io::Error::new(err.kind(), format!("{what}: {err}")));
+        }
+        Ok(tracer)
+    }
+
+    /// Drives the child from its self-stop to its execve: options on, then resumed;
+    /// the calls it makes before the exec (an error report) are let through.
+    fn start(pid: i32) -> io::Result<Tracer> {
+        let mut t = Tracer {
+            main: pid,
+            ended: None,
+            known: HashSet::from([pid]),
+            fresh: HashSet::new(),
+            pending: HashMap::new(),
+            started: false,
+            held: None,
+        };
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a local integer.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+            if r == -1 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(e).map_err(os("waitpid"));
+            }
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                // It never reached exec; the pipe says why.
+                t.ended = Some(Ended::Code(127));
+                return Ok(t);
+            }
+            let sig = libc::WSTOPSIG(status);
+            let event = status >> 16;
+            if !t.started && sig == libc::SIGSTOP {
+                t.started = true;
+                let opts = libc::PTRACE_O_TRACESYSGOOD
+                    | libc::PTRACE_O_TRACEFORK
+                    | libc::PTRACE_O_TRACEVFORK
+                    | libc::PTRACE_O_TRACECLONE
+                    | libc::PTRACE_O_TRACEEXEC
+                    | libc::PTRACE_O_TRACESECCOMP;
+                ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as usize)
+                    .map_err(os("ptrace(PTRACE_SETOPTIONS)"))?;
+                t.resume(libc::PTRACE_CONT, pid, 0)?;
+            } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
+                forward_signals(pid)?;
+                t.resume(libc::PTRACE_CONT, pid, 0)?;
+                return Ok(t);
+            } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
+                t.resume(libc::PTRACE_CONT, pid, 0)?;
+            } else {
+                let deliver = if sig == libc::SIGTRAP || sig == libc::SIGSTOP {
+                    0
+                } else {
+                    sig
+                };
+                t.resume(libc::PTRACE_CONT, pid, deliver)?;
+            }
+        }
+    }
+
+    /// The traced command's pid.
+    pub fn pid(&self) -> i32 {
+        self.main
+    }
+
+    /// How the command ended, once [`Tracer::next_event`] has returned None.
+    pub fn ended(&self) -> Option<Ended> {
+        self.ended
+    }
+
+    /// Resumes `tid` with `request`, delivering `sig`; a task that vanished meanwhile
+    /// (killed) is not an error.
+    fn resume(&self, request: libc::c_uint, tid: i32, sig: i32) -> io::Result<()> {
+        match ptrace(request, tid, 0, sig as usize) {
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+            r => r.map(|_| ()).map_err(os("ptrace(resume)")),
+        }
+    }
+
+    /// The next event, or None when no traced task is left. After a [`Event::Call`],
+    /// its task stays stopped until this is called again, so that its memory
+    /// ([`read_string`]) and descriptors can be read.
+    pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+        if let Some(t) = self.held.take() {
+            self.resume(libc::PTRACE_CONT, t, 0)?;
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a local integer.
+            let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+            if tid == -1 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::ECHILD) => return Ok(None),
+                    _ => return Err(e).map_err(os("waitpid")),
+                }
+            }
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                self.known.remove(&tid);
+                self.pending.remove(&tid);
+                if tid == self.main {
+                    self.ended = Some(if libc::WIFEXITED(status) {
+                        Ended::Code(libc::WEXITSTATUS(status))
+                    } else {
+                        Ended::Signal(libc::WTERMSIG(status))
+                    });
+                }
+                return Ok(Some(Event::Exit { tid }));
+            }
+            if !libc::WIFSTOPPED(status) {
+                continue;
+            }
+            let sig = libc::WSTOPSIG(status);
+            let event = status >> 16;
+            if self.known.insert(tid) && sig == libc::SIGSTOP {
+                // A new task's attach stop, seen before its parent's event.
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                continue;
+            }
+            if sig == libc::SIGSTOP && self.fresh.remove(&tid) {
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                continue;
+            }
+            if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
+                let (_, nr, args, _) = syscall_info(tid)?;
+                self.pending.insert(tid, (nr, args));
+                self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
+                continue;
+            }
+            if sig == libc::SIGTRAP | 0x80 {
+                let (op, _, _, ret) = syscall_info(tid)?;
+                if op == libc::PTRACE_SYSCALL_INFO_EXIT {
+                    if let Some((nr, args)) = self.pending.remove(&tid) {
+                        self.held = Some(tid);
+                        return Ok(Some(Event::Call { tid, nr, args, ret }));
+                    }
+                    self.resume(libc::PTRACE_CONT, tid, 0)?;
+                } else {
+                    self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
+                }
+                continue;
+            }
+            if sig == libc::SIGTRAP
+                && [
+                    libc::PTRACE_EVENT_FORK,
+                    libc::PTRACE_EVENT_VFORK,
+                    libc::PTRACE_EVENT_CLONE,
+                ]
+                .contains(&event)
+            {
+                let mut msg: libc::c_ulong = 0;
+                ptrace(
+                    libc::PTRACE_GETEVENTMSG,
+                    tid,
+                    0,
+                    &mut msg as *mut _ as usize,
+                )
+                .map_err(os("ptrace(PTRACE_GETEVENTMSG)"))?;
+                let child = msg as i32;
+                if self.known.insert(child) {
+                    self.fresh.insert(child);
+                }
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                return Ok(Some(Event::Task {
+                    tid: child,
+                    parent: tid,
+                }));
+            }
+            if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
+                self.pending.remove(&tid);
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                return Ok(Some(Event::Exec { tid }));
+            }
+            if sig == libc::SIGTRAP && event != 0 {
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                continue;
+            }
+            // A signal for the task: deliver it. A group-stop (GETSIGINFO fails) is
+            // resumed without one, as ptrace without PTRACE_SEIZE must.
+            // SAFETY: siginfo_t is plain data; all-zero is a valid value.
+            let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let deliver = match ptrace(libc::PTRACE_GETSIGINFO, tid, 0, &mut si as *mut _ as usize)
+            {
+                Ok(_) => sig,
+                Err(_) => 0,
+            };
+            self.resume(libc::PTRACE_CONT, tid, deliver)?;
+        }
+    }
+}
+
+/// While the command runs: SIGINT and SIGQUIT do not stop ioprobe (the terminal sends
+/// them to the command too, and ioprobe reports what it traced once the command ends);
+/// SIGTERM and SIGHUP are passed on to the command. Detaching instead is not possible:
+/// the command's seccomp filter would make its I/O calls fail (ENOSYS) without a tracer.
+fn forward_signals(main: i32) -> io::Result<()> {
+    for sig in LEFT_TO_TERMINAL {
+        // SAFETY: the action does nothing, which is async-signal-safe.
+        unsafe { signal_hook::low_level::register(sig, || {}) }?;
+    }
+    for sig in PASSED_ON {
+        // SAFETY: kill(2) is async-signal-safe; `main` is the traced command's pid,
+        // which stays reserved (a zombie) until the trace loop reaps it.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                libc::kill(main, sig);
+            })
+        }?;
+    }
+    Ok(())
+}
+
+/// Reads a NUL-terminated string (a path argument) from a stopped tracee's memory.
+pub fn read_string(tid: i32, addr: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 256];
+    let mut at = addr;
+    while out.len() < 4096 {
+        let n = mem.read_at(&mut buf, at).ok()?;
+        if n == 0 {
+            break;
+        }
+        if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&buf[..end]);
+            return Some(String::from_utf8_lossy(&out).into_owned());
+        }
+        out.extend_from_slice(&buf[..n]);
+        at += n as u64;
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}

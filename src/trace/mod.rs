@@ -1,0 +1,501 @@
+//! `ioprobe trace -- CMD`: runs CMD traced (see `sys::os::trace`), profiles its I/O
+//! system calls ([`profile`]), prices them with this machine's saved figures and says
+//! what to change ([`price`]). CMD keeps its stdin, stdout and stderr; the report goes
+//! to stderr or `--output`; ioprobe exits with CMD's status.
+
+pub mod price;
+pub mod profile;
+
+use crate::cli::Settings;
+use crate::error::Exit;
+use crate::present::Grid;
+use crate::results::Run;
+use crate::sys::os::Ended;
+use crate::sys::os::trace::Tracer;
+use crate::units::{format_ns, format_size};
+use anyhow::Result;
+use price::{Figures, Finding};
+use profile::Profile;
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The trace command's options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub command: Vec<OsString>,
+    pub output: Option<PathBuf>,
+    pub json: bool,
+    /// Runs to price with instead of this host's newest (RUN specs).
+    pub figures: Vec<String>,
+}
+
+/// The JSON document `--json` writes (schema version 1).
+#[derive(Serialize)]
+struct Document<'a> {
+    schema_version: u32,
+    kind: &'static str,
+    command: Vec<String>,
+    exit: ExitJson,
+    work: Work,
+    note: &'static str,
+    figures: &'a Figures,
+    measured_first: Option<i64>,
+    processes: Vec<&'a profile::Process>,
+    targets: &'a [profile::Target],
+    rows: Vec<RowJson<'a>>,
+    opens: Vec<PathCount>,
+    stats: Vec<PathCount>,
+    syncs: Vec<SyncJson<'a>>,
+    copies: Vec<CopyJson>,
+    pipe_sizes: Vec<(usize, u64)>,
+    counts: &'a std::collections::BTreeMap<&'static str, u64>,
+    findings: &'a [Finding],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ExitJson {
+    Code(i32),
+    Signal(i32),
+}
+
+#[derive(Serialize)]
+struct RowJson<'a> {
+    pid: i32,
+    target: usize,
+    op: &'static str,
+    #[serde(flatten)]
+    stats: &'a profile::OpStats,
+    typical_size: Option<u64>,
+    time_here_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct PathCount {
+    pid: i32,
+    path: String,
+    count: u64,
+}
+
+#[derive(Serialize)]
+struct SyncJson<'a> {
+    pid: i32,
+    target: usize,
+    #[serde(flatten)]
+    syncs: &'a profile::Syncs,
+}
+
+#[derive(Serialize)]
+struct CopyJson {
+    pid: i32,
+    source: usize,
+    destination: usize,
+    pairs: u64,
+    bytes: u64,
+}
+
+/// What tracing says about its own figures.
+const NOTE: &str = "tracing slows every traced call, so calls are priced with this machine's measured figures, never with their traced durations";
+
+/// Runs the command traced and reports; Ok(status) is the command's exit status
+/// (128+N when signal N ended it).
+pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
+    if opts.command.is_empty() {
+        return crate::error::usage(
+            "trace: give the command after --, e.g. ioprobe trace -- dd if=FILE of=/dev/null",
+        );
+    };
+    let shown = opts
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    let before = crate::sys::rusage::getrusage_children()
+        .map(|r| r.user_us as f64 * 1e-6)
+        .unwrap_or(0.0);
+    let start = Instant::now();
+    // Runs to price with are checked before the command runs.
+    for spec in &opts.figures {
+        crate::commands::resolve(settings, spec)?;
+    }
+    let mut tracer = Tracer::spawn(&opts.command).map_err(|e| spawn_error(&shown[0], e))?;
+    let mut prof = Profile::new();
+    while let Some(ev) = tracer.next_event()? {
+        prof.add(&ev);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let ended = tracer.ended().unwrap_or(Ended::Code(1));
+    let user = |r: crate::sys::rusage::RawRusage| r.user_us as f64 * 1e-6;
+    let user_cpu = crate::sys::rusage::getrusage_children()
+        .map(|r| user(r) - before)
+        .unwrap_or(0.0);
+    let (figures, measured) = if opts.figures.is_empty() {
+        figures(settings)?
+    } else {
+        let mut runs = Vec::new();
+        for spec in &opts.figures {
+            let named = crate::commands::resolve(settings, spec)?;
+            runs.push((named.id.unwrap_or(0), named.run));
+        }
+        (Figures::from_runs(&runs), None)
+    };
+    let priced: f64 = prof
+        .ops
+        .iter()
+        .filter_map(|(&(_, t, op), s)| {
+            price::time_here(
+                &figures,
+                prof.targets[t].kind,
+                op,
+                s,
+                prof.pipe_sizes.contains_key(&t),
+            )
+        })
+        .sum();
+    let work = Work {
+        traced_wall_s: elapsed,
+        user_cpu_s: user_cpu,
+        priced_calls_s: priced,
+        estimate_s: user_cpu + priced,
+    };
+    let found = price::findings(&prof, &figures, work.estimate_s);
+    let text = if opts.json {
+        json(&shown, ended, &work, &prof, &figures, measured, &found)?
+    } else {
+        render(&shown, ended, &work, &prof, &figures, measured, &found)
+    };
+    match &opts.output {
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            anyhow::anyhow!("writing {}: {}", path.display(), crate::error::plain(&e))
+        })?,
+        None => eprint!("{text}"),
+    }
+    Ok(match ended {
+        Ended::Code(c) => c,
+        Ended::Signal(s) => 128 + s,
+    })
+}
+
+/// How long the run took under trace, and the work it would be here without tracing:
+/// its processes' user CPU time (tracing does not change it) plus its traced calls at
+/// this machine's measured cost. Waiting (a disk, the network, a sleep) and untraced
+/// system calls are not in the estimate.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Work {
+    pub traced_wall_s: f64,
+    pub user_cpu_s: f64,
+    pub priced_calls_s: f64,
+    pub estimate_s: f64,
+}
+
+/// CMD not found or not executable: status 127 as a shell gives; tracing refused: 1,
+/// naming the cause.
+fn spawn_error(prog: &str, e: std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let why = crate::error::plain(&e);
+    match e.kind() {
+        ErrorKind::NotFound => Exit::with(127, format!("{prog}: command not found")).into(),
+        ErrorKind::PermissionDenied if !why.contains("ptrace") && !why.contains("seccomp") => {
+            Exit::with(127, format!("{prog}: not executable ({why})")).into()
+        }
+        ErrorKind::Unsupported => anyhow::anyhow!("{why}"),
+        _ => {
+            let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default();
+            let hint = if scope == "3" {
+                " (Yama ptrace_scope is 3: no process may trace)"
+            } else if why.contains("seccomp") || why.contains("prctl") {
+                " (a seccomp policy or container forbids installing a filter)"
+            } else {
+                " (a seccomp policy, a container or Yama forbids ptrace)"
+            };
+            anyhow::anyhow!("cannot trace {prog}: {why}{hint}")
+        }
+    }
+}
+
+/// Saved figures from this host, or a quick measurement of the few cases pricing
+/// needs when none are saved (saved too, unless --no-save): (figures, run measured).
+fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
+    let host = crate::sys::machine::Environment::collect(None).hostname;
+    let mut runs: Vec<(i64, Run)> = Vec::new();
+    let path = crate::commands::store_path(settings)?;
+    if let Some(store) = crate::results::store::Store::open_read_only_if_any(&path)? {
+        let list = store.list()?;
+        for r in list.iter().rev().filter(|r| r.host == host).take(40) {
+            if ["read", "write", "pipe", "syscalls", "copy"]
+                .iter()
+                .any(|p| r.probes.split(',').any(|x| x == *p))
+            {
+                runs.push((r.id, store.load(r.id)?));
+            }
+        }
+        runs.reverse();
+    }
+    let f = Figures::from_runs(&runs);
+    if f.enough() {
+        return Ok((f, None));
+    }
+    crate::progress::note(
+        "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about 10 s)",
+    );
+    let mut store = crate::commands::store_for_saving(settings)?;
+    let run = crate::app::run_probes(settings, crate::probes::for_pricing(), "trace")?;
+    let id = crate::commands::save(store.as_mut(), &run)?;
+    runs.push((id.unwrap_or(0), run));
+    Ok((Figures::from_runs(&runs), Some(id.unwrap_or(0))))
+}
+
+fn exit_text(e: Ended) -> String {
+    match e {
+        Ended::Code(c) => format!("exited with status {c}"),
+        Ended::Signal(s) => format!("was killed by signal {s}"),
+    }
+}
+
+fn secs(s: f64) -> String {
+    format_ns(s * 1e9)
+}
+
+/// A count with thousands separators: 31,000.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `s` cut to `max` characters, the middle replaced by "…" (paths keep both ends).
+fn elide(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max / 3).collect();
+    let tail: String = s.chars().skip(n - (max - max / 3 - 1)).collect();
+    format!("{head}…{tail}")
+}
+
+/// The report as text: what ran, the table of its I/O, the findings.
+fn render(
+    cmd: &[String],
+    ended: Ended,
+    run: &Work,
+    p: &Profile,
+    f: &Figures,
+    measured: Option<i64>,
+    found: &[Finding],
+) -> String {
+    let mut out = format!(
+        "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n",
+        cmd.join(" "),
+        exit_text(ended),
+        secs(run.traced_wall_s),
+        secs(run.estimate_s),
+        secs(run.user_cpu_s),
+        thousands(p.counts.values().sum()),
+        secs(run.priced_calls_s)
+    );
+    let sources: Vec<String> = f
+        .sources
+        .iter()
+        .map(|(p, id)| format!("{p} (run {id})"))
+        .collect();
+    out.push_str(&format!(
+        "  priced with this host's {}{}\n\n",
+        if sources.is_empty() {
+            "nothing (no figures)".to_string()
+        } else {
+            sources.join(", ")
+        },
+        if measured.is_some() {
+            ", measured just now"
+        } else {
+            ""
+        }
+    ));
+    // One row per (process, target): every operation on it, its data calls' sizes,
+    // and what all of it would take here.
+    struct Acc {
+        ops: Vec<(&'static str, u64)>,
+        calls: u64,
+        bytes: u64,
+        sizes: std::collections::BTreeMap<u64, u64>,
+        time: Option<f64>,
+    }
+    let mut acc: std::collections::BTreeMap<(i32, usize), Acc> = Default::default();
+    for (&(pid, t, op), s) in &p.ops {
+        let time = price::time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t));
+        let a = acc.entry((pid, t)).or_insert(Acc {
+            ops: Vec::new(),
+            calls: 0,
+            bytes: 0,
+            sizes: Default::default(),
+            time: None,
+        });
+        a.ops.push((op, s.calls));
+        a.calls += s.calls;
+        a.bytes += s.bytes;
+        for (&b, &n) in &s.sizes {
+            *a.sizes.entry(b).or_default() += n;
+        }
+        if let Some(t) = time {
+            a.time = Some(a.time.unwrap_or(0.0) + t);
+        }
+    }
+    let mut rows: Vec<(f64, Vec<String>)> = acc
+        .into_iter()
+        .map(|((pid, t), mut a)| {
+            a.ops.sort_by_key(|y| std::cmp::Reverse(y.1));
+            let typical = profile::OpStats {
+                sizes: a.sizes,
+                ..Default::default()
+            }
+            .typical_size();
+            (
+                a.time.unwrap_or(0.0),
+                vec![
+                    format!(
+                        "{} ({pid})",
+                        p.processes.get(&pid).map_or("?", |x| x.comm.as_str())
+                    ),
+                    elide(&p.targets[t].label(), 44),
+                    a.ops.iter().map(|o| o.0).collect::<Vec<_>>().join(", "),
+                    thousands(a.calls),
+                    if a.bytes > 0 {
+                        format_size(a.bytes)
+                    } else {
+                        "-".into()
+                    },
+                    typical.map_or("-".into(), format_size),
+                    a.time.map_or("-".into(), secs),
+                ],
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    const SHOWN: usize = 12;
+    let rest: Vec<(f64, Vec<String>)> = rows.split_off(rows.len().min(SHOWN));
+    let mut g = Grid::numeric(
+        "its I/O, per process and target, by what the calls would take here".into(),
+        &[
+            "process",
+            "target",
+            "calls made",
+            "calls",
+            "bytes",
+            "typical size",
+            "time here",
+        ],
+        rows.into_iter().map(|r| r.1).collect(),
+    )
+    .optional(&["calls made", "typical size", "bytes"]);
+    if !rest.is_empty() {
+        g.footnotes.push(format!(
+            "… and {} more (process, target) pairs taking {} together; --json has every call",
+            rest.len(),
+            secs(rest.iter().map(|r| r.0).sum())
+        ));
+    }
+    out.push_str(&crate::report::table::render_grid(&g));
+    if found.is_empty() {
+        out.push_str("\nno findings: nothing in these calls is worth changing\n");
+    } else {
+        out.push_str("\nfindings, largest saving first:\n");
+        for (i, x) in found.iter().enumerate() {
+            out.push_str(&format!("  {}. {}\n", i + 1, x.text));
+        }
+    }
+    crate::report::table::fit_text(&out)
+}
+
+/// The report as JSON (schema version 1).
+fn json(
+    cmd: &[String],
+    ended: Ended,
+    run: &Work,
+    p: &Profile,
+    f: &Figures,
+    measured: Option<i64>,
+    found: &[Finding],
+) -> Result<String> {
+    let doc = Document {
+        schema_version: 1,
+        kind: "trace",
+        command: cmd.to_vec(),
+        exit: match ended {
+            Ended::Code(c) => ExitJson::Code(c),
+            Ended::Signal(s) => ExitJson::Signal(s),
+        },
+        work: *run,
+        note: NOTE,
+        figures: f,
+        measured_first: measured,
+        processes: p.processes.values().collect(),
+        targets: &p.targets,
+        rows: p
+            .ops
+            .iter()
+            .map(|(&(pid, t, op), s)| RowJson {
+                pid,
+                target: t,
+                op,
+                stats: s,
+                typical_size: s.typical_size(),
+                time_here_s: price::time_here(
+                    f,
+                    p.targets[t].kind,
+                    op,
+                    s,
+                    p.pipe_sizes.contains_key(&t),
+                ),
+            })
+            .collect(),
+        opens: p
+            .opens
+            .iter()
+            .map(|((pid, path), &count)| PathCount {
+                pid: *pid,
+                path: path.clone(),
+                count,
+            })
+            .collect(),
+        stats: p
+            .stats
+            .iter()
+            .map(|((pid, path), &count)| PathCount {
+                pid: *pid,
+                path: path.clone(),
+                count,
+            })
+            .collect(),
+        syncs: p
+            .syncs
+            .iter()
+            .map(|(&(pid, target), syncs)| SyncJson { pid, target, syncs })
+            .collect(),
+        copies: p
+            .copies
+            .iter()
+            .map(|(&(pid, source, destination), &(pairs, bytes))| CopyJson {
+                pid,
+                source,
+                destination,
+                pairs,
+                bytes,
+            })
+            .collect(),
+        pipe_sizes: p.pipe_sizes.iter().map(|(&t, &b)| (t, b)).collect(),
+        counts: &p.counts,
+        findings: found,
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}

@@ -1,0 +1,507 @@
+//! Pricing a profile with this machine's measured figures: the read, write and pipe
+//! probes' throughput by request size, the syscalls probe's cost per call, the write
+//! probe's fsync cost and the copy probe's copy_file_range throughput, each from the
+//! newest saved run on this host. Traced durations are never used: tracing inflates them.
+
+use super::profile::{Kind, OpStats, Profile};
+use crate::results::{Measurement, Run};
+use crate::units::{format_ns, format_size};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Throughput (bytes/s) by request size, sorted by size.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Curve(pub Vec<(u64, f64)>);
+
+impl Curve {
+    /// Throughput at `size`: interpolated on a log2 size axis, the end value outside.
+    pub fn rate(&self, size: u64) -> Option<f64> {
+        let p = &self.0;
+        let (first, last) = (p.first()?, p.last()?);
+        let s = size.max(1);
+        if s <= first.0 {
+            return Some(first.1);
+        }
+        if s >= last.0 {
+            return Some(last.1);
+        }
+        let i = p.partition_point(|&(x, _)| x < s);
+        let (a, b) = (p[i - 1], p[i]);
+        let t =
+            ((s as f64).log2() - (a.0 as f64).log2()) / ((b.0 as f64).log2() - (a.0 as f64).log2());
+        Some(a.1 + t * (b.1 - a.1))
+    }
+
+    /// The smallest size reaching 97% of the best throughput: bigger buys nothing.
+    pub fn best_size(&self) -> Option<u64> {
+        let max = self.0.iter().map(|p| p.1).fold(0.0, f64::max);
+        self.0.iter().find(|p| p.1 >= 0.97 * max).map(|p| p.0)
+    }
+}
+
+/// The figures a profile is priced with, and the runs they came from.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    pub read: Curve,
+    pub write: Curve,
+    pub pipe: Curve,
+    /// The pipe curve at the larger capacity measured, and that capacity.
+    pub pipe_large: Option<(u64, Curve)>,
+    /// Nanoseconds per call of the syscalls probe's cases (null, pread, lseek_read, …).
+    pub calls_ns: BTreeMap<String, f64>,
+    /// Seconds one fsync adds to a pass (write probe, fsync against none).
+    pub fsync_s: Option<f64>,
+    /// copy_file_range throughput (copy probe, warm source, no fsync).
+    pub copy_file_range: Option<f64>,
+    /// (probe, run id) of every source.
+    pub sources: Vec<(String, i64)>,
+}
+
+fn text<'a>(m: &'a Measurement, key: &str) -> &'a str {
+    m.params.get(key).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+fn num(m: &Measurement, key: &str) -> u64 {
+    m.params.get(key).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+fn curve<'a>(rows: impl Iterator<Item = &'a Measurement>, size_key: &str) -> Curve {
+    let mut pts: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for m in rows.filter(|m| m.is_ok()) {
+        pts.entry(num(m, size_key)).or_default().push(m.median);
+    }
+    // Where several rows share a size (two ways of populating), the faster.
+    Curve(
+        pts.into_iter()
+            .map(|(s, v)| (s, v.into_iter().fold(0.0, f64::max)))
+            .collect(),
+    )
+}
+
+impl Figures {
+    /// Takes each probe's figures from the newest of `runs` (id, run) that has them.
+    pub fn from_runs(runs: &[(i64, Run)]) -> Figures {
+        let mut f = Figures::default();
+        let newest = |probe: &str| {
+            runs.iter()
+                .rev()
+                .find(|(_, r)| r.of_probe(probe).any(|m| m.is_ok()))
+        };
+        if let Some((id, r)) = newest("read") {
+            f.read = curve(
+                r.of_probe("read").filter(|m| text(m, "method") == "read"),
+                "block_size",
+            );
+            f.sources.push(("read".into(), *id));
+        }
+        if let Some((id, r)) = newest("write") {
+            let by = |d: &str| {
+                curve(
+                    r.of_probe("write")
+                        .filter(|m| text(m, "method") == "write" && text(m, "durability") == d),
+                    "block_size",
+                )
+            };
+            f.write = by("none");
+            let fsync = by("fsync");
+            let size = r
+                .of_probe("write")
+                .map(|m| num(m, "file_size"))
+                .max()
+                .unwrap_or(0);
+            if let (Some(n), Some(s)) = (f.write.0.last(), fsync.0.last()) {
+                let extra = size as f64 / s.1 - size as f64 / n.1;
+                f.fsync_s = (extra > 0.0).then_some(extra);
+            }
+            f.sources.push(("write".into(), *id));
+        }
+        if let Some((id, r)) = newest("pipe") {
+            let rows = || {
+                r.of_probe("pipe")
+                    .filter(|m| text(m, "method") == "write-read" && text(m, "placement") == "any")
+            };
+            f.pipe = curve(
+                rows().filter(|m| text(m, "pipe_size_requested") == "default"),
+                "chunk_size",
+            );
+            let large = rows()
+                .filter(|m| text(m, "pipe_size_requested") != "default")
+                .map(|m| num(m, "pipe_size"))
+                .max();
+            if let Some(cap) = large.filter(|&c| c > 0) {
+                f.pipe_large = Some((
+                    cap,
+                    curve(rows().filter(|m| num(m, "pipe_size") == cap), "chunk_size"),
+                ));
+            }
+            f.sources.push(("pipe".into(), *id));
+        }
+        if let Some((id, r)) = newest("syscalls") {
+            for m in r.of_probe("syscalls").filter(|m| m.is_ok()) {
+                let case = m.case.rsplit('/').next().unwrap_or(&m.case);
+                f.calls_ns.insert(case.to_string(), m.median);
+            }
+            f.sources.push(("syscalls".into(), *id));
+        }
+        if let Some((id, r)) = newest("copy") {
+            f.copy_file_range = r
+                .of_probe("copy")
+                .filter(|m| {
+                    m.is_ok()
+                        && text(m, "method") == "copy-file-range"
+                        && text(m, "cache") == "warm"
+                        && text(m, "durability") == "none"
+                })
+                .map(|m| m.median)
+                .reduce(f64::max);
+            f.sources.push(("copy".into(), *id));
+        }
+        f
+    }
+
+    /// Whether the figures that price most calls are here (read curve and call costs).
+    pub fn enough(&self) -> bool {
+        !self.read.0.is_empty() && self.calls_ns.contains_key("pread")
+    }
+
+    fn ns(&self, case: &str) -> Option<f64> {
+        self.calls_ns.get(case).copied()
+    }
+
+    /// The extra cost of one call over `base` (say lseek_read over pread), in seconds.
+    fn extra(&self, case: &str, base: &str) -> Option<f64> {
+        Some(((self.ns(case)? - self.ns(base)?) * 1e-9).max(0.0))
+    }
+}
+
+/// Whether `op` moves data from the target (true) or to it (false); None: not data.
+fn direction(op: &str) -> Option<bool> {
+    match op {
+        "read" | "pread64" | "readv" | "preadv" | "preadv2" => Some(true),
+        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Some(false),
+        _ => None,
+    }
+}
+
+/// The throughput curve that prices data calls on a target of `kind`, and its name.
+fn curve_for(
+    f: &Figures,
+    kind: Kind,
+    reading: bool,
+    large_pipe: bool,
+) -> Option<(&Curve, &'static str)> {
+    let c = match kind {
+        Kind::File if reading => (&f.read, "read"),
+        Kind::File => (&f.write, "write"),
+        Kind::Pipe | Kind::Socket => match (&f.pipe_large, large_pipe) {
+            (Some((_, c)), true) => (c, "pipe"),
+            _ => (&f.pipe, "pipe"),
+        },
+        _ => return None,
+    };
+    (!c.0.0.is_empty()).then_some(c)
+}
+
+/// What the calls of one row would take here, in seconds (None: nothing prices them).
+pub fn time_here(f: &Figures, kind: Kind, op: &str, s: &OpStats, large_pipe: bool) -> Option<f64> {
+    if let Some(reading) = direction(op) {
+        if let Some((c, _)) = curve_for(f, kind, reading, large_pipe)
+            && s.bytes > 0
+        {
+            return Some(s.bytes as f64 / c.rate(s.typical_size().unwrap_or(s.bytes))?);
+        }
+        return f.ns("null").map(|ns| s.calls as f64 * ns * 1e-9);
+    }
+    let per_call = match op {
+        "lseek" => f.extra("lseek_read", "pread"),
+        "open" | "openat" | "openat2" | "creat" => f.extra("open_read_close", "pread"),
+        "close" => Some(0.0),
+        "stat" => f.ns("stat").map(|n| n * 1e-9),
+        "fstat" => f.ns("fstat").map(|n| n * 1e-9),
+        "fsync" | "fdatasync" => f.fsync_s,
+        _ => f.ns("null").map(|n| n * 1e-9),
+    }?;
+    Some(s.calls as f64 * per_call)
+}
+
+/// A pattern worth changing (or not), with what it costs here and what it would save.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub kind: &'static str,
+    pub pid: i32,
+    pub process: String,
+    pub target: String,
+    /// The finding in one sentence, with its figures.
+    pub text: String,
+    pub time_s: Option<f64>,
+    pub better_s: Option<f64>,
+    pub saving_s: Option<f64>,
+    /// The saving as a share of the run's work here (user CPU + priced calls).
+    pub share: Option<f64>,
+    /// False when the saving is under 1% of the run: it does not matter here.
+    pub matters: bool,
+}
+
+fn secs(s: f64) -> String {
+    format_ns(s * 1e9)
+}
+
+/// Every finding of `p`, largest saving first. `work` is the run's work here (seconds),
+/// which savings are compared with.
+pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let comm = |pid: i32| p.processes.get(&pid).map_or("?".into(), |x| x.comm.clone());
+    let mut push = |kind: &'static str,
+                    pid: i32,
+                    target: String,
+                    what: String,
+                    time: Option<f64>,
+                    better: Option<f64>| {
+        let saving = time.zip(better).map(|(t, b)| (t - b).max(0.0));
+        let share = saving.map(|s| s / work.max(1e-9));
+        let matters = share.is_some_and(|s| s >= 0.01);
+        let tail = match (saving, share) {
+            (Some(s), Some(sh)) => format!(
+                ": saves ≈{} of ≈{} of work ({}%){}",
+                secs(s),
+                secs(work),
+                crate::units::sig3(sh * 100.0),
+                if matters {
+                    ""
+                } else {
+                    "; does not matter here"
+                }
+            ),
+            _ => ": not priced (no saved figures for it on this host)".into(),
+        };
+        out.push(Finding {
+            kind,
+            pid,
+            process: comm(pid),
+            target,
+            text: format!("{}{tail}", what),
+            time_s: time,
+            better_s: better,
+            saving_s: saving,
+            share,
+            matters,
+        });
+    };
+    for (&(pid, t, op), s) in &p.ops {
+        let target = &p.targets[t];
+        let Some(reading) = direction(op) else {
+            continue;
+        };
+        let large = p.pipe_sizes.contains_key(&t);
+        // Small requests, priced with the curve for this kind of target.
+        if let (Some((c, curve_name)), Some(size)) =
+            (curve_for(f, target.kind, reading, large), s.typical_size())
+            && let Some(best) = c.best_size()
+            && s.bytes >= 64 * 1024
+            && s.calls >= 16
+            && let (Some(now), Some(then)) = (c.rate(size), c.rate(best))
+            && size < best
+            && now < 0.97 * then
+        {
+            let calls_then = s.bytes.div_ceil(best);
+            let how = if reading { "reads" } else { "writes" };
+            let priced = if target.kind == Kind::Socket {
+                " (priced with the pipe figures)"
+            } else {
+                ""
+            };
+            push(
+                "small_requests",
+                pid,
+                target.label(),
+                format!(
+                    "{} {op} {} with {} {how}: {} calls, ≈{} here{priced}; with {} {how} ({} curve's knee), {} calls (≈{})",
+                    comm(pid),
+                    target.label(),
+                    format_size(size),
+                    super::thousands(s.calls),
+                    secs(s.bytes as f64 / now),
+                    format_size(best),
+                    curve_name,
+                    super::thousands(calls_then),
+                    secs(s.bytes as f64 / then)
+                ),
+                Some(s.bytes as f64 / now),
+                Some(s.bytes as f64 / then),
+            );
+        }
+        // lseek then read/write: pread/pwrite would do it in one call.
+        if s.after_lseek >= 10 {
+            let per = f.extra("lseek_read", "pread");
+            push(
+                "lseek_then_io",
+                pid,
+                target.label(),
+                format!(
+                    "{} lseek+{op} on {}: {} pairs; {} would do each in one call",
+                    comm(pid),
+                    target.label(),
+                    super::thousands(s.after_lseek),
+                    if reading { "pread" } else { "pwrite" }
+                ),
+                per.map(|x| x * s.after_lseek as f64),
+                per.map(|_| 0.0),
+            );
+        }
+        // Reading the same bytes again.
+        if reading && target.kind == Kind::File && s.reread_bytes >= 1 << 20 {
+            let rate = s.typical_size().and_then(|z| f.read.rate(z));
+            push(
+                "reread",
+                pid,
+                target.label(),
+                format!(
+                    "{} read {} of {} again (bytes it had already read); keeping them in memory avoids the calls",
+                    comm(pid),
+                    format_size(s.reread_bytes),
+                    target.label()
+                ),
+                rate.map(|r| s.reread_bytes as f64 / r),
+                rate.map(|_| 0.0),
+            );
+        }
+        // A default-capacity pipe where the measured larger capacity is faster.
+        if target.kind == Kind::Pipe
+            && !reading
+            && !large
+            && s.bytes >= 1 << 20
+            && let (Some((cap, lc)), Some(size)) = (&f.pipe_large, s.typical_size())
+            && let (Some(d), Some(l)) = (f.pipe.rate(size), lc.rate(size))
+            && l > 1.03 * d
+        {
+            push(
+                "pipe_capacity",
+                pid,
+                target.label(),
+                format!(
+                    "{} writes {} through {} (default capacity) in {} chunks; a {} pipe (F_SETPIPE_SZ) moves them at {} GB/s instead of {}",
+                    comm(pid),
+                    format_size(s.bytes),
+                    target.label(),
+                    format_size(size),
+                    format_size(*cap),
+                    crate::units::format_gbps(l),
+                    crate::units::format_gbps(d)
+                ),
+                Some(s.bytes as f64 / d),
+                Some(s.bytes as f64 / l),
+            );
+        }
+    }
+    for ((pid, path), &n) in &p.opens {
+        if n >= 10 {
+            let per = f.extra("open_read_close", "pread");
+            push(
+                "reopen",
+                *pid,
+                path.clone(),
+                format!(
+                    "{} opened {path} {} times; one descriptor kept open would do",
+                    comm(*pid),
+                    super::thousands(n)
+                ),
+                per.map(|x| x * n as f64),
+                per,
+            );
+        }
+    }
+    for ((pid, path), &n) in &p.stats {
+        if n >= 100 {
+            let per = f.ns("stat").map(|x| x * 1e-9);
+            push(
+                "stat_storm",
+                *pid,
+                path.clone(),
+                format!(
+                    "{} asked for the status of {path} {} times; once would do unless it changes",
+                    comm(*pid),
+                    super::thousands(n)
+                ),
+                per.map(|x| x * n as f64),
+                per,
+            );
+        }
+    }
+    for (&(pid, t), y) in &p.syncs {
+        if y.syncs >= 10 && y.writes <= 2 * y.syncs && y.bytes / y.syncs.max(1) < 1 << 20 {
+            push(
+                "fsync_per_write",
+                pid,
+                p.targets[t].label(),
+                format!(
+                    "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch",
+                    comm(pid),
+                    p.targets[t].label(),
+                    super::thousands(y.syncs),
+                    crate::units::sig3(y.writes as f64 / y.syncs as f64),
+                    format_size(y.bytes / y.syncs.max(1))
+                ),
+                f.fsync_s.map(|c| c * y.syncs as f64),
+                f.fsync_s,
+            );
+        }
+    }
+    for (&(pid, src, dst), &(pairs, bytes)) in &p.copies {
+        // Data written to /dev/null or a terminal is not a copy worth moving in-kernel.
+        let sink = matches!(p.targets[dst].kind, Kind::DevNull | Kind::Tty);
+        if pairs >= 16 && bytes >= 1 << 20 && !sink {
+            let size = bytes / pairs;
+            let through = f.read.rate(size).zip(f.write.rate(size));
+            let dst_t = &p.targets[dst];
+            let call = if dst_t.kind == Kind::File {
+                "copy_file_range"
+            } else {
+                "sendfile or splice"
+            };
+            push(
+                "read_write_copy",
+                pid,
+                format!("{} → {}", p.targets[src].label(), dst_t.label()),
+                format!(
+                    "{} copied {} from {} to {} by read then write ({} pairs of {}); {call} moves it in the kernel",
+                    comm(pid),
+                    format_size(bytes),
+                    p.targets[src].label(),
+                    dst_t.label(),
+                    super::thousands(pairs),
+                    format_size(size)
+                ),
+                through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w),
+                f.copy_file_range
+                    .filter(|_| dst_t.kind == Kind::File)
+                    .map(|c| bytes as f64 / c),
+            );
+        }
+    }
+    out.sort_by(|a, b| {
+        b.saving_s
+            .unwrap_or(-1.0)
+            .total_cmp(&a.saving_s.unwrap_or(-1.0))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curves_interpolate_on_log_sizes_and_find_their_knee() {
+        let c = Curve(vec![
+            (1024, 1e9),
+            (4096, 3e9),
+            (65536, 10e9),
+            (1 << 20, 10.1e9),
+        ]);
+        assert_eq!(c.rate(512), Some(1e9));
+        assert_eq!(c.rate(1 << 30), Some(10.1e9));
+        assert!((c.rate(2048).unwrap() - 2e9).abs() < 1.0);
+        assert_eq!(c.best_size(), Some(65536));
+        assert_eq!(Curve::default().rate(4096), None);
+    }
+}

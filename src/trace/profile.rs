@@ -1,0 +1,612 @@
+//! What a traced program did with I/O system calls: per process, target and operation,
+//! the calls, bytes, a power-of-two histogram of request sizes, offsets (sequential or
+//! random), short reads, bytes read again; and the patterns findings are made of
+//! (lseek+read pairs, opens of one path, stat storms, fsyncs per write, read-then-write
+//! copies, pipe capacities). Built from [`Event`]s; names no probe.
+
+use crate::sys::os::Event;
+use crate::sys::os::trace::{FCNTL, read_string, traced_calls};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// What a descriptor refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    File,
+    Directory,
+    Pipe,
+    Socket,
+    Tty,
+    DevNull,
+    Device,
+    Memory,
+    Other,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::File => "file",
+            Kind::Directory => "directory",
+            Kind::Pipe => "pipe",
+            Kind::Socket => "socket",
+            Kind::Tty => "tty",
+            Kind::DevNull => "/dev/null",
+            Kind::Device => "device",
+            Kind::Memory => "memory",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// A file, pipe, socket… that calls were made on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// The path, or `pipe:[inode]`, `socket:[inode]`, `anonymous memory`.
+    pub name: String,
+    pub kind: Kind,
+    /// The filesystem type holding a file or directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs: Option<String>,
+}
+
+impl Target {
+    /// "path (ext4)", "pipe:[123]".
+    pub fn label(&self) -> String {
+        match &self.fs {
+            Some(fs) => format!("{} ({fs})", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// Figures of one operation on one target by one process.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OpStats {
+    pub calls: u64,
+    /// Bytes moved (the sum of successful returns of data calls; mapped length for mmap).
+    pub bytes: u64,
+    pub errors: u64,
+    /// Requested sizes: calls per power of two (key: the bucket's lower bound in bytes).
+    pub sizes: BTreeMap<u64, u64>,
+    /// Data calls at the offset the previous one ended at, and elsewhere.
+    pub sequential: u64,
+    pub random: u64,
+    /// Reads that returned less than asked (not counting end of file), and at end of
+    /// file (0).
+    pub short: u64,
+    pub eof: u64,
+    /// Bytes of this read that the process had already read from the same file.
+    pub reread_bytes: u64,
+    /// Calls right after an lseek on the same descriptor (lseek+read: pread would do).
+    pub after_lseek: u64,
+}
+
+impl OpStats {
+    /// The request size half the calls are at or below (the histogram's median bucket).
+    pub fn typical_size(&self) -> Option<u64> {
+        let mut left = self.sizes.values().sum::<u64>().div_ceil(2);
+        for (&b, &n) in &self.sizes {
+            if n >= left {
+                return Some(b);
+            }
+            left -= n;
+        }
+        None
+    }
+}
+
+/// A process seen in the trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Process {
+    pub pid: i32,
+    /// The command name, or the programs it ran, in order ("sh → cat").
+    pub comm: String,
+}
+
+/// fsyncs on one target: how many, and the writes and bytes before each.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Syncs {
+    pub syncs: u64,
+    pub writes: u64,
+    pub bytes: u64,
+}
+
+/// The whole profile.
+#[derive(Debug, Default)]
+pub struct Profile {
+    pub processes: BTreeMap<i32, Process>,
+    pub targets: Vec<Target>,
+    /// (pid, target, operation) → figures.
+    pub ops: BTreeMap<(i32, usize, &'static str), OpStats>,
+    /// (pid, path) → successful opens.
+    pub opens: BTreeMap<(i32, String), u64>,
+    /// (pid, path) → stat-family calls naming it.
+    pub stats: BTreeMap<(i32, String), u64>,
+    /// (pid, target) → fsyncs and the writes between them.
+    pub syncs: BTreeMap<(i32, usize), Syncs>,
+    /// (pid, source, destination) → read-then-write pairs and bytes.
+    pub copies: BTreeMap<(i32, usize, usize), (u64, u64)>,
+    /// Pipes whose capacity was set: target → granted bytes.
+    pub pipe_sizes: BTreeMap<usize, u64>,
+    /// Calls per system call name (every process and target), to check against strace.
+    pub counts: BTreeMap<&'static str, u64>,
+    names: HashMap<u64, &'static str>,
+    by_name: HashMap<String, usize>,
+    tgid: HashMap<i32, i32>,
+    fds: HashMap<i32, HashMap<i32, Fd>>,
+    /// Per target: byte ranges read so far, merged.
+    read: HashMap<usize, Vec<(u64, u64)>>,
+    /// Per task: the last read (source, bytes) when a copy may follow.
+    last_read: HashMap<i32, (usize, u64)>,
+    /// Per (pid, target): writes and bytes since the last fsync.
+    unsynced: HashMap<(i32, usize), (u64, u64)>,
+}
+
+/// What ioprobe knows of one open descriptor.
+#[derive(Debug, Clone, Copy)]
+struct Fd {
+    target: usize,
+    /// The file position (read/write/lseek move it).
+    pos: u64,
+    /// Where the last data call on it ended (for sequential or random).
+    end: Option<u64>,
+    after_lseek: bool,
+}
+
+/// The size bucket (a power of two, 0 for 0) of a request of `n` bytes.
+pub fn bucket(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        1 << (63 - n.leading_zeros())
+    }
+}
+
+fn read_link(path: String) -> Option<String> {
+    std::fs::read_link(path)
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+impl Profile {
+    pub fn new() -> Profile {
+        Profile {
+            names: traced_calls().into_iter().collect(),
+            ..Profile::default()
+        }
+    }
+
+    /// The process (thread group) of task `tid`.
+    fn pid_of(&mut self, tid: i32) -> i32 {
+        if let Some(&p) = self.tgid.get(&tid) {
+            return p;
+        }
+        let pid = std::fs::read_to_string(format!("/proc/{tid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Tgid:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(tid);
+        self.tgid.insert(tid, pid);
+        self.processes.entry(pid).or_insert_with(|| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            Process { pid, comm }
+        });
+        pid
+    }
+
+    /// The target called `name` (a /proc/PID/fd link), found or added.
+    fn target(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.by_name.get(name) {
+            return i;
+        }
+        let kind = if name.starts_with("pipe:[") {
+            Kind::Pipe
+        } else if name.starts_with("socket:[") {
+            Kind::Socket
+        } else if name == "/dev/null" {
+            Kind::DevNull
+        } else if name.starts_with("/dev/pts/") || name.starts_with("/dev/tty") {
+            Kind::Tty
+        } else if name == "anonymous memory" || name == "mappings" {
+            Kind::Memory
+        } else if name.starts_with('/') {
+            match std::fs::metadata(name) {
+                Ok(m) if m.is_file() => Kind::File,
+                Ok(m) if m.is_dir() => Kind::Directory,
+                Ok(_) => Kind::Device,
+                Err(_) => Kind::File,
+            }
+        } else {
+            Kind::Other
+        };
+        let fs = matches!(kind, Kind::File | Kind::Directory)
+            .then(|| {
+                let p = std::path::Path::new(name);
+                let dir = if kind == Kind::Directory {
+                    p
+                } else {
+                    p.parent().unwrap_or(p)
+                };
+                crate::sys::machine::filesystem_of(dir).map(|f| f.fs_type)
+            })
+            .flatten();
+        self.targets.push(Target {
+            name: name.to_string(),
+            kind,
+            fs,
+        });
+        let i = self.targets.len() - 1;
+        self.by_name.insert(name.to_string(), i);
+        i
+    }
+
+    /// What `fd` of `pid` is: known, else learnt from /proc/PID/fd and fdinfo.
+    fn fd(&mut self, pid: i32, fd: i32) -> Option<Fd> {
+        if let Some(f) = self.fds.get(&pid).and_then(|t| t.get(&fd)) {
+            return Some(*f);
+        }
+        let name = read_link(format!("/proc/{pid}/fd/{fd}"))?;
+        let target = self.target(&name);
+        let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("pos:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0);
+        let f = Fd {
+            target,
+            pos,
+            end: None,
+            after_lseek: false,
+        };
+        self.fds.entry(pid).or_default().insert(fd, f);
+        Some(f)
+    }
+
+    fn set_fd(&mut self, pid: i32, fd: i32, f: Fd) {
+        self.fds.entry(pid).or_default().insert(fd, f);
+    }
+
+    fn op(&mut self, pid: i32, target: usize, op: &'static str) -> &mut OpStats {
+        self.ops.entry((pid, target, op)).or_default()
+    }
+
+    /// Takes one event into the profile.
+    pub fn add(&mut self, e: &Event) {
+        match *e {
+            Event::Call { tid, nr, args, ret } => self.call(tid, nr, args, ret),
+            Event::Exec { tid } => {
+                let pid = self.pid_of(tid);
+                // The new program keeps the descriptors without close-on-exec: learn
+                // them again from /proc when used.
+                self.fds.remove(&pid);
+                if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+                    let c = c.trim().to_string();
+                    if let Some(p) = self.processes.get_mut(&pid)
+                        && p.comm != c
+                    {
+                        p.comm = format!("{} → {c}", p.comm);
+                    }
+                }
+            }
+            Event::Task { .. } => {}
+            Event::Exit { tid } => {
+                self.tgid.remove(&tid);
+                self.last_read.remove(&tid);
+            }
+        }
+    }
+
+    fn call(&mut self, tid: i32, nr: u64, a: [u64; 6], ret: i64) {
+        let name = if nr == FCNTL {
+            "fcntl(F_SETPIPE_SZ)"
+        } else {
+            match self.names.get(&nr) {
+                Some(n) => n,
+                None => return,
+            }
+        };
+        *self.counts.entry(name).or_default() += 1;
+        let pid = self.pid_of(tid);
+        let fd0 = a[0] as i32;
+        let ok = ret >= 0;
+        match name {
+            "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv"
+            | "pwritev" | "preadv2" | "pwritev2" => {
+                let vectored = name.contains('v');
+                let asked = if vectored {
+                    iov_total(tid, a[1], a[2])
+                } else {
+                    a[2]
+                };
+                let positioned = name.starts_with('p');
+                let reading = name.contains("read");
+                let Some(mut f) = self.fd(pid, fd0) else {
+                    return;
+                };
+                let offset = if positioned { a[3] } else { f.pos };
+                let moved = if ok { ret as u64 } else { 0 };
+                let kind = self.targets[f.target].kind;
+                let reread = if reading && kind == Kind::File && moved > 0 {
+                    overlap_then_merge(self.read.entry(f.target).or_default(), offset, moved)
+                } else {
+                    0
+                };
+                let after_lseek = f.after_lseek;
+                let sequential = f.end.is_none_or(|e| e == offset);
+                let s = self.op(pid, f.target, name);
+                s.calls += 1;
+                s.bytes += moved;
+                s.errors += u64::from(!ok);
+                *s.sizes.entry(bucket(asked)).or_default() += 1;
+                if sequential {
+                    s.sequential += 1;
+                } else {
+                    s.random += 1;
+                }
+                if reading && ok {
+                    if moved == 0 && asked > 0 {
+                        s.eof += 1;
+                    } else if moved < asked {
+                        s.short += 1;
+                    }
+                }
+                s.reread_bytes += reread;
+                s.after_lseek += u64::from(after_lseek);
+                f.end = Some(offset + moved);
+                f.after_lseek = false;
+                if !positioned {
+                    f.pos += moved;
+                }
+                self.set_fd(pid, fd0, f);
+                if reading {
+                    if moved > 0 && kind == Kind::File {
+                        self.last_read.insert(tid, (f.target, moved));
+                    }
+                } else {
+                    if let Some((src, n)) = self.last_read.remove(&tid)
+                        && n == moved
+                        && src != f.target
+                        && moved > 0
+                    {
+                        let c = self.copies.entry((pid, src, f.target)).or_default();
+                        c.0 += 1;
+                        c.1 += moved;
+                    }
+                    if kind == Kind::File {
+                        let u = self.unsynced.entry((pid, f.target)).or_default();
+                        u.0 += 1;
+                        u.1 += moved;
+                    }
+                }
+            }
+            "lseek" => {
+                if let Some(mut f) = self.fd(pid, fd0) {
+                    if ok {
+                        f.pos = ret as u64;
+                    }
+                    f.after_lseek = true;
+                    self.set_fd(pid, fd0, f);
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                    s.errors += u64::from(!ok);
+                }
+            }
+            "open" | "openat" | "openat2" | "creat" => {
+                let path_arg = if name == "open" || name == "creat" {
+                    a[0]
+                } else {
+                    a[1]
+                };
+                if ok {
+                    let fd = ret as i32;
+                    let Some(name_now) = read_link(format!("/proc/{pid}/fd/{fd}")) else {
+                        return;
+                    };
+                    let t = self.target(&name_now);
+                    self.fds.entry(pid).or_default().remove(&fd);
+                    self.set_fd(
+                        pid,
+                        fd,
+                        Fd {
+                            target: t,
+                            pos: 0,
+                            end: None,
+                            after_lseek: false,
+                        },
+                    );
+                    *self.opens.entry((pid, name_now)).or_default() += 1;
+                    self.op(pid, t, name).calls += 1;
+                } else {
+                    let path = read_string(tid, path_arg).unwrap_or_else(|| "?".into());
+                    let t = self.target(&path);
+                    let s = self.op(pid, t, name);
+                    s.calls += 1;
+                    s.errors += 1;
+                }
+            }
+            "close" => {
+                let f = self.fds.get(&pid).and_then(|t| t.get(&fd0)).copied();
+                let f = f.or_else(|| (!ok).then(|| self.fd(pid, fd0)).flatten());
+                if let Some(f) = f {
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                    s.errors += u64::from(!ok);
+                }
+                if let Some(t) = self.fds.get_mut(&pid) {
+                    t.remove(&fd0);
+                }
+            }
+            "dup" | "dup2" | "dup3" => {
+                if ok && let Some(f) = self.fd(pid, fd0) {
+                    self.set_fd(pid, ret as i32, f);
+                }
+            }
+            "fsync" | "fdatasync" | "sync_file_range" => {
+                if let Some(f) = self.fd(pid, fd0) {
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                    s.errors += u64::from(!ok);
+                    if name != "sync_file_range" {
+                        let (w, b) = self.unsynced.remove(&(pid, f.target)).unwrap_or((0, 0));
+                        let y = self.syncs.entry((pid, f.target)).or_default();
+                        y.syncs += 1;
+                        y.writes += w;
+                        y.bytes += b;
+                    }
+                }
+            }
+            "sendfile" | "splice" | "tee" | "copy_file_range" | "vmsplice" => {
+                // The source descriptor: sendfile(out, in), the others (in, …, out).
+                let fd = if name == "sendfile" { a[1] as i32 } else { fd0 };
+                if let Some(f) = self.fd(pid, fd) {
+                    let asked = match name {
+                        "sendfile" => a[3],
+                        "tee" => a[2],
+                        "vmsplice" => iov_total(tid, a[1], a[2]),
+                        _ => a[4],
+                    };
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                    s.bytes += if ok { ret as u64 } else { 0 };
+                    s.errors += u64::from(!ok);
+                    *s.sizes.entry(bucket(asked)).or_default() += 1;
+                }
+            }
+            "mmap" => {
+                let fd = a[4] as i32;
+                let t = if fd < 0 {
+                    Some(self.target("anonymous memory"))
+                } else {
+                    self.fd(pid, fd).map(|f| f.target)
+                };
+                if let Some(t) = t {
+                    let s = self.op(pid, t, name);
+                    s.calls += 1;
+                    s.bytes += a[1];
+                    s.errors += u64::from(!ok);
+                    *s.sizes.entry(bucket(a[1])).or_default() += 1;
+                }
+            }
+            "munmap" | "msync" | "madvise" => {
+                let t = self.target("mappings");
+                let s = self.op(pid, t, name);
+                s.calls += 1;
+                s.bytes += a[1];
+                s.errors += u64::from(!ok);
+            }
+            "fstat" | "getdents64" | "io_uring_enter" | "fcntl(F_SETPIPE_SZ)" => {
+                if let Some(f) = self.fd(pid, fd0) {
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                    s.errors += u64::from(!ok);
+                    if name == "getdents64" && ok {
+                        s.bytes += ret as u64;
+                    }
+                    if name == "fcntl(F_SETPIPE_SZ)" && ok {
+                        self.pipe_sizes.insert(f.target, ret as u64);
+                    }
+                }
+            }
+            "stat" | "lstat" | "newfstatat" | "statx" => {
+                let addr = if name == "stat" || name == "lstat" {
+                    a[0]
+                } else {
+                    a[1]
+                };
+                let path = read_string(tid, addr).unwrap_or_default();
+                let path = if path.is_empty() {
+                    // AT_EMPTY_PATH: the descriptor itself.
+                    self.fd(pid, fd0)
+                        .map(|f| self.targets[f.target].name.clone())
+                        .unwrap_or_else(|| "?".into())
+                } else {
+                    path
+                };
+                *self.stats.entry((pid, path.clone())).or_default() += 1;
+                let t = self.target(&path);
+                let s = self.op(pid, t, "stat");
+                s.calls += 1;
+                s.errors += u64::from(!ok);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The total length of the `n` iovecs at `addr` in task `tid`'s memory.
+fn iov_total(tid: i32, addr: u64, n: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let Ok(mem) = std::fs::File::open(format!("/proc/{tid}/mem")) else {
+        return 0;
+    };
+    let n = n.min(1024) as usize;
+    let mut buf = vec![0u8; 16 * n];
+    if mem.read_exact_at(&mut buf, addr).is_err() {
+        return 0;
+    }
+    buf.chunks_exact(16)
+        .map(|c| u64::from_ne_bytes(c[8..16].try_into().unwrap_or([0; 8])))
+        .sum()
+}
+
+/// Bytes of [start, start+len) already in `ranges` (sorted, disjoint), then adds it.
+pub fn overlap_then_merge(ranges: &mut Vec<(u64, u64)>, start: u64, len: u64) -> u64 {
+    let end = start + len;
+    let seen: u64 = ranges
+        .iter()
+        .map(|&(a, b)| b.min(end).saturating_sub(a.max(start)))
+        .sum();
+    let (mut lo, mut hi) = (start, end);
+    ranges.retain(|&(a, b)| {
+        if b < lo || a > hi {
+            true
+        } else {
+            lo = lo.min(a);
+            hi = hi.max(b);
+            false
+        }
+    });
+    let at = ranges.partition_point(|&(a, _)| a < lo);
+    ranges.insert(at, (lo, hi));
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_count_bytes_read_again() {
+        let mut r = Vec::new();
+        assert_eq!(overlap_then_merge(&mut r, 0, 100), 0);
+        assert_eq!(overlap_then_merge(&mut r, 200, 100), 0);
+        assert_eq!(overlap_then_merge(&mut r, 50, 200), 50 + 50);
+        assert_eq!(r, vec![(0, 300)]);
+        assert_eq!(overlap_then_merge(&mut r, 0, 300), 300);
+        assert_eq!(overlap_then_merge(&mut r, 300, 10), 0);
+        assert_eq!(r, vec![(0, 310)]);
+    }
+
+    #[test]
+    fn sizes_fall_in_power_of_two_buckets() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), 1);
+        assert_eq!(bucket(4095), 2048);
+        assert_eq!(bucket(4096), 4096);
+        let mut s = OpStats::default();
+        for (b, n) in [(512, 3), (4096, 1), (65536, 1)] {
+            s.sizes.insert(b, n);
+        }
+        assert_eq!(s.typical_size(), Some(512));
+    }
+}

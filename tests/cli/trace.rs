@@ -1,0 +1,223 @@
+//! `ioprobe trace -- CMD`: exact counts for programs of known behaviour (against
+//! strace -c -f where strace is installed), multi-process pipelines, exit statuses,
+//! findings, bad commands.
+
+use crate::*;
+
+/// Traces `cmd` priced with the fixture's figures; (report JSON, exit code, stderr).
+fn trace(dir: &Path, cmd: &[&str]) -> (Value, i32, String) {
+    let out = dir.join("trace.json");
+    let a = Command::new(BIN)
+        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+        .arg(dir.join("none.db"))
+        .arg("--output")
+        .arg(&out)
+        .arg("--")
+        .args(cmd)
+        .assert();
+    let o = a.get_output();
+    let code = o.status.code().unwrap_or(-1);
+    let doc = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    (doc, code, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The profile's row for `op` on the target whose name is `name`.
+fn row<'a>(doc: &'a Value, name: &str, op: &str) -> &'a Value {
+    let t = doc["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no target {name}"));
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["target"] == t && r["op"] == op)
+        .unwrap_or_else(|| panic!("no {op} on {name}"))
+}
+
+/// `strace -f -c` of the same command: calls per system call, None without strace.
+fn strace_counts(dir: &Path, cmd: &[&str]) -> Option<std::collections::BTreeMap<String, u64>> {
+    let out = dir.join("strace.txt");
+    let ok = std::process::Command::new("strace")
+        .args(["-f", "-c", "-o"])
+        .arg(&out)
+        .args(cmd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?
+        .success();
+    assert!(ok, "strace failed");
+    let text = std::fs::read_to_string(out).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                // % time, seconds, usecs/call, calls, [errors,] syscall
+                let calls = f.get(3)?.parse().ok()?;
+                Some((f.last()?.to_string(), calls))
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn dd_reads_and_writes_are_counted_exactly_and_small_reads_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, vec![7u8; 256 * 1024 + 100]).unwrap();
+    let path = input.canonicalize().unwrap().display().to_string();
+    let cmd = ["dd", &format!("if={path}"), "of=/dev/null", "bs=512"];
+    let (doc, code, stderr) = trace(dir.path(), &cmd);
+    assert_eq!(code, 0, "{stderr}");
+    // 512 full blocks, one of 100 bytes, then end of file.
+    let read = row(&doc, &path, "read");
+    assert_eq!(read["calls"], 514);
+    assert_eq!(read["bytes"], 256 * 1024 + 100);
+    assert_eq!(
+        (read["short"].as_u64(), read["eof"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(read["sizes"]["512"], 514);
+    assert_eq!(read["random"], 0);
+    let write = row(&doc, "/dev/null", "write");
+    assert_eq!(
+        (write["calls"].as_u64(), write["bytes"].as_u64()),
+        (Some(513), Some(256 * 1024 + 100))
+    );
+    // The finding names a larger read size, priced with the figures given.
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "small_requests" && f["target"].as_str().unwrap().starts_with(&path))
+        .unwrap_or_else(|| panic!("no small-read finding: {doc}"));
+    let text = f["text"].as_str().unwrap();
+    assert!(
+        text.contains("with 512 B reads") && text.contains("with 64 KiB reads"),
+        "{text}"
+    );
+    assert!(f["saving_s"].as_f64().unwrap() > 0.0);
+    // Every traced call is counted, as strace counts them.
+    if let Some(s) = strace_counts(dir.path(), &cmd) {
+        for call in ["read", "write", "openat", "close", "mmap", "fstat", "lseek"] {
+            assert_eq!(
+                doc["counts"][call].as_u64().unwrap_or(0),
+                s.get(call).copied().unwrap_or(0),
+                "{call}: ioprobe {} vs strace {s:?}",
+                doc["counts"][call]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_shell_pipeline_is_followed_across_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, vec![1u8; 300_000]).unwrap();
+    let path = input.canonicalize().unwrap().display().to_string();
+    let script = format!("cat {path} | head -c 1000 > /dev/null");
+    let (doc, code, stderr) = trace(dir.path(), &["sh", "-c", &script]);
+    assert_eq!(code, 0, "{stderr}");
+    let comms: Vec<&str> = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["comm"].as_str().unwrap())
+        .collect();
+    assert!(comms.iter().any(|c| c.ends_with("cat")), "{comms:?}");
+    assert!(comms.iter().any(|c| c.ends_with("head")), "{comms:?}");
+    // cat read the file; head read from a pipe that cat wrote to.
+    let targets = doc["targets"].as_array().unwrap();
+    let pipe = targets
+        .iter()
+        .position(|t| t["kind"] == "pipe")
+        .expect("a pipe target");
+    let ops: Vec<&str> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["target"] == pipe)
+        .map(|r| r["op"].as_str().unwrap())
+        .collect();
+    assert!(ops.contains(&"read") && ops.contains(&"write"), "{ops:?}");
+    assert!(row(&doc, &path, "read")["bytes"].as_u64().unwrap() >= 1000);
+}
+
+#[test]
+fn the_exit_status_passes_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let (doc, code, _) = trace(dir.path(), &["sh", "-c", "exit 7"]);
+    assert_eq!(code, 7);
+    assert_eq!(doc["exit"]["code"], 7);
+    // A signal: 128 + N, and what was traced up to then is reported.
+    let (doc, code, _) = trace(dir.path(), &["sh", "-c", "cat /dev/null; kill -TERM $$"]);
+    assert_eq!(code, 128 + 15);
+    assert_eq!(doc["exit"]["signal"], 15);
+    assert!(doc["counts"]["openat"].as_u64().unwrap_or(0) > 0);
+}
+
+#[test]
+fn a_program_without_io_gets_no_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (doc, code, _) = trace(
+        dir.path(),
+        &[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 0, "{doc}");
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["kind"], "trace");
+}
+
+#[test]
+fn a_command_that_cannot_run_gets_one_line_and_127() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "not a program").unwrap();
+    for (cmd, needle) in [
+        ("no-such-command-here", "command not found"),
+        (plain.to_str().unwrap(), "not executable"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["trace", "--figures", FIXTURE_A, "--store"])
+            .arg(dir.path().join("none.db"))
+            .args(["--", cmd])
+            .assert()
+            .code(127);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+    // No command at all is a usage error.
+    Command::new(BIN).arg("trace").assert().code(2);
+}
+
+#[test]
+fn the_text_report_goes_to_stderr_and_the_command_keeps_its_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["trace", "--figures", FIXTURE_A, "--store"])
+        .arg(dir.path().join("none.db"))
+        .args(["--", "sh", "-c", "echo hello"])
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), "hello\n");
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("ioprobe trace: `sh -c echo hello` exited with status 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("priced with this host's read (run 0), syscalls (run 0)")
+            || err.contains("priced with"),
+        "{err}"
+    );
+}
