@@ -49,7 +49,8 @@ pub struct Figures {
     pub pipe_large: Option<(u64, Curve)>,
     /// Nanoseconds per call of the syscalls probe's cases (null, pread, lseek_read, …).
     pub calls_ns: BTreeMap<String, f64>,
-    /// Seconds one fsync adds to a pass (write probe, fsync against none).
+    /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
+    /// block against no durability).
     pub fsync_s: Option<f64>,
     /// copy_file_range throughput (copy probe, warm source, no fsync).
     pub copy_file_range: Option<f64>,
@@ -103,14 +104,14 @@ impl Figures {
                 )
             };
             f.write = by("none");
-            let fsync = by("fsync");
-            let size = r
-                .of_probe("write")
-                .map(|m| num(m, "file_size"))
-                .max()
-                .unwrap_or(0);
-            if let (Some(n), Some(s)) = (f.write.0.last(), fsync.0.last()) {
-                let extra = size as f64 / s.1 - size as f64 / n.1;
+            // A small durable write (O_DSYNC, smallest block) less the same write to the
+            // page cache: what one fsync after a small write adds. fsync-per-pass rows
+            // would price the write-back of a whole file instead.
+            let dsync = by("dsync");
+            if let Some(&(b, rate)) = dsync.0.first()
+                && let Some(none) = f.write.rate(b)
+            {
+                let extra = b as f64 / rate - b as f64 / none;
                 f.fsync_s = (extra > 0.0).then_some(extra);
             }
             f.sources.push(("write".into(), *id));
@@ -428,7 +429,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
         }
     }
     for (&(pid, t), y) in &p.syncs {
-        if y.syncs >= 10 && y.writes <= 2 * y.syncs && y.bytes / y.syncs.max(1) < 1 << 20 {
+        if y.syncs >= 10 && y.writes <= 8 * y.syncs && y.bytes / y.syncs.max(1) < 64 * 1024 {
             push(
                 "fsync_per_write",
                 pid,

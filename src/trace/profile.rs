@@ -101,8 +101,10 @@ impl OpStats {
 #[derive(Debug, Clone, Serialize)]
 pub struct Process {
     pub pid: i32,
-    /// The command name, or the programs it ran, in order ("sh → cat").
+    /// The command name, or the programs it ran ("sh → cat", "a → (2 more) → b").
     pub comm: String,
+    /// Programs it changed to (execve).
+    pub execs: u32,
 }
 
 /// fsyncs on one target: how many, and the writes and bytes before each.
@@ -196,7 +198,11 @@ impl Profile {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
                 .map(|c| c.trim().to_string())
                 .unwrap_or_else(|_| "?".into());
-            Process { pid, comm }
+            Process {
+                pid,
+                comm,
+                execs: 0,
+            }
         });
         pid
     }
@@ -292,9 +298,15 @@ impl Profile {
                 if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
                     let c = c.trim().to_string();
                     if let Some(p) = self.processes.get_mut(&pid)
-                        && p.comm != c
+                        && !p.comm.ends_with(&c)
                     {
-                        p.comm = format!("{} → {c}", p.comm);
+                        // The first and last programs, and how many between.
+                        let first = p.comm.split(" → ").next().unwrap_or("?").to_string();
+                        p.execs += 1;
+                        p.comm = match p.execs {
+                            1 => format!("{first} → {c}"),
+                            n => format!("{first} → ({} more) → {c}", n - 1),
+                        };
                     }
                 }
             }
