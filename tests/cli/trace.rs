@@ -221,3 +221,51 @@ fn the_text_report_goes_to_stderr_and_the_command_keeps_its_stdout() {
         "{err}"
     );
 }
+
+#[test]
+fn sigterm_reaches_every_traced_process_and_the_report_is_still_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.txt");
+    // A shell whose child outlives it unless the signal reaches the child too.
+    let mut child = std::process::Command::new(BIN)
+        .args(["trace", "--figures", FIXTURE_A, "--store"])
+        .arg(dir.path().join("none.db"))
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "sh", "-c", "sleep 41.5; echo after"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the sleep runs (traced), then stop ioprobe.
+    let started = Instant::now();
+    let sleeping = || {
+        processes_mentioning("41.5", 0)
+            .into_iter()
+            .filter(|p| p.contains("(sleep)"))
+            .count()
+    };
+    while sleeping() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "sleep never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(128 + 15));
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(report.contains("was killed by signal 15"), "{report}");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert_eq!(stdout, "", "the shell went on after its child");
+    assert!(
+        processes_mentioning("41.5", 0).is_empty(),
+        "a traced process was left behind"
+    );
+}

@@ -101,6 +101,13 @@ fn filter() -> Vec<libc::sock_filter> {
 const LEFT_TO_TERMINAL: [i32; 2] = [libc::SIGINT, libc::SIGQUIT];
 const PASSED_ON: [i32; 2] = [libc::SIGTERM, libc::SIGHUP];
 
+/// The signal passed on to the command (0: none yet): the trace loop passes it on to
+/// every other traced task too, so that a shell's children do not outlive it.
+static PASSED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The traced command's pid, for the signal handlers (0 before it is started).
+static MAIN: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 /// The traced command and the state of its tasks.
 pub struct Tracer {
     main: i32,
@@ -198,6 +205,8 @@ impl Tracer {
             return Err(io::Error::last_os_error()).map_err(os("pipe2"));
         }
         let (rd, wr) = (fds[0], fds[1]);
+        // Before the fork, so that no signal finds ioprobe without its handlers.
+        forward_signals()?;
         // SAFETY: ioprobe runs no other thread here; the child only makes
         // async-signal-safe calls on memory prepared before the fork, then execs or
         // exits with _exit.
@@ -237,6 +246,7 @@ impl Tracer {
                 fail(4);
             }
         }
+        MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
         let result = Tracer::start(pid);
@@ -303,7 +313,6 @@ impl Tracer {
                     .map_err(os("ptrace(PTRACE_SETOPTIONS)"))?;
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
-                forward_signals(pid)?;
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
                 return Ok(t);
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
@@ -349,6 +358,13 @@ impl Tracer {
             let mut status = 0;
             // SAFETY: waitpid writes the status into a local integer.
             let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+            let sig = PASSED.swap(0, std::sync::atomic::Ordering::Relaxed);
+            if sig != 0 {
+                for &t in &self.known {
+                    // SAFETY: kill(2) on a task this process traces (still reserved).
+                    unsafe { libc::kill(t, sig) };
+                }
+            }
             if tid == -1 {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
@@ -453,19 +469,24 @@ impl Tracer {
 
 /// While the command runs: SIGINT and SIGQUIT do not stop ioprobe (the terminal sends
 /// them to the command too, and ioprobe reports what it traced once the command ends);
-/// SIGTERM and SIGHUP are passed on to the command. Detaching instead is not possible:
+/// SIGTERM and SIGHUP are passed on to the command, then (from the trace loop) to every
+/// other task it started. Detaching instead is not possible:
 /// the command's seccomp filter would make its I/O calls fail (ENOSYS) without a tracer.
-fn forward_signals(main: i32) -> io::Result<()> {
+fn forward_signals() -> io::Result<()> {
     for sig in LEFT_TO_TERMINAL {
         // SAFETY: the action does nothing, which is async-signal-safe.
         unsafe { signal_hook::low_level::register(sig, || {}) }?;
     }
     for sig in PASSED_ON {
-        // SAFETY: kill(2) is async-signal-safe; `main` is the traced command's pid,
-        // which stays reserved (a zombie) until the trace loop reaps it.
+        // SAFETY: atomics and kill(2) are async-signal-safe; MAIN is the traced
+        // command's pid, which stays reserved (a zombie) until the trace loop reaps it.
         unsafe {
             signal_hook::low_level::register(sig, move || {
-                libc::kill(main, sig);
+                PASSED.store(sig, std::sync::atomic::Ordering::Relaxed);
+                let main = MAIN.load(std::sync::atomic::Ordering::Relaxed);
+                if main > 0 {
+                    libc::kill(main, sig);
+                }
             })
         }?;
     }
