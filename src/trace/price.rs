@@ -505,4 +505,147 @@ mod tests {
         assert_eq!(c.best_size(), Some(65536));
         assert_eq!(Curve::default().rate(4096), None);
     }
+
+    use super::super::profile::{OpStats, Process, Syncs, Target};
+
+    fn figures() -> Figures {
+        let c = |v: &[(u64, f64)]| Curve(v.to_vec());
+        Figures {
+            read: c(&[(4096, 10e9), (65536, 20e9), (1 << 20, 20e9)]),
+            write: c(&[(4096, 4e9), (65536, 16e9), (1 << 20, 16e9)]),
+            pipe: c(&[(4096, 2e9), (65536, 5e9)]),
+            pipe_large: Some((1 << 20, c(&[(4096, 2e9), (65536, 8e9)]))),
+            calls_ns: [
+                ("null", 80.0),
+                ("pread", 150.0),
+                ("lseek_read", 240.0),
+                ("open_read_close", 700.0),
+                ("stat", 300.0),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+            fsync_s: Some(100e-6),
+            copy_file_range: Some(5e9),
+            sources: vec![("read".into(), 1)],
+        }
+    }
+
+    fn stats(calls: u64, bytes: u64, size: u64) -> OpStats {
+        OpStats {
+            calls,
+            bytes,
+            sizes: [(size, calls)].into_iter().collect(),
+            ..OpStats::default()
+        }
+    }
+
+    #[test]
+    fn every_kind_of_finding_is_priced_and_ranked() {
+        let mut p = Profile::default();
+        p.processes.insert(
+            1,
+            Process {
+                pid: 1,
+                comm: "app".into(),
+                execs: 0,
+            },
+        );
+        let target = |name: &str, kind| Target {
+            name: name.into(),
+            kind,
+            fs: Some("ext4".into()),
+        };
+        p.targets = vec![
+            target("/f", Kind::File),
+            target("pipe:[1]", Kind::Pipe),
+            target("/g", Kind::File),
+        ];
+        let mut read = stats(1000, 4 << 20, 4096);
+        read.after_lseek = 500;
+        read.reread_bytes = 2 << 20;
+        p.ops.insert((1, 0, "read"), read);
+        p.ops
+            .insert((1, 1, "write"), stats(100, 100 * 65536, 65536));
+        // Large, efficient writes: nothing to say about them.
+        p.ops.insert((1, 2, "write"), stats(10, 10 << 20, 1 << 20));
+        p.opens.insert((1, "/f".into()), 50);
+        p.stats.insert((1, "/f".into()), 200);
+        p.syncs.insert(
+            (1, 2),
+            Syncs {
+                syncs: 20,
+                writes: 20,
+                bytes: 2000,
+            },
+        );
+        p.copies.insert((1, 0, 2), (100, 100 * 65536));
+        let f = figures();
+        let found = findings(&p, &f, 0.05);
+        let kinds: Vec<&str> = found.iter().map(|x| x.kind).collect();
+        for k in [
+            "small_requests",
+            "lseek_then_io",
+            "reread",
+            "pipe_capacity",
+            "reopen",
+            "stat_storm",
+            "fsync_per_write",
+            "read_write_copy",
+        ] {
+            assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+        }
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "small_requests").count(),
+            1,
+            "{kinds:?}"
+        );
+        // Ranked by saving, each priced with the figures given.
+        let savings: Vec<f64> = found.iter().map(|x| x.saving_s.unwrap()).collect();
+        assert!(savings.windows(2).all(|w| w[0] >= w[1]), "{savings:?}");
+        let small = found.iter().find(|x| x.kind == "small_requests").unwrap();
+        // 4 MiB at 10 GB/s against 4 MiB at 20 GB/s.
+        assert!(
+            (small.saving_s.unwrap() - (4 << 20) as f64 * (1.0 / 10e9 - 1.0 / 20e9)).abs() < 1e-9
+        );
+        assert!(
+            small.text.contains("with 4 KiB reads") && small.text.contains("with 64 KiB reads")
+        );
+        let lseek = found.iter().find(|x| x.kind == "lseek_then_io").unwrap();
+        assert!((lseek.saving_s.unwrap() - 500.0 * 90e-9).abs() < 1e-12);
+        let sync = found.iter().find(|x| x.kind == "fsync_per_write").unwrap();
+        assert!((sync.saving_s.unwrap() - 19.0 * 100e-6).abs() < 1e-12);
+        // Shares are of the work given; under 1% does not matter.
+        for x in &found {
+            assert_eq!(x.matters, x.saving_s.unwrap() / 0.05 >= 0.01, "{}", x.text);
+            assert_eq!(x.text.contains("does not matter here"), !x.matters);
+        }
+    }
+
+    #[test]
+    fn without_figures_a_finding_says_it_is_not_priced() {
+        let mut p = Profile::default();
+        p.processes.insert(
+            1,
+            Process {
+                pid: 1,
+                comm: "app".into(),
+                execs: 0,
+            },
+        );
+        p.targets = vec![Target {
+            name: "/f".into(),
+            kind: Kind::File,
+            fs: None,
+        }];
+        p.opens.insert((1, "/f".into()), 50);
+        let found = findings(&p, &Figures::default(), 1.0);
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0]
+                .text
+                .ends_with("not priced (no saved figures for it on this host)")
+        );
+        assert!(!found[0].matters);
+    }
 }
