@@ -221,6 +221,15 @@ pub enum Command {
     /// figures: what it does, what that costs here, and what to change (Linux).
     #[command(after_help = TRACE_HELP)]
     Trace(TraceArgs),
+    /// Copy files and trees (cp's semantics and safety): FICLONE, then
+    /// copy_file_range, then read/write; holes kept; trees copied by a pool of workers.
+    #[command(after_help = examples_only!(
+        "ioprobe cp big.iso /mnt/backup/",
+        "ioprobe cp -a -j 4 src/ dst/            a tree, attributes and links kept",
+        "head -c 1G /dev/zero | ioprobe cp - out.bin",
+        "ioprobe cp --debug a b                   say which method copied each file",
+    ))]
+    Cp(CpArgs),
     /// Print the machine facts recorded with every run.
     #[command(after_help = examples_only!(
         "ioprobe sysinfo",
@@ -379,6 +388,62 @@ Examples:
   ioprobe trace --json --output profile.json -- make -j2
   ioprobe trace -- sh -c 'cat log | gzip -1 > /dev/null'
 ";
+
+/// `--reflink` and `--sparse` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhenArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl WhenArg {
+    pub fn when(self) -> crate::cp::data::When {
+        match self {
+            WhenArg::Auto => crate::cp::data::When::Auto,
+            WhenArg::Always => crate::cp::data::When::Always,
+            WhenArg::Never => crate::cp::data::When::Never,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CpArgs {
+    /// Copy directories recursively (symlinks inside stay symlinks).
+    #[arg(short = 'r', short_alias = 'R', long = "recursive")]
+    pub recursive: bool,
+    /// Same as --preserve=mode,ownership,timestamps.
+    #[arg(short = 'p')]
+    pub preserve_default: bool,
+    /// Attributes to keep: mode, ownership, timestamps, xattr, all (default: the mode,
+    /// masked by the umask, as cp does).
+    #[arg(long, value_name = "LIST", value_parser = crate::cp::parse_preserve)]
+    pub preserve: Option<crate::cp::Preserve>,
+    /// -r -p, symlinks copied as symlinks, hard links kept, FIFOs and devices made (root).
+    #[arg(short = 'a', long)]
+    pub archive: bool,
+    /// Keep an existing destination.
+    #[arg(short = 'n', long)]
+    pub no_clobber: bool,
+    /// Replace an existing destination (the default: it is replaced by a rename).
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// FICLONE: auto (try it, then copy), always (fail where it cannot), never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub reflink: WhenArg,
+    /// Keep holes: auto (when the source has fewer blocks than its size), always, never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub sparse: WhenArg,
+    /// Files copied at once (default: the number of CPUs).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// One line per file: the method used and why (copy offload, reflink, sparse).
+    #[arg(long)]
+    pub debug: bool,
+    /// The sources (`-` for standard input), then the destination.
+    #[arg(value_name = "SRC… DST", required = true, num_args = 2..)]
+    pub paths: Vec<std::ffi::OsString>,
+}
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {
@@ -668,7 +733,7 @@ impl Command {
             Command::Import { store, .. } | Command::Report { store, .. } => {
                 (None, None, Some(store))
             }
-            Command::Completions { .. } | Command::Manpage => (None, None, None),
+            Command::Completions { .. } | Command::Manpage | Command::Cp(_) => (None, None, None),
         }
     }
 
@@ -683,6 +748,7 @@ impl Command {
             Command::Copy(_) => "copy",
             Command::Sysinfo { .. } => "sysinfo",
             Command::Trace(_) => "trace",
+            Command::Cp(_) => "cp",
             Command::History { .. } => "history",
             Command::Show { .. } => "show",
             Command::Compare { .. } => "compare",

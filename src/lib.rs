@@ -15,6 +15,7 @@
 pub mod app;
 pub mod cli;
 pub mod commands;
+pub mod cp;
 pub mod error;
 pub mod fault;
 #[doc(hidden)]

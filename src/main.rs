@@ -37,7 +37,14 @@ fn main() {
             });
             if silent {
             } else if code == 130 && !e.chain().any(|c| c.is::<error::Exit>()) {
-                eprintln!("ioprobe: interrupted; scratch files removed");
+                eprintln!(
+                    "ioprobe: interrupted; {} removed",
+                    if matches!(cli.command, Command::Cp(_)) {
+                        "unfinished copies"
+                    } else {
+                        "scratch files"
+                    }
+                );
             } else {
                 eprintln!("ioprobe: error: {}", one_line(&format!("{e:#}")));
             }
@@ -216,6 +223,42 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
             "pipe",
             vec![Box::new(PipeProbe::new(a.options(s.scale)))],
         )?,
+        Command::Cp(c) => {
+            let mut paths = c.paths.clone();
+            let dest = paths.pop().unwrap_or_default();
+            let p = c.preserve.unwrap_or_default();
+            let all = c.preserve_default || c.archive;
+            let opts = ioprobe::cp::Options {
+                sources: paths,
+                dest,
+                recursive: c.recursive || c.archive,
+                archive: c.archive,
+                preserve: ioprobe::cp::Preserve {
+                    mode: p.mode || all,
+                    ownership: p.ownership || all,
+                    timestamps: p.timestamps || all,
+                    xattr: p.xattr || c.archive,
+                },
+                no_clobber: c.no_clobber,
+                force: c.force,
+                verbose: s.verbose,
+                debug: c.debug,
+                reflink: c.reflink.when(),
+                sparse: c.sparse.when(),
+                jobs: c
+                    .jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+            };
+            let status = ioprobe::cp::run(opts)?;
+            return match status {
+                0 => Ok(()),
+                code => Err(error::Exit {
+                    code,
+                    message: None,
+                }
+                .into()),
+            };
+        }
         Command::Trace(t) => {
             let opts = ioprobe::trace::Options {
                 command: t.command.clone(),

@@ -35,6 +35,11 @@ impl SysError {
         self.errno == rustix::io::Errno::NOSYS.raw_os_error()
     }
 
+    /// The errno as a short phrase ("Operation not supported"), without the call.
+    pub fn short(&self) -> String {
+        crate::error::plain(&std::io::Error::from_raw_os_error(self.errno))
+    }
+
     /// True when the error says the filesystem is full or a file limit was hit.
     pub fn is_no_space(&self) -> bool {
         self.errno == libc::ENOSPC || self.errno == libc::EFBIG || self.errno == libc::EDQUOT

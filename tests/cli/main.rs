@@ -3,6 +3,7 @@
 //! topic; the helpers every module uses live here.
 
 mod copy;
+mod cp;
 mod fuzz_regressions;
 mod inputs;
 mod pipe;

@@ -192,3 +192,24 @@ pub mod trace {
         None
     }
 }
+
+/// SEEK_DATA is not used here: sparse files are copied whole.
+pub fn seek_data<Fd: AsFd>(_fd: Fd, _from: u64) -> SysResult<Option<u64>> {
+    Err(SysError::missing("lseek(SEEK_DATA) (used on Linux only)"))
+}
+
+pub fn seek_hole<Fd: AsFd>(_fd: Fd, _from: u64) -> SysResult<u64> {
+    Err(SysError::missing("lseek(SEEK_HOLE) (used on Linux only)"))
+}
+
+/// Extended attributes are copied on Linux only.
+pub fn copy_xattrs<A: AsFd, B: AsFd>(_src: A, _dst: B) -> SysResult<(usize, usize)> {
+    Err(SysError::missing("xattr copy (Linux only)"))
+}
+
+/// Making FIFOs and devices (cp -a as root) is done on Linux only.
+pub fn make_special(_path: &std::path::Path, _kind: &str, _rdev: u64) -> SysResult<()> {
+    Err(SysError::missing(
+        "mknod (cp -a makes special files on Linux only)",
+    ))
+}

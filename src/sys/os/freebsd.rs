@@ -2,8 +2,8 @@
 //! capacity control; copy_file_range(2) from FreeBSD 13.
 
 pub use super::bsd::{
-    dio_alignment, drop_page_cache, for_each_dirent, mount_of, pipe_capacity, sendfile,
-    set_pipe_capacity, splice, vmsplice,
+    copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_of,
+    pipe_capacity, seek_data, seek_hole, sendfile, set_pipe_capacity, splice, vmsplice,
 };
 use super::bsd::{sysctl_string, sysctl_u64};
 pub use super::linux_freebsd::*;

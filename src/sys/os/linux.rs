@@ -156,3 +156,78 @@ pub fn sysctl_facts() -> Option<super::Facts> {
 pub fn memory_available() -> Option<u64> {
     None
 }
+
+/// The next offset at or after `from` holding data (SEEK_DATA); None past the last.
+pub fn seek_data<Fd: AsFd>(fd: Fd, from: u64) -> SysResult<Option<u64>> {
+    match rustix::fs::seek(fd, rustix::fs::SeekFrom::Data(from)) {
+        Ok(o) => Ok(Some(o)),
+        Err(rustix::io::Errno::NXIO) => Ok(None),
+        Err(e) => Err(SysError::new("lseek(SEEK_DATA)", e)),
+    }
+}
+
+/// The next hole at or after `from` (SEEK_HOLE; the file's end counts as one).
+pub fn seek_hole<Fd: AsFd>(fd: Fd, from: u64) -> SysResult<u64> {
+    check(
+        "lseek(SEEK_HOLE)",
+        rustix::fs::seek(fd, rustix::fs::SeekFrom::Hole(from)),
+    )
+}
+
+/// Copies every extended attribute of `src` to `dst`; returns how many. An attribute
+/// the destination refuses (EPERM on a trusted or security one without privilege,
+/// ENOTSUP on a filesystem without xattrs) is counted in the second number.
+pub fn copy_xattrs<A: AsFd, B: AsFd>(src: A, dst: B) -> SysResult<(usize, usize)> {
+    let mut names = vec![0u8; 64 * 1024];
+    let n = match rustix::fs::flistxattr(&src, &mut names[..]) {
+        Ok(n) => n,
+        Err(rustix::io::Errno::NOTSUP) => return Ok((0, 0)),
+        Err(e) => return Err(SysError::new("flistxattr", e)),
+    };
+    let (mut done, mut refused) = (0, 0);
+    let mut value = vec![0u8; 64 * 1024];
+    for name in names[..n].split(|&b| b == 0).filter(|s| !s.is_empty()) {
+        let Ok(name) = std::ffi::CString::new(name) else {
+            continue;
+        };
+        let len = check(
+            "fgetxattr",
+            rustix::fs::fgetxattr(&src, name.as_c_str(), &mut value[..]),
+        )?;
+        match rustix::fs::fsetxattr(
+            &dst,
+            name.as_c_str(),
+            &value[..len],
+            rustix::fs::XattrFlags::empty(),
+        ) {
+            Ok(()) => done += 1,
+            Err(
+                rustix::io::Errno::PERM | rustix::io::Errno::NOTSUP | rustix::io::Errno::ACCESS,
+            ) => refused += 1,
+            Err(e) => return Err(SysError::new("fsetxattr", e)),
+        }
+    }
+    Ok((done, refused))
+}
+
+/// Makes a FIFO, block or character device or socket node at `path` (mode 0600; its
+/// mode is set afterwards): `kind` is fifo, block, char or socket.
+pub fn make_special(path: &std::path::Path, kind: &str, rdev: u64) -> SysResult<()> {
+    use rustix::fs::FileType;
+    let t = match kind {
+        "fifo" => FileType::Fifo,
+        "block" => FileType::BlockDevice,
+        "char" => FileType::CharacterDevice,
+        _ => FileType::Socket,
+    };
+    check(
+        "mknodat",
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            t,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            rdev,
+        ),
+    )
+}

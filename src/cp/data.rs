@@ -1,0 +1,307 @@
+//! One file's bytes, moved by the fastest method that works here: FICLONE, then
+//! copy_file_range in a loop, then read/write; splice from a pipe. A method is given up
+//! for the next only while nothing has been copied: after data has moved, any error is
+//! the file's failure. Sparse sources keep their holes (SEEK_DATA/SEEK_HOLE).
+
+use crate::sys::calls::{self, SysError};
+use crate::sys::os;
+use rustix::fd::{AsFd, OwnedFd};
+use std::ffi::CStr;
+
+/// Bytes written so far by every copy of this process (for the progress display).
+pub static MOVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn moved(n: u64) {
+    MOVED.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// What to try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    Auto,
+    Always,
+    Never,
+}
+
+/// The data path's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Path {
+    pub reflink: When,
+    pub sparse: When,
+    /// The read/write buffer.
+    pub buffer: usize,
+    /// Bytes per copy_file_range or splice call (also how often an interrupt is seen).
+    pub chunk: usize,
+}
+
+/// How the bytes moved, for `--debug`.
+#[derive(Debug, Clone, Default)]
+pub struct Used {
+    /// The method that moved the data: reflink, copy_file_range, read/write, splice.
+    pub method: &'static str,
+    /// Why a faster method was not used.
+    pub reflink: String,
+    pub offload: String,
+    pub sparse: String,
+    pub bytes: u64,
+}
+
+/// Whether a copy_file_range/FICLONE error means "not here" (fall back) rather than a
+/// failure of this copy.
+fn unsupported(e: &SysError) -> bool {
+    use rustix::io::Errno;
+    [
+        Errno::XDEV,
+        Errno::INVAL,
+        Errno::NOSYS,
+        Errno::OPNOTSUPP,
+        Errno::BADF,
+        Errno::PERM,
+        Errno::TXTBSY,
+    ]
+    .iter()
+    .any(|x| x.raw_os_error() == e.errno)
+}
+
+fn interrupted() -> anyhow::Result<()> {
+    crate::harness::interrupt::check().map_err(anyhow::Error::from)
+}
+
+/// Copies a regular file of `size` bytes (`blocks` 512-byte blocks allocated) from
+/// `src` to the new, empty `dst`.
+pub fn regular(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    paths: (&CStr, &CStr),
+    size: u64,
+    blocks: u64,
+    p: &Path,
+) -> anyhow::Result<Used> {
+    let mut used = Used::default();
+    if p.reflink != When::Never && size > 0 {
+        match os::reflink(src, dst, paths.0, paths.1) {
+            Ok(_) => {
+                used.method = "reflink";
+                used.reflink = "yes".into();
+                moved(size);
+                used.offload = "not needed".into();
+                used.sparse = "kept by the filesystem".into();
+                used.bytes = size;
+                return Ok(used);
+            }
+            Err(e) if p.reflink == When::Always => {
+                anyhow::bail!("--reflink=always: {e}")
+            }
+            Err(e) => used.reflink = format!("unsupported ({})", e.short()),
+        }
+    } else {
+        used.reflink = if size == 0 {
+            "not needed (empty)"
+        } else {
+            "not tried (--reflink=never)"
+        }
+        .into();
+    }
+    let holey = blocks.saturating_mul(512) < size;
+    let sparse = match p.sparse {
+        When::Never => false,
+        When::Always => true,
+        When::Auto => holey,
+    };
+    if sparse {
+        match sparse_copy(src, dst, size, p, &mut used) {
+            Ok(()) => return Ok(used),
+            Err(e)
+                if used.bytes == 0
+                    && e.downcast_ref::<SysError>()
+                        .is_some_and(SysError::is_missing) =>
+            {
+                used.sparse = format!("unavailable ({e}): copied whole");
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        used.sparse = if holey {
+            "no (--sparse=never)"
+        } else {
+            "no holes"
+        }
+        .into();
+    }
+    let mut off = 0;
+    match offload(src, dst, &mut off, u64::MAX, p)? {
+        Offload::Done => {
+            used.method = "copy_file_range";
+            used.offload = "yes".into();
+        }
+        Offload::Declined(why) => {
+            used.offload = format!("no ({why})");
+            used.method = "read/write";
+            read_write(src, dst, 0, p)?;
+        }
+    }
+    used.bytes = calls::fstat_size(dst)? as u64;
+    Ok(used)
+}
+
+enum Offload {
+    Done,
+    Declined(String),
+}
+
+/// copy_file_range from `*off` to end of file (or `end`): never takes a short count
+/// for the end, loops until 0. A 0 or an "unsupported" error before any byte moved
+/// declines (the caller reads instead: /proc files report size 0); after, it is the
+/// end, or a failure.
+fn offload(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    off: &mut u64,
+    end: u64,
+    p: &Path,
+) -> anyhow::Result<Offload> {
+    let start = *off;
+    loop {
+        interrupted()?;
+        let want = (end - *off).min(p.chunk as u64) as usize;
+        if want == 0 {
+            return Ok(Offload::Done);
+        }
+        let (mut so, mut d) = (*off, *off);
+        match os::copy_file_range(src, &mut so, dst, &mut d, want) {
+            Ok(0) if *off == start => {
+                return Ok(Offload::Declined(
+                    "copy_file_range copied nothing at the start".into(),
+                ));
+            }
+            Ok(0) => return Ok(Offload::Done),
+            Ok(n) => {
+                *off += n as u64;
+                moved(n as u64);
+            }
+            Err(e) if *off == start && unsupported(&e) => {
+                return Ok(Offload::Declined(format!("copy_file_range: {}", e.short())));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// read/write from `from` to end of input (both descriptors at their offsets).
+fn read_write(src: &OwnedFd, dst: &OwnedFd, from: u64, p: &Path) -> anyhow::Result<u64> {
+    let mut buf = vec![0u8; p.buffer];
+    let mut off = from;
+    loop {
+        interrupted()?;
+        let n = calls::pread(src, &mut buf, off).or_else(|e| {
+            // A pipe or other stream: plain read.
+            if e.errno == rustix::io::Errno::SPIPE.raw_os_error() {
+                calls::read(src, &mut buf)
+            } else {
+                Err(e)
+            }
+        })?;
+        if n == 0 {
+            return Ok(off - from);
+        }
+        calls::pwrite_all(dst, &buf[..n], off)?;
+        off += n as u64;
+        moved(n as u64);
+    }
+}
+
+/// Data extents only, holes recreated by the final size.
+fn sparse_copy(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    size: u64,
+    p: &Path,
+    used: &mut Used,
+) -> anyhow::Result<()> {
+    let mut at = 0;
+    let mut extents = 0;
+    while at < size {
+        let Some(data) = os::seek_data(src, at)? else {
+            break;
+        };
+        let hole = os::seek_hole(src, data)?.min(size);
+        let mut off = data;
+        match offload(src, dst, &mut off, hole, p)? {
+            Offload::Done => {}
+            Offload::Declined(_) => {
+                let mut buf = vec![0u8; p.buffer];
+                let mut o = off;
+                while o < hole {
+                    interrupted()?;
+                    let want = ((hole - o) as usize).min(buf.len());
+                    let n = calls::pread(src, &mut buf[..want], o)?;
+                    if n == 0 {
+                        break;
+                    }
+                    calls::pwrite_all(dst, &buf[..n], o)?;
+                    o += n as u64;
+                    moved(n as u64);
+                }
+                off = o;
+            }
+        }
+        used.bytes += off - data;
+        extents += 1;
+        at = hole;
+    }
+    crate::sys::copyfile::ftruncate(dst, size)?;
+    used.method = "copy_file_range";
+    used.offload = "yes, per data extent".into();
+    used.sparse = format!("SEEK_HOLE ({extents} data extents, holes kept)");
+    Ok(())
+}
+
+/// A pipe (stdin, a FIFO) into the new file `dst`: splice with the pipe's capacity
+/// raised to `capacity` (when the pipe allows it), else read/write.
+pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> anyhow::Result<Used> {
+    let mut used = Used {
+        reflink: "not applicable (pipe)".into(),
+        sparse: "no (pipe)".into(),
+        ..Used::default()
+    };
+    let granted = os::set_pipe_capacity(src, capacity).ok();
+    let chunk = granted.unwrap_or(64 * 1024).max(64 * 1024);
+    let mut off = 0u64;
+    // An idle pipe must not hide Ctrl-C: wait for data with a poll that sees the flag.
+    let ready = || -> anyhow::Result<()> {
+        crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
+        interrupted()
+    };
+    loop {
+        ready()?;
+        match os::splice(src.as_fd(), None, dst.as_fd(), Some(&mut off), chunk) {
+            Ok(0) => {
+                used.method = "splice";
+                used.offload = format!(
+                    "yes (splice, pipe capacity {})",
+                    crate::units::format_size(granted.unwrap_or(64 * 1024) as u64)
+                );
+                used.bytes = off;
+                return Ok(used);
+            }
+            Ok(n) => moved(n as u64),
+            Err(e) if off == 0 && unsupported(&e) => {
+                used.offload = format!("no (splice: {})", e.short());
+                used.method = "read/write";
+                let mut buf = vec![0u8; p.buffer];
+                loop {
+                    ready()?;
+                    let n = calls::read(src, &mut buf)?;
+                    if n == 0 {
+                        used.bytes = off;
+                        return Ok(used);
+                    }
+                    calls::pwrite_all(dst, &buf[..n], off)?;
+                    off += n as u64;
+                    moved(n as u64);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,723 @@
+//! `ioprobe cp`: cp's semantics (a file to a file or into a directory, several into a
+//! directory, `-r` trees, `-p`/`--preserve`, `-a`, `-n`, `-f`, `-v`), GNU cp's safety
+//! (same-file and into-itself refusals, new files made with O_EXCL under a temporary
+//! name and renamed at the end, attributes in cp's order, the size checked, a source
+//! replaced mid-copy failed), with the data path of [`data`] and a pool of workers that
+//! share the files of a tree.
+
+pub mod data;
+
+use crate::sys::os;
+use anyhow::{Context, Result, anyhow, bail};
+use data::When;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::Metadata;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, mpsc};
+
+/// What `-p`/`--preserve` keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Preserve {
+    pub mode: bool,
+    pub ownership: bool,
+    pub timestamps: bool,
+    pub xattr: bool,
+}
+
+/// The cp command's options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub sources: Vec<OsString>,
+    pub dest: OsString,
+    pub recursive: bool,
+    /// Symlinks copied as symlinks, hard links kept, special files made (-a).
+    pub archive: bool,
+    pub preserve: Preserve,
+    pub no_clobber: bool,
+    pub force: bool,
+    pub verbose: bool,
+    pub debug: bool,
+    pub reflink: When,
+    pub sparse: When,
+    pub jobs: usize,
+}
+
+/// One file to copy.
+struct Job {
+    src: PathBuf,
+    dst: PathBuf,
+    meta: Metadata,
+}
+
+/// What the run shares between workers.
+struct Shared {
+    opts: Options,
+    path: data::Path,
+    umask: u32,
+    /// (dev, ino) of a source with several links → its first destination (-a).
+    links: Mutex<HashMap<(u64, u64), PathBuf>>,
+    errors: Mutex<Vec<String>>,
+    lines: Mutex<Vec<String>>,
+    bytes: std::sync::atomic::AtomicU64,
+    /// Files and bytes found so far by the walk, and files done.
+    planned_files: std::sync::atomic::AtomicU64,
+    planned_bytes: std::sync::atomic::AtomicU64,
+    done_files: std::sync::atomic::AtomicU64,
+    /// The walk is over: the totals are final.
+    planned: std::sync::atomic::AtomicBool,
+}
+
+/// The process umask (read once; umask(2) has no "get").
+fn umask() -> u32 {
+    let old = rustix::process::umask(Mode::from_raw_mode(0o022));
+    rustix::process::umask(old);
+    old.as_raw_mode() as u32
+}
+
+/// A temporary name beside `dst`: same directory, so the final rename is atomic.
+fn temp_beside(dst: &Path, n: u64) -> PathBuf {
+    let name = dst
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dst.with_file_name(format!(
+        ".{}.ioprobe-cp-{}-{n}",
+        name.chars().take(100).collect::<String>(),
+        std::process::id()
+    ))
+}
+
+static TEMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A file being written under a temporary name: removed on drop unless kept.
+struct Temp {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn q(p: &Path) -> String {
+    format!("'{}'", crate::units::escape(&p.display().to_string()))
+}
+
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Runs the copy; Err only for a usage problem. Per-file failures are reported and make
+/// the exit status 1, as cp does.
+pub fn run(opts: Options) -> Result<i32> {
+    crate::harness::interrupt::install()?;
+    // A write past `ulimit -f` fails with EFBIG (and the file is removed) instead of
+    // killing ioprobe with SIGXFSZ.
+    crate::sys::signals::install().map_err(|e| anyhow!("cannot set signal dispositions: {e}"))?;
+    if opts.sources.is_empty() {
+        return crate::error::usage("cp: missing destination file operand");
+    }
+    let dest = PathBuf::from(&opts.dest);
+    let dest_meta = std::fs::metadata(&dest).ok();
+    let into_dir = dest_meta.as_ref().is_some_and(|m| m.is_dir());
+    if opts.sources.len() > 1 && !into_dir {
+        return crate::error::usage(format!("cp: target {} is not a directory", q(&dest)));
+    }
+    let shared = Arc::new(Shared {
+        path: data::Path {
+            reflink: opts.reflink,
+            sparse: opts.sparse,
+            buffer: 256 * 1024,
+            chunk: 64 << 20,
+        },
+        umask: umask(),
+        links: Mutex::new(HashMap::new()),
+        errors: Mutex::new(Vec::new()),
+        lines: Mutex::new(Vec::new()),
+        bytes: std::sync::atomic::AtomicU64::new(0),
+        planned_files: Default::default(),
+        planned_bytes: Default::default(),
+        done_files: Default::default(),
+        planned: Default::default(),
+        opts,
+    });
+    let progress = progress(Arc::clone(&shared));
+    let (tx, rx) = mpsc::sync_channel::<Job>(4096);
+    let rx = Arc::new(Mutex::new(rx));
+    let workers: Vec<_> = (0..shared.opts.jobs.max(1))
+        .map(|_| {
+            let rx = Arc::clone(&rx);
+            let sh = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                loop {
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    if let Err(e) = copy_one(&sh, &job) {
+                        fail(&sh, format!("{e:#}"));
+                    }
+                    sh.done_files.fetch_add(1, Relaxed);
+                }
+            })
+        })
+        .collect();
+    // Directories whose attributes are set once their contents are written, deepest last.
+    let mut dirs: Vec<(PathBuf, Metadata, bool)> = Vec::new();
+    for s in &shared.opts.sources {
+        let src = PathBuf::from(s);
+        let dst = if into_dir {
+            match src.file_name() {
+                Some(n) => dest.join(n),
+                None => dest.join(
+                    src.canonicalize()
+                        .ok()
+                        .and_then(|c| c.file_name().map(|n| n.to_owned()))
+                        .unwrap_or_default(),
+                ),
+            }
+        } else {
+            dest.clone()
+        };
+        if let Err(e) = plan(&shared, &tx, &src, &dst, true, &mut dirs) {
+            fail(&shared, format!("{e:#}"));
+        }
+        if crate::harness::interrupt::requested() {
+            break;
+        }
+    }
+    shared.planned.store(true, Relaxed);
+    drop(tx);
+    for w in workers {
+        let _ = w.join();
+    }
+    shared.done_files.store(u64::MAX, Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    for (dst, meta, created) in dirs.iter().rev() {
+        if let Err(e) = dir_attributes(&shared, dst, meta, *created) {
+            fail(&shared, format!("setting attributes of {}: {e:#}", q(dst)));
+        }
+    }
+    crate::harness::interrupt::check()?;
+    let lines = std::mem::take(&mut *shared.lines.lock().map_err(|_| anyhow!("lock"))?);
+    for l in lines {
+        println!("{l}");
+    }
+    let errors = std::mem::take(&mut *shared.errors.lock().map_err(|_| anyhow!("lock"))?);
+    for e in &errors {
+        eprintln!("ioprobe: cp: {e}");
+    }
+    Ok(if errors.is_empty() { 0 } else { 1 })
+}
+
+fn fail(sh: &Shared, msg: String) {
+    if let Ok(mut e) = sh.errors.lock() {
+        e.push(crate::units::escape(&msg));
+    }
+}
+
+fn say(sh: &Shared, line: String) {
+    if let Ok(mut l) = sh.lines.lock() {
+        l.push(line);
+    }
+}
+
+/// Walks `src` (a command-line operand when `top`): makes directories, queues files.
+fn plan(
+    sh: &Shared,
+    tx: &mpsc::SyncSender<Job>,
+    src: &Path,
+    dst: &Path,
+    top: bool,
+    dirs: &mut Vec<(PathBuf, Metadata, bool)>,
+) -> Result<()> {
+    let o = &sh.opts;
+    if src.as_os_str() == "-" && top {
+        let meta = std::fs::metadata("/dev/stdin").context("cannot stat standard input")?;
+        sh.planned_files.fetch_add(1, Relaxed);
+        tx.send(Job {
+            src: src.into(),
+            dst: dst.into(),
+            meta,
+        })
+        .map_err(|_| anyhow!("workers stopped"))?;
+        return Ok(());
+    }
+    // Command-line operands are followed unless -a; inside a -r tree, symlinks stay links.
+    let follow = top && !o.archive;
+    let meta = if follow {
+        std::fs::metadata(src)
+    } else {
+        std::fs::symlink_metadata(src)
+    }
+    .with_context(|| format!("cannot stat {}", q(src)))?;
+    if meta.is_dir() {
+        if !o.recursive {
+            bail!("-r not specified; omitting directory {}", q(src));
+        }
+        if let Ok(d) = std::fs::metadata(dst)
+            && same_file(&d, &meta)
+        {
+            bail!(
+                "cannot copy a directory, {}, into itself, {}",
+                q(src),
+                q(dst)
+            );
+        }
+        // The destination inside the source tree: the copy would never end.
+        if let (Ok(s), Some(parent)) = (src.canonicalize(), dst.parent()) {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            if let Ok(p) = parent.canonicalize()
+                && p.starts_with(&s)
+            {
+                bail!(
+                    "cannot copy a directory, {}, into itself, {}",
+                    q(src),
+                    q(dst)
+                );
+            }
+        }
+        let created = match std::fs::symlink_metadata(dst) {
+            Ok(m) if m.is_dir() => false,
+            Ok(_) => bail!(
+                "cannot overwrite non-directory {} with directory {}",
+                q(dst),
+                q(src)
+            ),
+            Err(_) => {
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(dst)
+                    .with_context(|| format!("cannot create directory {}", q(dst)))?;
+                true
+            }
+        };
+        if o.verbose {
+            say(sh, format!("{} -> {}", q(src), q(dst)));
+        }
+        dirs.push((dst.to_path_buf(), meta, created));
+        let mut entries: Vec<_> = std::fs::read_dir(src)
+            .with_context(|| format!("cannot read directory {}", q(src)))?
+            .filter_map(|e| e.ok())
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            if crate::harness::interrupt::requested() {
+                return Ok(());
+            }
+            if let Err(err) = plan(sh, tx, &e.path(), &dst.join(e.file_name()), false, dirs) {
+                fail(sh, format!("{err:#}"));
+            }
+        }
+        return Ok(());
+    }
+    sh.planned_files.fetch_add(1, Relaxed);
+    if meta.is_file() {
+        sh.planned_bytes.fetch_add(meta.len(), Relaxed);
+    }
+    tx.send(Job {
+        src: src.into(),
+        dst: dst.into(),
+        meta,
+    })
+    .map_err(|_| anyhow!("workers stopped"))?;
+    Ok(())
+}
+
+/// The progress display: on stderr, only when it is a terminal and the copy lasts more
+/// than about a second: bytes and files done, the rate and (once the walk is over) the
+/// time left. Ends when `done_files` is set to u64::MAX.
+fn progress(sh: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) || sh.opts.debug {
+        return None;
+    }
+    Some(std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let mut bar: Option<indicatif::ProgressBar> = None;
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let done = sh.done_files.load(Relaxed);
+            if done == u64::MAX {
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                }
+                return;
+            }
+            if start.elapsed() < std::time::Duration::from_secs(1) {
+                continue;
+            }
+            let b = bar.get_or_insert_with(|| {
+                let b = indicatif::ProgressBar::new(0);
+                if let Ok(s) = indicatif::ProgressStyle::with_template(
+                    "cp [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} eta {eta}",
+                ) {
+                    b.set_style(s.progress_chars("=> "));
+                }
+                b
+            });
+            let total = sh.planned_bytes.load(Relaxed);
+            b.set_length(total.max(1));
+            b.set_position(data::MOVED.load(Relaxed).min(total));
+            b.set_message(format!(
+                "{done}/{}{} files",
+                sh.planned_files.load(Relaxed),
+                if sh.planned.load(Relaxed) { "" } else { "+" }
+            ));
+        }
+    }))
+}
+
+/// Whether `dst` may be replaced; Ok(false): keep it (-n). Refuses the source itself.
+fn may_replace(sh: &Shared, job: &Job) -> Result<bool> {
+    match std::fs::symlink_metadata(&job.dst) {
+        Err(_) => Ok(true),
+        Ok(d) => {
+            if let Ok(dt) = std::fs::metadata(&job.dst)
+                && same_file(&dt, &job.meta)
+                && !(sh.opts.archive && job.meta.file_type().is_symlink())
+            {
+                bail!("{} and {} are the same file", q(&job.src), q(&job.dst));
+            }
+            if d.is_dir() {
+                bail!(
+                    "cannot overwrite directory {} with non-directory",
+                    q(&job.dst)
+                );
+            }
+            Ok(!sh.opts.no_clobber)
+        }
+    }
+}
+
+fn copy_one(sh: &Shared, job: &Job) -> Result<()> {
+    crate::harness::interrupt::check()?;
+    if !may_replace(sh, job)? {
+        if sh.opts.debug || sh.opts.verbose {
+            say(
+                sh,
+                format!(
+                    "{} -> {}: skipped, it exists (-n)",
+                    q(&job.src),
+                    q(&job.dst)
+                ),
+            );
+        }
+        return Ok(());
+    }
+    let o = &sh.opts;
+    let ft = job.meta.file_type();
+    let seq = TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut temp = Temp {
+        path: temp_beside(&job.dst, seq),
+        keep: false,
+    };
+    let what;
+    if ft.is_symlink() {
+        let target = std::fs::read_link(&job.src)
+            .with_context(|| format!("cannot read the symlink {}", q(&job.src)))?;
+        std::os::unix::fs::symlink(&target, &temp.path)
+            .with_context(|| format!("cannot create the symlink {}", q(&job.dst)))?;
+        what = "symlink".to_string();
+    } else if o.archive && job.meta.nlink() > 1 && !ft.is_dir() && {
+        let mut links = sh.links.lock().map_err(|_| anyhow!("lock"))?;
+        match links.get(&(job.meta.dev(), job.meta.ino())) {
+            Some(first) => {
+                std::fs::hard_link(first, &temp.path)?;
+                true
+            }
+            None => {
+                links.insert((job.meta.dev(), job.meta.ino()), job.dst.clone());
+                false
+            }
+        }
+    } {
+        what = "hard link".to_string();
+    } else if o.archive
+        && (ft.is_fifo() || ft.is_block_device() || ft.is_char_device() || ft.is_socket())
+    {
+        if !rustix::process::geteuid().is_root() {
+            bail!(
+                "special file {} not copied: making it needs root",
+                q(&job.src)
+            );
+        }
+        let kind = if ft.is_fifo() {
+            "fifo"
+        } else if ft.is_block_device() {
+            "block"
+        } else if ft.is_char_device() {
+            "char"
+        } else {
+            "socket"
+        };
+        os::make_special(&temp.path, kind, job.meta.rdev())?;
+        what = "special file".to_string();
+    } else {
+        what = copy_data(sh, job, &temp.path)
+            .with_context(|| format!("cannot copy {} to {}", q(&job.src), q(&job.dst)))?;
+    }
+    attributes(sh, job, &temp.path)
+        .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
+    std::fs::rename(&temp.path, &job.dst)
+        .with_context(|| format!("renaming into {}", q(&job.dst)))?;
+    temp.keep = true;
+    if o.debug {
+        say(sh, format!("{} -> {}: {what}", q(&job.src), q(&job.dst)));
+    } else if o.verbose {
+        say(sh, format!("{} -> {}", q(&job.src), q(&job.dst)));
+    }
+    Ok(())
+}
+
+/// The bytes of a regular file, a pipe or another readable source into a new file at
+/// `temp`; returns the --debug description.
+fn copy_data(sh: &Shared, job: &Job, temp: &Path) -> Result<String> {
+    let stdin = job.src.as_os_str() == "-";
+    let src: OwnedFd = if stdin {
+        rustix::io::dup(rustix::stdio::stdin())?
+    } else {
+        rustix::fs::open(
+            &job.src,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            anyhow!(
+                "cannot open {}: {}",
+                q(&job.src),
+                crate::error::plain(&e.into())
+            )
+        })?
+    };
+    let before = rustix::fs::fstat(&src)?;
+    if !stdin && (before.st_dev as u64 != job.meta.dev() || before.st_ino as u64 != job.meta.ino())
+    {
+        bail!("{} was replaced while being copied", q(&job.src));
+    }
+    let dst = rustix::fs::open(
+        temp,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(|e| {
+        anyhow!(
+            "cannot create {}: {}",
+            q(temp),
+            crate::error::plain(&e.into())
+        )
+    })?;
+    let kind = rustix::fs::FileType::from_raw_mode(before.st_mode);
+    let used = if kind == rustix::fs::FileType::Fifo {
+        data::from_pipe(&src, &dst, 1 << 20, &sh.path)?
+    } else {
+        let c = |p: &Path| crate::sys::calls::c_path(p);
+        let (sc, dc) = (c(&job.src)?, c(temp)?);
+        data::regular(
+            &src,
+            &dst,
+            (&sc, &dc),
+            before.st_size as u64,
+            before.st_blocks as u64,
+            &sh.path,
+        )
+        .map_err(|e| {
+            if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>()
+                && s.is_no_space()
+            {
+                return anyhow!("{}: {}", q(&job.dst), s.short());
+            }
+            e
+        })?
+    };
+    // A regular source must come out whole: a short copy reported as success is a
+    // failure here (the size check GNU cp makes).
+    if kind == rustix::fs::FileType::RegularFile {
+        let after = rustix::fs::fstat(&src)?;
+        if after.st_ino != before.st_ino
+            || after.st_size != before.st_size
+            || after.st_mtime != before.st_mtime
+        {
+            bail!("{} changed while being copied", q(&job.src));
+        }
+        let got = rustix::fs::fstat(&dst)?.st_size;
+        if before.st_size > 0 && got != before.st_size {
+            bail!(
+                "short copy: {} of {} bytes ({}): not renamed into place",
+                got,
+                before.st_size,
+                used.method
+            );
+        }
+    }
+    sh.bytes
+        .fetch_add(used.bytes, std::sync::atomic::Ordering::Relaxed);
+    Ok(format!(
+        "method: {}, copy offload: {}, reflink: {}, sparse detection: {}",
+        used.method, used.offload, used.reflink, used.sparse
+    ))
+}
+
+/// Sets the new file's attributes in cp's order: timestamps, owner, xattrs, then mode
+/// (so a chown cannot clear setuid/setgid bits set before it).
+fn attributes(sh: &Shared, job: &Job, path: &Path) -> Result<()> {
+    let p = sh.opts.preserve;
+    let m = &job.meta;
+    if job.meta.file_type().is_symlink() {
+        if p.timestamps {
+            let ts = timestamps(m);
+            rustix::fs::utimensat(
+                rustix::fs::CWD,
+                path,
+                &ts,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )?;
+        }
+        if p.ownership {
+            let _ = rustix::fs::chownat(
+                rustix::fs::CWD,
+                path,
+                Some(rustix::fs::Uid::from_raw(m.uid())),
+                Some(rustix::fs::Gid::from_raw(m.gid())),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            );
+        }
+        return Ok(());
+    }
+    let special = !job.meta.is_file();
+    if p.timestamps {
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            path,
+            &timestamps(m),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )?;
+    }
+    if p.ownership {
+        match rustix::fs::chownat(
+            rustix::fs::CWD,
+            path,
+            Some(rustix::fs::Uid::from_raw(m.uid())),
+            Some(rustix::fs::Gid::from_raw(m.gid())),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        ) {
+            Ok(()) | Err(rustix::io::Errno::PERM) => {}
+            Err(e) => {
+                return Err(anyhow!(
+                    "preserving ownership: {}",
+                    crate::error::plain(&e.into())
+                ));
+            }
+        }
+    }
+    if p.xattr && !special {
+        let src = rustix::fs::open(&job.src, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+        let dst = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+        )?;
+        if let Err(e) = os::copy_xattrs(&src, &dst)
+            && !e.is_missing()
+        {
+            return Err(e.into());
+        }
+    }
+    let mode = if job.src.as_os_str() == "-" {
+        // Standard input: a new file as a shell redirection makes it.
+        0o666 & !sh.umask
+    } else if p.mode {
+        m.mode() & 0o7777
+    } else {
+        m.mode() & 0o777 & !sh.umask
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+fn timestamps(m: &Metadata) -> rustix::fs::Timestamps {
+    let t = |s: i64, ns: i64| rustix::fs::Timespec {
+        tv_sec: s,
+        tv_nsec: ns as _,
+    };
+    rustix::fs::Timestamps {
+        last_access: t(m.atime(), m.atime_nsec()),
+        last_modification: t(m.mtime(), m.mtime_nsec()),
+    }
+}
+
+/// A directory's attributes, once its contents are in: timestamps (with -p), then mode
+/// (the source's with -p, else masked by the umask; an existing directory keeps its
+/// own unless -p).
+fn dir_attributes(sh: &Shared, dst: &Path, m: &Metadata, created: bool) -> Result<()> {
+    let p = sh.opts.preserve;
+    if p.timestamps {
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            dst,
+            &timestamps(m),
+            rustix::fs::AtFlags::empty(),
+        )?;
+    }
+    if p.ownership {
+        let _ = rustix::fs::chownat(
+            rustix::fs::CWD,
+            dst,
+            Some(rustix::fs::Uid::from_raw(m.uid())),
+            Some(rustix::fs::Gid::from_raw(m.gid())),
+            rustix::fs::AtFlags::empty(),
+        );
+    }
+    if p.mode || created {
+        let mode = if p.mode {
+            m.mode() & 0o7777
+        } else {
+            m.mode() & 0o777 & !sh.umask
+        };
+        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
+/// `--preserve=LIST` parsed (mode, ownership, timestamps, xattr, all).
+pub fn parse_preserve(list: &str) -> Result<Preserve, String> {
+    let mut p = Preserve::default();
+    for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match w {
+            "mode" => p.mode = true,
+            "ownership" => p.ownership = true,
+            "timestamps" => p.timestamps = true,
+            "xattr" => p.xattr = true,
+            "all" => {
+                p = Preserve {
+                    mode: true,
+                    ownership: true,
+                    timestamps: true,
+                    xattr: true,
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown attribute '{}' (mode, ownership, timestamps, xattr, all)",
+                    crate::units::escape(other)
+                ));
+            }
+        }
+    }
+    Ok(p)
+}

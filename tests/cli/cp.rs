@@ -1,0 +1,286 @@
+//! `ioprobe cp`: every copy checked byte for byte; sizes around the page, sparse files,
+//! /proc, symlinks and hard links, modes and timestamps, refusals, -n, a full disk and
+//! Ctrl-C (no partial file under the final name, no temporary left).
+
+use crate::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+fn cp(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir).arg("cp");
+    c
+}
+
+/// Files in `dir` whose names say they are ioprobe's temporaries.
+fn temporaries(dir: &Path) -> Vec<String> {
+    entries(dir)
+        .into_iter()
+        .filter(|n| n.contains(".ioprobe-cp-"))
+        .collect()
+}
+
+#[test]
+fn sizes_around_the_page_copy_exactly_and_debug_names_the_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for n in [0usize, 1, 4095, 4096, 4097, (1 << 20) + 1] {
+        let data: Vec<u8> = (0..n).map(|i| (i * 7 + n) as u8).collect();
+        std::fs::write(d.join(format!("f{n}")), &data).unwrap();
+        let out = cp(d)
+            .args(["--debug", &format!("f{n}"), &format!("g{n}")])
+            .assert()
+            .success();
+        let line = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(
+            line.starts_with(&format!("'f{n}' -> 'g{n}': method: ")),
+            "{line}"
+        );
+        assert!(
+            line.contains("reflink: ") && line.contains("sparse detection: "),
+            "{line}"
+        );
+        assert_eq!(
+            std::fs::read(d.join(format!("g{n}"))).unwrap(),
+            data,
+            "size {n}"
+        );
+    }
+    assert!(temporaries(d).is_empty());
+}
+
+#[test]
+fn a_sparse_file_keeps_its_holes_and_proc_files_are_copied_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = std::fs::File::create(d.join("sparse")).unwrap();
+    f.set_len(16 << 20).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"middle", 8 << 20).unwrap();
+    drop(f);
+    let out = cp(d).args(["--debug", "sparse", "copy"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let (s, c) = (
+        std::fs::metadata(d.join("sparse")).unwrap(),
+        std::fs::metadata(d.join("copy")).unwrap(),
+    );
+    assert_eq!(c.len(), s.len());
+    assert!(
+        c.blocks() <= s.blocks() + 16,
+        "holes lost: {} vs {} blocks",
+        c.blocks(),
+        s.blocks()
+    );
+    assert!(text.contains("holes kept"), "{text}");
+    assert_eq!(
+        std::fs::read(d.join("copy")).unwrap(),
+        std::fs::read(d.join("sparse")).unwrap()
+    );
+    // /proc reports size 0: copy_file_range copies nothing, the read fallback all.
+    cp(d)
+        .args(["/proc/self/status", "status"])
+        .assert()
+        .success();
+    let status = std::fs::read_to_string(d.join("status")).unwrap();
+    assert!(status.contains("Name:") && status.len() > 100, "{status}");
+}
+
+#[test]
+fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::create_dir_all(src.join("sub/setgid")).unwrap();
+    for (name, mode) in [("private", 0o700), ("plain", 0o644), ("tool", 0o755)] {
+        std::fs::write(src.join(name), name).unwrap();
+        std::fs::set_permissions(src.join(name), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::fs::set_permissions(
+        src.join("sub/setgid"),
+        std::fs::Permissions::from_mode(0o2755),
+    )
+    .unwrap();
+    std::fs::write(src.join("sub/setgid/inner"), "x").unwrap();
+    std::os::unix::fs::symlink("nowhere", src.join("dangling")).unwrap();
+    std::os::unix::fs::symlink("sub", src.join("to_dir")).unwrap();
+    std::os::unix::fs::symlink("loop_b", src.join("loop_a")).unwrap();
+    std::os::unix::fs::symlink("loop_a", src.join("loop_b")).unwrap();
+    std::fs::hard_link(src.join("plain"), src.join("plain_again")).unwrap();
+    let stamp = std::time::UNIX_EPOCH + Duration::new(1_600_000_000, 123_456_789);
+    std::fs::File::options()
+        .write(true)
+        .open(src.join("plain"))
+        .unwrap()
+        .set_modified(stamp)
+        .unwrap();
+    cp(d).args(["-a", "src", "dst"]).assert().success();
+    let dst = d.join("dst");
+    for name in ["private", "plain", "tool", "sub/setgid", "sub/setgid/inner"] {
+        let (a, b) = (
+            std::fs::metadata(src.join(name)).unwrap(),
+            std::fs::metadata(dst.join(name)).unwrap(),
+        );
+        assert_eq!(a.mode(), b.mode(), "{name}");
+        assert_eq!(
+            (a.mtime(), a.mtime_nsec()),
+            (b.mtime(), b.mtime_nsec()),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(dst.join("plain")).unwrap().mtime_nsec(),
+        123_456_789
+    );
+    for link in ["dangling", "to_dir", "loop_a", "loop_b"] {
+        assert_eq!(
+            std::fs::read_link(dst.join(link)).unwrap(),
+            std::fs::read_link(src.join(link)).unwrap(),
+            "{link}"
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(dst.join("plain")).unwrap().ino(),
+        std::fs::metadata(dst.join("plain_again")).unwrap().ino(),
+        "hard links kept"
+    );
+    // Without -p, the mode is the source's less the umask; times are new.
+    cp(d).args(["-r", "src", "plain_copy"]).assert().success();
+    let m = std::fs::metadata(d.join("plain_copy/tool")).unwrap();
+    assert_eq!(m.mode() & 0o7777 & !0o755, 0);
+    assert_ne!(m.mtime(), 1_600_000_000);
+    assert!(temporaries(&dst).is_empty());
+}
+
+#[test]
+fn refusals_and_existing_destinations_behave_as_cp() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a"), "new").unwrap();
+    std::fs::write(d.join("b"), "old").unwrap();
+    std::fs::create_dir(d.join("tree")).unwrap();
+    std::fs::write(d.join("tree/x"), "x").unwrap();
+    let one_line = |a: assert_cmd::assert::Assert, needle: &str| {
+        let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+    };
+    one_line(cp(d).args(["a", "a"]).assert().code(1), "are the same file");
+    one_line(
+        cp(d).args(["a", "./a"]).assert().code(1),
+        "are the same file",
+    );
+    one_line(
+        cp(d).args(["-r", "tree", "tree/inside"]).assert().code(1),
+        "into itself",
+    );
+    assert!(!d.join("tree/inside").exists());
+    one_line(
+        cp(d).args(["tree", "t2"]).assert().code(1),
+        "-r not specified",
+    );
+    one_line(
+        cp(d).args(["a", "b", "not-a-dir"]).assert().code(2),
+        "is not a directory",
+    );
+    // -n keeps it; by default it is replaced.
+    cp(d).args(["-n", "a", "b"]).assert().success();
+    assert_eq!(std::fs::read_to_string(d.join("b")).unwrap(), "old");
+    cp(d).args(["a", "b"]).assert().success();
+    assert_eq!(std::fs::read_to_string(d.join("b")).unwrap(), "new");
+    // Several sources into a directory.
+    cp(d).args(["a", "b", "tree"]).assert().success();
+    assert!(d.join("tree/a").exists() && d.join("tree/b").exists());
+    // A dangling symlink at the destination is replaced, never written through.
+    std::os::unix::fs::symlink(d.join("victim"), d.join("trap")).unwrap();
+    cp(d).args(["a", "trap"]).assert().success();
+    assert!(
+        !d.join("victim").exists(),
+        "wrote through a dangling symlink"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("trap")).unwrap(), "new");
+    assert!(temporaries(d).is_empty());
+}
+
+#[test]
+fn a_full_disk_fails_in_one_line_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("big"), vec![1u8; 1 << 20]).unwrap();
+    let out = std::process::Command::new("prlimit")
+        .arg("--fsize=100000")
+        .arg(BIN)
+        .args(["cp", "big", "copy"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'copy'") && err.contains("File too large"),
+        "{err}"
+    );
+    assert!(!d.join("copy").exists());
+    assert!(temporaries(d).is_empty(), "{:?}", entries(d));
+}
+
+#[test]
+fn standard_input_and_fifos_are_copied_and_ctrl_c_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let mut child = std::process::Command::new(BIN)
+        .args(["cp", "--debug", "-", "fromstdin"])
+        .current_dir(d)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("method: splice"));
+    assert_eq!(std::fs::read(d.join("fromstdin")).unwrap(), data);
+    // A slow writer into a FIFO; Ctrl-C mid-copy.
+    let fifo = d.join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut writer = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "while :; do head -c 65536 /dev/zero || exit; sleep 0.05; done > fifo",
+        ])
+        .current_dir(d)
+        .spawn()
+        .unwrap();
+    let copier = std::process::Command::new(BIN)
+        .args(["cp", "fifo", "slow"])
+        .current_dir(d)
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while temporaries(d).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no temporary appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    std::process::Command::new("kill")
+        .args(["-INT", &copier.id().to_string()])
+        .status()
+        .unwrap();
+    let status = copier.wait_with_output().unwrap().status;
+    let _ = writer.kill();
+    let _ = writer.wait();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        !d.join("slow").exists(),
+        "a partial file under the final name"
+    );
+    assert!(temporaries(d).is_empty(), "{:?}", entries(d));
+}
