@@ -15,6 +15,9 @@ fn moved(n: u64) {
     MOVED.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Set when FICLONE failed once in this run: later files skip it (`--reflink=auto`).
+static REFLINK_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// What to try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum When {
@@ -78,7 +81,10 @@ pub fn regular(
     p: &Path,
 ) -> anyhow::Result<Used> {
     let mut used = Used::default();
-    if p.reflink != When::Never && size > 0 {
+    let off = REFLINK_OFF.load(std::sync::atomic::Ordering::Relaxed);
+    if off && p.reflink == When::Auto {
+        used.reflink = "unsupported here (the first attempt of this run failed)".into();
+    } else if p.reflink != When::Never && size > 0 {
         match os::reflink(src, dst, paths.0, paths.1) {
             Ok(_) => {
                 used.method = "reflink";
@@ -92,7 +98,12 @@ pub fn regular(
             Err(e) if p.reflink == When::Always => {
                 anyhow::bail!("--reflink=always: {e}")
             }
-            Err(e) => used.reflink = format!("unsupported ({})", e.short()),
+            Err(e) => {
+                // One refusal per run is enough: a destination filesystem without
+                // reflinks refuses every file.
+                REFLINK_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
+                used.reflink = format!("unsupported ({})", e.short());
+            }
         }
     } else {
         used.reflink = if size == 0 {
@@ -129,7 +140,14 @@ pub fn regular(
         .into();
     }
     let mut off = 0;
-    match offload(src, dst, &mut off, u64::MAX, p)? {
+    // An empty file needs no offload: one read says whether there is data anyway (a
+    // /proc file reports size 0).
+    let tried = if size == 0 {
+        Offload::Declined("empty by its size: read instead".into())
+    } else {
+        offload(src, dst, &mut off, u64::MAX, p)?
+    };
+    match tried {
         Offload::Done => {
             used.method = "copy_file_range";
             used.offload = "yes".into();
@@ -137,10 +155,10 @@ pub fn regular(
         Offload::Declined(why) => {
             used.offload = format!("no ({why})");
             used.method = "read/write";
-            read_write(src, dst, 0, p)?;
+            off = read_write(src, dst, 0, p)?;
         }
     }
-    used.bytes = calls::fstat_size(dst)? as u64;
+    used.bytes = off.max(used.bytes);
     Ok(used)
 }
 

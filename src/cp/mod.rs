@@ -15,7 +15,7 @@ use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::Metadata;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, mpsc};
@@ -47,11 +47,48 @@ pub struct Options {
     pub jobs: usize,
 }
 
-/// One file to copy.
+/// One file to copy, as queued: inside a tree its metadata is read by the worker (a
+/// regular file's from its open descriptor), so the walk makes no call per file.
+struct Task {
+    /// Its directory was made by this run: nothing can be in the way.
+    fresh: bool,
+    src: PathBuf,
+    dst: PathBuf,
+    meta: Option<Metadata>,
+    /// The directory entry says regular file (no stat made yet).
+    regular: bool,
+}
+
+/// One file to copy, its metadata known.
 struct Job {
+    fresh: bool,
     src: PathBuf,
     dst: PathBuf,
     meta: Metadata,
+}
+
+/// What a copy checks of its source before and after.
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    blocks: u64,
+    mode: u32,
+    mtime: (i64, i64),
+}
+
+impl Stat {
+    fn of(m: &Metadata) -> Stat {
+        Stat {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            blocks: m.blocks(),
+            mode: m.mode(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+        }
+    }
 }
 
 /// What the run shares between workers.
@@ -85,10 +122,11 @@ fn temp_beside(dst: &Path, n: u64) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     dst.with_file_name(format!(
         ".{}.ioprobe-cp-{}-{n}",
         name.chars().take(100).collect::<String>(),
-        std::process::id()
+        PID.get_or_init(std::process::id)
     ))
 }
 
@@ -151,7 +189,12 @@ pub fn run(opts: Options) -> Result<i32> {
         opts,
     });
     let progress = progress(Arc::clone(&shared));
-    let (tx, rx) = mpsc::sync_channel::<Job>(4096);
+    // Files go to the workers in batches: one channel operation per batch, not per file.
+    let (tx, rx) = mpsc::sync_channel::<Vec<Task>>(64);
+    let mut queue = Queue {
+        tx,
+        batch: Vec::new(),
+    };
     let rx = Arc::new(Mutex::new(rx));
     let workers: Vec<_> = (0..shared.opts.jobs.max(1))
         .map(|_| {
@@ -159,15 +202,17 @@ pub fn run(opts: Options) -> Result<i32> {
             let sh = Arc::clone(&shared);
             std::thread::spawn(move || {
                 loop {
-                    let job = match rx.lock() {
+                    let batch = match rx.lock() {
                         Ok(r) => r.recv(),
                         Err(_) => return,
                     };
-                    let Ok(job) = job else { return };
-                    if let Err(e) = copy_one(&sh, &job) {
-                        fail(&sh, format!("{e:#}"));
+                    let Ok(batch) = batch else { return };
+                    for task in batch {
+                        if let Err(e) = copy_task(&sh, task) {
+                            fail(&sh, format!("{e:#}"));
+                        }
+                        sh.done_files.fetch_add(1, Relaxed);
                     }
-                    sh.done_files.fetch_add(1, Relaxed);
                 }
             })
         })
@@ -189,7 +234,7 @@ pub fn run(opts: Options) -> Result<i32> {
         } else {
             dest.clone()
         };
-        if let Err(e) = plan(&shared, &tx, &src, &dst, true, &mut dirs) {
+        if let Err(e) = plan(&shared, &mut queue, &src, &dst, (true, false), &mut dirs) {
             fail(&shared, format!("{e:#}"));
         }
         if crate::harness::interrupt::requested() {
@@ -197,7 +242,8 @@ pub fn run(opts: Options) -> Result<i32> {
         }
     }
     shared.planned.store(true, Relaxed);
-    drop(tx);
+    let _ = queue.flush();
+    drop(queue);
     for w in workers {
         let _ = w.join();
     }
@@ -234,25 +280,54 @@ fn say(sh: &Shared, line: String) {
     }
 }
 
-/// Walks `src` (a command-line operand when `top`): makes directories, queues files.
+/// Files on their way to the workers.
+struct Queue {
+    tx: mpsc::SyncSender<Vec<Task>>,
+    batch: Vec<Task>,
+}
+
+impl Queue {
+    const BATCH: usize = 64;
+
+    fn push(&mut self, job: Task) -> Result<()> {
+        self.batch.push(job);
+        if self.batch.len() >= Self::BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.batch.is_empty() {
+            self.tx
+                .send(std::mem::take(&mut self.batch))
+                .map_err(|_| anyhow!("workers stopped"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Walks `src` (a command-line operand when `top`; `fresh`: its destination directory
+/// was made by this run): makes directories, queues files.
 fn plan(
     sh: &Shared,
-    tx: &mpsc::SyncSender<Job>,
+    tx: &mut Queue,
     src: &Path,
     dst: &Path,
-    top: bool,
+    (top, fresh): (bool, bool),
     dirs: &mut Vec<(PathBuf, Metadata, bool)>,
 ) -> Result<()> {
     let o = &sh.opts;
     if src.as_os_str() == "-" && top {
         let meta = std::fs::metadata("/dev/stdin").context("cannot stat standard input")?;
         sh.planned_files.fetch_add(1, Relaxed);
-        tx.send(Job {
+        tx.push(Task {
+            fresh: false,
             src: src.into(),
             dst: dst.into(),
-            meta,
-        })
-        .map_err(|_| anyhow!("workers stopped"))?;
+            meta: Some(meta),
+            regular: false,
+        })?;
         return Ok(());
     }
     // Command-line operands are followed unless -a; inside a -r tree, symlinks stay links.
@@ -321,7 +396,28 @@ fn plan(
             if crate::harness::interrupt::requested() {
                 return Ok(());
             }
-            if let Err(err) = plan(sh, tx, &e.path(), &dst.join(e.file_name()), false, dirs) {
+            // Anything but a directory goes to the workers unexamined.
+            if let Ok(t) = e.file_type()
+                && !t.is_dir()
+            {
+                sh.planned_files.fetch_add(1, Relaxed);
+                tx.push(Task {
+                    fresh: created,
+                    src: e.path(),
+                    dst: dst.join(e.file_name()),
+                    meta: None,
+                    regular: t.is_file(),
+                })?;
+                continue;
+            }
+            if let Err(err) = plan(
+                sh,
+                tx,
+                &e.path(),
+                &dst.join(e.file_name()),
+                (false, created),
+                dirs,
+            ) {
                 fail(sh, format!("{err:#}"));
             }
         }
@@ -331,13 +427,13 @@ fn plan(
     if meta.is_file() {
         sh.planned_bytes.fetch_add(meta.len(), Relaxed);
     }
-    tx.send(Job {
+    tx.push(Task {
+        fresh,
         src: src.into(),
         dst: dst.into(),
-        meta,
+        meta: Some(meta),
+        regular: false,
     })
-    .map_err(|_| anyhow!("workers stopped"))?;
-    Ok(())
 }
 
 /// The progress display: on stderr, only when it is a terminal and the copy lasts more
@@ -385,6 +481,9 @@ fn progress(sh: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
 
 /// Whether `dst` may be replaced; Ok(false): keep it (-n). Refuses the source itself.
 fn may_replace(sh: &Shared, job: &Job) -> Result<bool> {
+    if job.fresh {
+        return Ok(true);
+    }
     match std::fs::symlink_metadata(&job.dst) {
         Err(_) => Ok(true),
         Ok(d) => {
@@ -405,7 +504,39 @@ fn may_replace(sh: &Shared, job: &Job) -> Result<bool> {
     }
 }
 
-fn copy_one(sh: &Shared, job: &Job) -> Result<()> {
+/// Reads a queued file's metadata (a regular file's from the descriptor it is then
+/// copied from), then copies it.
+fn copy_task(sh: &Shared, t: Task) -> Result<()> {
+    let mut opened = None;
+    let meta = match t.meta {
+        Some(m) => m,
+        None if t.regular => {
+            // O_NOFOLLOW: a symlink put in its place since the walk is not followed.
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags((OFlags::NOFOLLOW | OFlags::NOCTTY).bits() as i32)
+                .open(&t.src)
+                .with_context(|| format!("cannot open {}", q(&t.src)))?;
+            let m = f.metadata()?;
+            if m.is_file() {
+                sh.planned_bytes.fetch_add(m.len(), Relaxed);
+                opened = Some(f);
+            }
+            m
+        }
+        None => std::fs::symlink_metadata(&t.src)
+            .with_context(|| format!("cannot stat {}", q(&t.src)))?,
+    };
+    let job = Job {
+        fresh: t.fresh,
+        src: t.src,
+        dst: t.dst,
+        meta,
+    };
+    copy_one(sh, &job, opened)
+}
+
+fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()> {
     crate::harness::interrupt::check()?;
     if !may_replace(sh, job)? {
         if sh.opts.debug || sh.opts.verbose {
@@ -423,8 +554,17 @@ fn copy_one(sh: &Shared, job: &Job) -> Result<()> {
     let o = &sh.opts;
     let ft = job.meta.file_type();
     let seq = TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // In a directory this run made, nothing else can hold the name: the file is made
+    // under its final name (still O_EXCL) and removed on any error or Ctrl-C, which
+    // saves a rename per file; elsewhere it is written under a temporary name beside
+    // the destination and renamed over it at the end.
+    let direct = job.fresh;
     let mut temp = Temp {
-        path: temp_beside(&job.dst, seq),
+        path: if direct {
+            job.dst.clone()
+        } else {
+            temp_beside(&job.dst, seq)
+        },
         keep: false,
     };
     let what;
@@ -469,13 +609,17 @@ fn copy_one(sh: &Shared, job: &Job) -> Result<()> {
         os::make_special(&temp.path, kind, job.meta.rdev())?;
         what = "special file".to_string();
     } else {
-        what = copy_data(sh, job, &temp.path)
+        what = copy_data(sh, job, opened, &temp.path)
             .with_context(|| format!("cannot copy {} to {}", q(&job.src), q(&job.dst)))?;
     }
-    attributes(sh, job, &temp.path)
-        .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
-    std::fs::rename(&temp.path, &job.dst)
-        .with_context(|| format!("renaming into {}", q(&job.dst)))?;
+    if what.starts_with("symlink") || what.starts_with("special") {
+        attributes(sh, job, &temp.path)
+            .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
+    }
+    if !direct {
+        std::fs::rename(&temp.path, &job.dst)
+            .with_context(|| format!("renaming into {}", q(&job.dst)))?;
+    }
     temp.keep = true;
     if o.debug {
         say(sh, format!("{} -> {}: {what}", q(&job.src), q(&job.dst)));
@@ -487,9 +631,12 @@ fn copy_one(sh: &Shared, job: &Job) -> Result<()> {
 
 /// The bytes of a regular file, a pipe or another readable source into a new file at
 /// `temp`; returns the --debug description.
-fn copy_data(sh: &Shared, job: &Job, temp: &Path) -> Result<String> {
+fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path) -> Result<String> {
     let stdin = job.src.as_os_str() == "-";
-    let src: OwnedFd = if stdin {
+    let opened_fd = opened.is_some();
+    let src: OwnedFd = if let Some(f) = opened {
+        OwnedFd::from(f)
+    } else if stdin {
         rustix::io::dup(rustix::stdio::stdin())?
     } else {
         rustix::fs::open(
@@ -505,9 +652,23 @@ fn copy_data(sh: &Shared, job: &Job, temp: &Path) -> Result<String> {
             )
         })?
     };
-    let before = rustix::fs::fstat(&src)?;
-    if !stdin && (before.st_dev as u64 != job.meta.dev() || before.st_ino as u64 != job.meta.ino())
-    {
+    // What the source is, from its descriptor: the walk's view when it came from the
+    // descriptor already (one fstat saved per file), else a fresh fstat.
+    let fresh_fd = job.meta.file_type().is_file() && !stdin && opened_fd;
+    let before = if fresh_fd {
+        Stat::of(&job.meta)
+    } else {
+        let st = rustix::fs::fstat(&src)?;
+        Stat {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            blocks: st.st_blocks as u64,
+            mode: st.st_mode as u32,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+        }
+    };
+    if !stdin && (before.dev != job.meta.dev() || before.ino != job.meta.ino()) {
         bail!("{} was replaced while being copied", q(&job.src));
     }
     let dst = rustix::fs::open(
@@ -522,55 +683,95 @@ fn copy_data(sh: &Shared, job: &Job, temp: &Path) -> Result<String> {
             crate::error::plain(&e.into())
         )
     })?;
-    let kind = rustix::fs::FileType::from_raw_mode(before.st_mode);
+    let kind = rustix::fs::FileType::from_raw_mode(before.mode as _);
     let used = if kind == rustix::fs::FileType::Fifo {
         data::from_pipe(&src, &dst, 1 << 20, &sh.path)?
     } else {
         let c = |p: &Path| crate::sys::calls::c_path(p);
         let (sc, dc) = (c(&job.src)?, c(temp)?);
-        data::regular(
-            &src,
-            &dst,
-            (&sc, &dc),
-            before.st_size as u64,
-            before.st_blocks as u64,
-            &sh.path,
-        )
-        .map_err(|e| {
-            if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>()
-                && s.is_no_space()
-            {
-                return anyhow!("{}: {}", q(&job.dst), s.short());
-            }
-            e
-        })?
+        data::regular(&src, &dst, (&sc, &dc), before.size, before.blocks, &sh.path).map_err(
+            |e| {
+                if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>()
+                    && s.is_no_space()
+                {
+                    return anyhow!("{}: {}", q(&job.dst), s.short());
+                }
+                e
+            },
+        )?
     };
     // A regular source must come out whole: a short copy reported as success is a
     // failure here (the size check GNU cp makes).
     if kind == rustix::fs::FileType::RegularFile {
-        let after = rustix::fs::fstat(&src)?;
-        if after.st_ino != before.st_ino
-            || after.st_size != before.st_size
-            || after.st_mtime != before.st_mtime
-        {
-            bail!("{} changed while being copied", q(&job.src));
+        // The path still names the same, unchanged file: not replaced, not modified.
+        let after = std::fs::metadata(&job.src).map(|m| Stat::of(&m)).ok();
+        if after.is_none_or(|a| {
+            (a.dev, a.ino, a.size, a.mtime) != (before.dev, before.ino, before.size, before.mtime)
+        }) {
+            bail!("{} changed or was replaced while being copied", q(&job.src));
         }
-        let got = rustix::fs::fstat(&dst)?.st_size;
-        if before.st_size > 0 && got != before.st_size {
+        // Counted as written, or (reflink, holes) as the file now says.
+        let got = if matches!(used.method, "reflink") || used.sparse.contains("holes kept") {
+            rustix::fs::fstat(&dst)?.st_size
+        } else {
+            used.bytes as i64
+        };
+        if before.size > 0 && got as u64 != before.size {
             bail!(
                 "short copy: {} of {} bytes ({}): not renamed into place",
                 got,
-                before.st_size,
+                before.size,
                 used.method
             );
         }
     }
     sh.bytes
         .fetch_add(used.bytes, std::sync::atomic::Ordering::Relaxed);
+    fd_attributes(sh, job, &src, &dst)
+        .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
     Ok(format!(
         "method: {}, copy offload: {}, reflink: {}, sparse detection: {}",
         used.method, used.offload, used.reflink, used.sparse
     ))
+}
+
+/// The mode a new file gets: the source's (with -p: setuid/setgid/sticky too), else
+/// masked by the umask; standard input's as a shell redirection makes it.
+fn new_mode(sh: &Shared, job: &Job) -> u32 {
+    if job.src.as_os_str() == "-" {
+        0o666 & !sh.umask
+    } else if sh.opts.preserve.mode {
+        job.meta.mode() & 0o7777
+    } else {
+        job.meta.mode() & 0o777 & !sh.umask
+    }
+}
+
+/// [`attributes`] on the open descriptors of a copied file, in the same order.
+fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result<()> {
+    let p = sh.opts.preserve;
+    let m = &job.meta;
+    if p.timestamps {
+        rustix::fs::futimens(dst, &timestamps(m))?;
+    }
+    if p.ownership {
+        match rustix::fs::fchown(
+            dst,
+            Some(rustix::fs::Uid::from_raw(m.uid())),
+            Some(rustix::fs::Gid::from_raw(m.gid())),
+        ) {
+            Ok(()) | Err(rustix::io::Errno::PERM) => {}
+            Err(e) => bail!("preserving ownership: {}", crate::error::plain(&e.into())),
+        }
+    }
+    if p.xattr
+        && let Err(e) = os::copy_xattrs(src, dst)
+        && !e.is_missing()
+    {
+        return Err(e.into());
+    }
+    rustix::fs::fchmod(dst, Mode::from_raw_mode(new_mode(sh, job) as _))?;
+    Ok(())
 }
 
 /// Sets the new file's attributes in cp's order: timestamps, owner, xattrs, then mode
@@ -638,15 +839,7 @@ fn attributes(sh: &Shared, job: &Job, path: &Path) -> Result<()> {
             return Err(e.into());
         }
     }
-    let mode = if job.src.as_os_str() == "-" {
-        // Standard input: a new file as a shell redirection makes it.
-        0o666 & !sh.umask
-    } else if p.mode {
-        m.mode() & 0o7777
-    } else {
-        m.mode() & 0o777 & !sh.umask
-    };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(new_mode(sh, job)))?;
     Ok(())
 }
 

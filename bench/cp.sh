@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# ioprobe cp against GNU cp and the Rust copiers (xcp, fcp, cpz from fuc; peers for this
+# benchmark only: `cargo install xcp fcp cpz`), side by side in one run, warm cache,
+# on ext4 (BENCH_DIR, default the repository's parent filesystem) and on tmpfs
+# (/dev/shm). Each workload: ROUNDS interleaved rounds (the tools' order rotates), the
+# median time per tool, and ioprobe ÷ each peer. Every copy is verified (cmp or diff
+# -r; with -a/-p also modes and nanosecond mtimes through find -printf).
+#   ROUNDS=3 bench/cp.sh            (about 10 min here)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+cargo build --release --quiet
+IOPROBE=$PWD/target/release/ioprobe
+export PATH="$HOME/.cargo/bin:$PATH"
+have() { command -v "$1" >/dev/null; }
+echo "coreutils: $(cp --version | head -1)"
+for t in xcp fcp cpz; do have "$t" && echo "$t: $("$t" --version 2>/dev/null | head -1)" || echo "$t: not installed (cargo install $t)"; done
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# What a tree looks like, for verification: relative path, type, mode, size, mtime (ns).
+shape() { (cd "$1" && find . -printf '%P %y %m %s %T@\n' | sort); }
+content() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r cat | md5sum | cut -d' ' -f1); }
+
+verify() { # verify SRC DST KEEP_ATTRS: 0 when the copy is right
+    local src=$1 dst=$2 attrs=$3
+    if [ -f "$src" ]; then cmp -s "$src" "$dst"; return; fi
+    [ "$(content "$src")" = "$(content "$dst")" ] || return 1
+    if [ "$attrs" = 1 ]; then
+        diff <(shape "$src") <(shape "$dst") >/dev/null
+    else
+        diff <(shape "$src" | awk '{print $1, $2, $4}') <(shape "$dst" | awk '{print $1, $2, $4}') >/dev/null
+    fi
+}
+
+# run_workload NAME SRC ATTRS TOOL:CMD... ; CMD gets SRC and DST appended.
+run_workload() {
+    local name=$1 src=$2 attrs=$3; shift 3
+    local tools=("$@") work; work=$(dirname "$src")
+    declare -A times bad
+    for round in $(seq "$ROUNDS"); do
+        local n=${#tools[@]}
+        for k in $(seq 0 $((n - 1))); do
+            local spec=${tools[$(((k + round) % n))]}
+            local tool=${spec%%:*} cmd=${spec#*:}
+            local dst="$work/dst-$tool"
+            rm -rf "$dst"; sync
+            local t0; t0=$(now)
+            eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>&1 || { echo "$tool failed on $name" >&2; continue; }
+            local took=$(($(now) - t0))
+            # Modes and times are checked for the tools asked to keep them (ioprobe -a,
+            # cp -a); the peers' trees for content, names and sizes.
+            local a=0; [[ "$tool" == ioprobe || "$tool" == cp-a ]] && a=$attrs
+            if verify "$src" "$dst" "$a"; then times[$tool]+="$took "
+            else echo "  $tool: copy FAILED verification (attributes checked: $a)" >&2; bad[$tool]=1; fi
+            rm -rf "$dst"
+        done
+    done
+    local base; base=$(echo "${times[ioprobe]}" | tr ' ' '\n' | grep . | median)
+    printf '\n%s (median of %s rounds)\n' "$name" "$ROUNDS"
+    printf '  %-12s %10s %14s\n' tool time "ioprobe ÷ tool"
+    for spec in "${tools[@]}"; do
+        local tool=${spec%%:*}
+        [ -z "${bad[$tool]:-}" ] && [ -n "${times[$tool]:-}" ] || { printf '  %-12s %10s\n' "$tool" "failed or unverified"; continue; }
+        local m; m=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | median)
+        awk -v t="$tool" -v m="$m" -v b="$base" 'BEGIN { printf "  %-12s %8.3f s %13.2f×\n", t, m / 1e9, b / m }'
+    done
+}
+
+peers_file=()
+peers_tree=()
+have xcp && peers_file+=("xcp:xcp") && peers_tree+=("xcp:xcp -r")
+have fcp && peers_file+=("fcp:fcp") && peers_tree+=("fcp:fcp")
+have cpz && peers_file+=("cpz:cpz") && peers_tree+=("cpz:cpz")
+
+for fs in "${BENCH_DIR:-$PWD/..}" /dev/shm; do
+    work=$(mktemp -d "$fs/ioprobe-cp-bench.XXXXXX")
+    trap 'rm -rf "$work"' EXIT INT TERM
+    echo; echo "=== on $(findmnt -no FSTYPE -T "$work") ($work)"
+    # One 1 GiB file, warm.
+    head -c 1G /dev/urandom > "$work/big"; cat "$work/big" > /dev/null
+    run_workload "one 1 GiB file" "$work/big" 0 "ioprobe:$IOPROBE cp" "cp:cp" "${peers_file[@]}"
+    rm -f "$work/big"
+    # 10,000 files of 0–16 KiB in 100 directories, modes varied; -a/-p keep mode and times.
+    python3 - "$work/small" <<'PY'
+import os, random, sys
+random.seed(1)
+root = sys.argv[1]
+for d in range(100):
+    p = os.path.join(root, "d%03d" % d)
+    os.makedirs(p)
+    for f in range(100):
+        fp = os.path.join(p, "f%03d" % f)
+        with open(fp, "wb") as fh:
+            fh.write(os.urandom(random.randint(0, 16384)))
+        os.chmod(fp, random.choice([0o644, 0o600, 0o755]))
+        os.utime(fp, ns=(1_600_000_000_000_000_000 + f, 1_600_000_000_123_456_789 + d))
+PY
+    run_workload "10,000 files of 0–16 KiB in 100 directories, mode and timestamps kept" "$work/small" 1 \
+        "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
+    run_workload "the same tree, plain recursive copy" "$work/small" 0 \
+        "ioprobe:$IOPROBE cp -r" "cp-r:cp -r" "${peers_tree[@]}"
+    rm -rf "$work/small"
+    # 100,000 empty files in one directory.
+    mkdir "$work/flat"; (cd "$work/flat" && seq -f 'e%06g' 100000 | xargs touch)
+    run_workload "100,000 empty files in one directory, mode and timestamps kept" "$work/flat" 1 \
+        "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
+    run_workload "the same directory, plain recursive copy" "$work/flat" 0 \
+        "ioprobe:$IOPROBE cp -r" "cp-r:cp -r" "${peers_tree[@]}"
+    rm -rf "$work/flat"
+    # A real source tree: this repository's build output.
+    cp -a target/release "$work/tree"
+    run_workload "a real tree: target/release ($(du -sh "$work/tree" | cut -f1), $(find "$work/tree" | wc -l) entries)" \
+        "$work/tree" 1 "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
+    rm -rf "$work/tree"
+    # A 1 GiB stream from a pipe, against cat (coreutils' cat uses read/write).
+    declare -A pt=()
+    for round in $(seq "$ROUNDS"); do
+        for tool in ioprobe cat; do
+            rm -f "$work/stream"; sync
+            t0=$(now)
+            if [ "$tool" = ioprobe ]; then head -c 1G /dev/zero | "$IOPROBE" cp - "$work/stream"
+            else head -c 1G /dev/zero | cat > "$work/stream"; fi
+            pt[$tool]+="$(($(now) - t0)) "
+            [ "$(stat -c %s "$work/stream")" = 1073741824 ] && cmp -s -n 1073741824 "$work/stream" /dev/zero \
+                || { echo "VERIFY FAILED: stream copy by $tool" >&2; exit 1; }
+        done
+    done
+    i=$(echo "${pt[ioprobe]}" | tr ' ' '\n' | grep . | median); c=$(echo "${pt[cat]}" | tr ' ' '\n' | grep . | median)
+    printf '\na 1 GiB stream from a pipe (median of %s rounds; %s)\n' "$ROUNDS" "$(cat --version | head -1)"
+    awk -v i="$i" -v c="$c" 'BEGIN { printf "  ioprobe cp - dst %8.3f s\n  cat > dst        %8.3f s\n  cat ÷ ioprobe    %8.2f× (the goal: ≥ 2)\n", i/1e9, c/1e9, c/i }'
+    rm -rf "$work"
+    trap - EXIT INT TERM
+done
