@@ -20,7 +20,7 @@ now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # What a tree looks like, for verification: relative path, type, mode, size, mtime (ns).
-shape() { (cd "$1" && find . -printf '%P %y %m %s %T@\n' | sort); }
+shape() { (cd "$1" && find . -printf '%P %y %m %T@ ' -a \( -type f -printf '%s\n' -o -printf '-\n' \) | sort); }
 content() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r cat | md5sum | cut -d' ' -f1); }
 
 verify() { # verify SRC DST KEEP_ATTRS: 0 when the copy is right
@@ -30,7 +30,7 @@ verify() { # verify SRC DST KEEP_ATTRS: 0 when the copy is right
     if [ "$attrs" = 1 ]; then
         diff <(shape "$src") <(shape "$dst") >/dev/null
     else
-        diff <(shape "$src" | awk '{print $1, $2, $4}') <(shape "$dst" | awk '{print $1, $2, $4}') >/dev/null
+        diff <(shape "$src" | awk '{print $1, $2, $5}') <(shape "$dst" | awk '{print $1, $2, $5}') >/dev/null
     fi
 }
 
@@ -39,6 +39,9 @@ run_workload() {
     local name=$1 src=$2 attrs=$3; shift 3
     local tools=("$@") work; work=$(dirname "$src")
     declare -A times bad
+    # One untimed copy first: the source read once more, write-back of its creation done.
+    local first=${tools[0]}; eval "${first#*:} \"\$src\" \"\$work/warm\"" >/dev/null 2>&1 || true
+    rm -rf "$work/warm"; sync
     for round in $(seq "$ROUNDS"); do
         local n=${#tools[@]}
         for k in $(seq 0 $((n - 1))); do
@@ -47,7 +50,7 @@ run_workload() {
             local dst="$work/dst-$tool"
             rm -rf "$dst"; sync
             local t0; t0=$(now)
-            eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>&1 || { echo "$tool failed on $name" >&2; continue; }
+            eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>"$work/err" || { echo "  $tool failed on $name: $(head -c 300 "$work/err")" >&2; bad[$tool]=1; continue; }
             local took=$(($(now) - t0))
             # Modes and times are checked for the tools asked to keep them (ioprobe -a,
             # cp -a); the peers' trees for content, names and sizes.
@@ -57,7 +60,8 @@ run_workload() {
             rm -rf "$dst"
         done
     done
-    local base; base=$(echo "${times[ioprobe]}" | tr ' ' '\n' | grep . | median)
+    local base; base=$(echo "${times[ioprobe]:-}" | tr ' ' '\n' | grep . | median)
+    [ -n "$base" ] || base=0
     printf '\n%s (median of %s rounds)\n' "$name" "$ROUNDS"
     printf '  %-12s %10s %14s\n' tool time "ioprobe ÷ tool"
     for spec in "${tools[@]}"; do
