@@ -134,16 +134,8 @@ pub struct Measuring {
     pub store: StoreFlags,
 }
 
-/// Every shared flag, as given before the command.
-#[derive(Debug, Args, Clone, Default)]
-pub struct Before {
-    #[command(flatten)]
-    pub measure: MeasureFlags,
-    #[command(flatten)]
-    pub output: OutputFlags,
-    #[command(flatten)]
-    pub store: StoreFlags,
-}
+/// Every shared flag, as given before the command: the measuring commands' set.
+pub type Before = Measuring;
 
 /// How sizes and durations are written, as a literal for `concat!`.
 macro_rules! units {

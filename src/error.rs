@@ -24,6 +24,18 @@ pub struct Exit {
 }
 
 impl Exit {
+    /// Ok for status 0, else a silent exit with `code` (a passed-on status).
+    pub fn status(code: i32) -> anyhow::Result<()> {
+        match code {
+            0 => Ok(()),
+            code => Err(Exit {
+                code,
+                message: None,
+            }
+            .into()),
+        }
+    }
+
     pub fn with(code: i32, message: impl Into<String>) -> Exit {
         Exit {
             code,

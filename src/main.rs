@@ -249,15 +249,7 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
                     .jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
             };
-            let status = ioprobe::cp::run(opts)?;
-            return match status {
-                0 => Ok(()),
-                code => Err(error::Exit {
-                    code,
-                    message: None,
-                }
-                .into()),
-            };
+            return error::Exit::status(ioprobe::cp::run(opts)?);
         }
         Command::Trace(t) => {
             let opts = ioprobe::trace::Options {
@@ -266,15 +258,7 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
                 json: t.json,
                 figures: t.figures.clone(),
             };
-            let status = ioprobe::trace::run(&opts, s)?;
-            return match status {
-                0 => Ok(()),
-                code => Err(error::Exit {
-                    code,
-                    message: None,
-                }
-                .into()),
-            };
+            return error::Exit::status(ioprobe::trace::run(&opts, s)?);
         }
         Command::History { .. } => commands::history(s)?,
         Command::Show { run, .. } => commands::show(s, run)?,

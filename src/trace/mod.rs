@@ -161,10 +161,19 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         estimate_s: user_cpu + priced,
     };
     let found = price::findings(&prof, &figures, work.estimate_s);
+    let report = Report {
+        cmd: &shown,
+        ended,
+        work: &work,
+        p: &prof,
+        f: &figures,
+        measured,
+        found: &found,
+    };
     let text = if opts.json {
-        json(&shown, ended, &work, &prof, &figures, measured, &found)?
+        report.json()?
     } else {
-        render(&shown, ended, &work, &prof, &figures, measured, &found)
+        report.text()
     };
     match &opts.output {
         Some(path) => std::fs::write(path, text).map_err(|e| {
@@ -284,218 +293,233 @@ fn elide(s: &str, max: usize) -> String {
     format!("{head}…{tail}")
 }
 
-/// The report as text: what ran, the table of its I/O, the findings.
-fn render(
-    cmd: &[String],
+/// What a report is made of.
+struct Report<'a> {
+    cmd: &'a [String],
     ended: Ended,
-    run: &Work,
-    p: &Profile,
-    f: &Figures,
+    work: &'a Work,
+    p: &'a Profile,
+    f: &'a Figures,
     measured: Option<i64>,
-    found: &[Finding],
-) -> String {
-    let mut out = format!(
-        "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n",
-        cmd.join(" "),
-        exit_text(ended),
-        secs(run.traced_wall_s),
-        secs(run.estimate_s),
-        secs(run.user_cpu_s),
-        thousands(p.counts.values().sum()),
-        secs(run.priced_calls_s)
-    );
-    let sources: Vec<String> = f
-        .sources
-        .iter()
-        .map(|(p, id)| format!("{p} (run {id})"))
-        .collect();
-    out.push_str(&format!(
-        "  priced with this host's {}{}\n\n",
-        if sources.is_empty() {
-            "nothing (no figures)".to_string()
-        } else {
-            sources.join(", ")
-        },
-        if measured.is_some() {
-            ", measured just now"
-        } else {
-            ""
-        }
-    ));
-    // One row per (process, target): every operation on it, its data calls' sizes,
-    // and what all of it would take here.
-    struct Acc {
-        ops: Vec<(&'static str, u64)>,
-        calls: u64,
-        bytes: u64,
-        sizes: std::collections::BTreeMap<u64, u64>,
-        time: Option<f64>,
-    }
-    let mut acc: std::collections::BTreeMap<(i32, usize), Acc> = Default::default();
-    for (&(pid, t, op), s) in &p.ops {
-        let time = price::time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t));
-        let a = acc.entry((pid, t)).or_insert(Acc {
-            ops: Vec::new(),
-            calls: 0,
-            bytes: 0,
-            sizes: Default::default(),
-            time: None,
-        });
-        a.ops.push((op, s.calls));
-        a.calls += s.calls;
-        a.bytes += s.bytes;
-        for (&b, &n) in &s.sizes {
-            *a.sizes.entry(b).or_default() += n;
-        }
-        if let Some(t) = time {
-            a.time = Some(a.time.unwrap_or(0.0) + t);
-        }
-    }
-    let mut rows: Vec<(f64, Vec<String>)> = acc
-        .into_iter()
-        .map(|((pid, t), mut a)| {
-            a.ops.sort_by_key(|y| std::cmp::Reverse(y.1));
-            let typical = profile::OpStats {
-                sizes: a.sizes,
-                ..Default::default()
-            }
-            .typical_size();
-            (
-                a.time.unwrap_or(0.0),
-                vec![
-                    format!(
-                        "{} ({pid})",
-                        p.processes.get(&pid).map_or("?", |x| x.comm.as_str())
-                    ),
-                    elide(&p.targets[t].label(), 44),
-                    a.ops.iter().map(|o| o.0).collect::<Vec<_>>().join(", "),
-                    thousands(a.calls),
-                    if a.bytes > 0 {
-                        format_size(a.bytes)
-                    } else {
-                        "-".into()
-                    },
-                    typical.map_or("-".into(), format_size),
-                    a.time.map_or("-".into(), secs),
-                ],
-            )
-        })
-        .collect();
-    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
-    const SHOWN: usize = 12;
-    let rest: Vec<(f64, Vec<String>)> = rows.split_off(rows.len().min(SHOWN));
-    let mut g = Grid::numeric(
-        "its I/O, per process and target, by what the calls would take here".into(),
-        &[
-            "process",
-            "target",
-            "calls made",
-            "calls",
-            "bytes",
-            "typical size",
-            "time here",
-        ],
-        rows.into_iter().map(|r| r.1).collect(),
-    )
-    .optional(&["calls made", "typical size", "bytes"]);
-    if !rest.is_empty() {
-        g.footnotes.push(format!(
-            "… and {} more (process, target) pairs taking {} together; --json has every call",
-            rest.len(),
-            secs(rest.iter().map(|r| r.0).sum())
-        ));
-    }
-    out.push_str(&crate::report::table::render_grid(&g));
-    if found.is_empty() {
-        out.push_str("\nno findings: nothing in these calls is worth changing\n");
-    } else {
-        out.push_str("\nfindings, largest saving first:\n");
-        for (i, x) in found.iter().enumerate() {
-            out.push_str(&format!("  {}. {}\n", i + 1, x.text));
-        }
-    }
-    crate::report::table::fit_text(&out)
+    found: &'a [Finding],
 }
 
-/// The report as JSON (schema version 1).
-fn json(
-    cmd: &[String],
-    ended: Ended,
-    run: &Work,
-    p: &Profile,
-    f: &Figures,
-    measured: Option<i64>,
-    found: &[Finding],
-) -> Result<String> {
-    let doc = Document {
-        schema_version: 1,
-        kind: "trace",
-        command: cmd.to_vec(),
-        exit: match ended {
-            Ended::Code(c) => ExitJson::Code(c),
-            Ended::Signal(s) => ExitJson::Signal(s),
-        },
-        work: *run,
-        note: NOTE,
-        figures: f,
-        measured_first: measured,
-        processes: p.processes.values().collect(),
-        targets: &p.targets,
-        rows: p
-            .ops
+impl Report<'_> {
+    /// The report as text: what ran, the table of its I/O, the findings.
+    fn text(&self) -> String {
+        let Report {
+            cmd,
+            ended,
+            work: run,
+            p,
+            f,
+            measured,
+            found,
+        } = *self;
+        let mut out = format!(
+            "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n",
+            cmd.join(" "),
+            exit_text(ended),
+            secs(run.traced_wall_s),
+            secs(run.estimate_s),
+            secs(run.user_cpu_s),
+            thousands(p.counts.values().sum()),
+            secs(run.priced_calls_s)
+        );
+        let sources: Vec<String> = f
+            .sources
             .iter()
-            .map(|(&(pid, t, op), s)| RowJson {
-                pid,
-                target: t,
-                op,
-                stats: s,
-                typical_size: s.typical_size(),
-                time_here_s: price::time_here(
-                    f,
-                    p.targets[t].kind,
+            .map(|(p, id)| format!("{p} (run {id})"))
+            .collect();
+        out.push_str(&format!(
+            "  priced with this host's {}{}\n\n",
+            if sources.is_empty() {
+                "nothing (no figures)".to_string()
+            } else {
+                sources.join(", ")
+            },
+            if measured.is_some() {
+                ", measured just now"
+            } else {
+                ""
+            }
+        ));
+        // One row per (process, target): every operation on it, its data calls' sizes,
+        // and what all of it would take here.
+        struct Acc {
+            ops: Vec<(&'static str, u64)>,
+            calls: u64,
+            bytes: u64,
+            sizes: std::collections::BTreeMap<u64, u64>,
+            time: Option<f64>,
+        }
+        let mut acc: std::collections::BTreeMap<(i32, usize), Acc> = Default::default();
+        for (&(pid, t, op), s) in &p.ops {
+            let time = price::time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t));
+            let a = acc.entry((pid, t)).or_insert(Acc {
+                ops: Vec::new(),
+                calls: 0,
+                bytes: 0,
+                sizes: Default::default(),
+                time: None,
+            });
+            a.ops.push((op, s.calls));
+            a.calls += s.calls;
+            a.bytes += s.bytes;
+            for (&b, &n) in &s.sizes {
+                *a.sizes.entry(b).or_default() += n;
+            }
+            if let Some(t) = time {
+                a.time = Some(a.time.unwrap_or(0.0) + t);
+            }
+        }
+        let mut rows: Vec<(f64, Vec<String>)> = acc
+            .into_iter()
+            .map(|((pid, t), mut a)| {
+                a.ops.sort_by_key(|y| std::cmp::Reverse(y.1));
+                let typical = profile::OpStats {
+                    sizes: a.sizes,
+                    ..Default::default()
+                }
+                .typical_size();
+                (
+                    a.time.unwrap_or(0.0),
+                    vec![
+                        format!(
+                            "{} ({pid})",
+                            p.processes.get(&pid).map_or("?", |x| x.comm.as_str())
+                        ),
+                        elide(&p.targets[t].label(), 44),
+                        a.ops.iter().map(|o| o.0).collect::<Vec<_>>().join(", "),
+                        thousands(a.calls),
+                        if a.bytes > 0 {
+                            format_size(a.bytes)
+                        } else {
+                            "-".into()
+                        },
+                        typical.map_or("-".into(), format_size),
+                        a.time.map_or("-".into(), secs),
+                    ],
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+        const SHOWN: usize = 12;
+        let rest: Vec<(f64, Vec<String>)> = rows.split_off(rows.len().min(SHOWN));
+        let mut g = Grid::numeric(
+            "its I/O, per process and target, by what the calls would take here".into(),
+            &[
+                "process",
+                "target",
+                "calls made",
+                "calls",
+                "bytes",
+                "typical size",
+                "time here",
+            ],
+            rows.into_iter().map(|r| r.1).collect(),
+        )
+        .optional(&["calls made", "typical size", "bytes"]);
+        if !rest.is_empty() {
+            g.footnotes.push(format!(
+                "… and {} more (process, target) pairs taking {} together; --json has every call",
+                rest.len(),
+                secs(rest.iter().map(|r| r.0).sum())
+            ));
+        }
+        out.push_str(&crate::report::table::render_grid(&g));
+        if found.is_empty() {
+            out.push_str("\nno findings: nothing in these calls is worth changing\n");
+        } else {
+            out.push_str("\nfindings, largest saving first:\n");
+            for (i, x) in found.iter().enumerate() {
+                out.push_str(&format!("  {}. {}\n", i + 1, x.text));
+            }
+        }
+        crate::report::table::fit_text(&out)
+    }
+
+    /// The report as JSON (schema version 1).
+    fn json(&self) -> Result<String> {
+        let Report {
+            cmd,
+            ended,
+            work: run,
+            p,
+            f,
+            measured,
+            found,
+        } = *self;
+        let doc = Document {
+            schema_version: 1,
+            kind: "trace",
+            command: cmd.to_vec(),
+            exit: match ended {
+                Ended::Code(c) => ExitJson::Code(c),
+                Ended::Signal(s) => ExitJson::Signal(s),
+            },
+            work: *run,
+            note: NOTE,
+            figures: f,
+            measured_first: measured,
+            processes: p.processes.values().collect(),
+            targets: &p.targets,
+            rows: p
+                .ops
+                .iter()
+                .map(|(&(pid, t, op), s)| RowJson {
+                    pid,
+                    target: t,
                     op,
-                    s,
-                    p.pipe_sizes.contains_key(&t),
-                ),
-            })
-            .collect(),
-        opens: p
-            .opens
-            .iter()
-            .map(|((pid, path), &count)| PathCount {
-                pid: *pid,
-                path: path.clone(),
-                count,
-            })
-            .collect(),
-        stats: p
-            .stats
-            .iter()
-            .map(|((pid, path), &count)| PathCount {
-                pid: *pid,
-                path: path.clone(),
-                count,
-            })
-            .collect(),
-        syncs: p
-            .syncs
-            .iter()
-            .map(|(&(pid, target), syncs)| SyncJson { pid, target, syncs })
-            .collect(),
-        copies: p
-            .copies
-            .iter()
-            .map(|(&(pid, source, destination), &(pairs, bytes))| CopyJson {
-                pid,
-                source,
-                destination,
-                pairs,
-                bytes,
-            })
-            .collect(),
-        pipe_sizes: p.pipe_sizes.iter().map(|(&t, &b)| (t, b)).collect(),
-        counts: &p.counts,
-        findings: found,
-    };
-    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+                    stats: s,
+                    typical_size: s.typical_size(),
+                    time_here_s: price::time_here(
+                        f,
+                        p.targets[t].kind,
+                        op,
+                        s,
+                        p.pipe_sizes.contains_key(&t),
+                    ),
+                })
+                .collect(),
+            opens: p
+                .opens
+                .iter()
+                .map(|((pid, path), &count)| PathCount {
+                    pid: *pid,
+                    path: path.clone(),
+                    count,
+                })
+                .collect(),
+            stats: p
+                .stats
+                .iter()
+                .map(|((pid, path), &count)| PathCount {
+                    pid: *pid,
+                    path: path.clone(),
+                    count,
+                })
+                .collect(),
+            syncs: p
+                .syncs
+                .iter()
+                .map(|(&(pid, target), syncs)| SyncJson { pid, target, syncs })
+                .collect(),
+            copies: p
+                .copies
+                .iter()
+                .map(|(&(pid, source, destination), &(pairs, bytes))| CopyJson {
+                    pid,
+                    source,
+                    destination,
+                    pairs,
+                    bytes,
+                })
+                .collect(),
+            pipe_sizes: p.pipe_sizes.iter().map(|(&t, &b)| (t, b)).collect(),
+            counts: &p.counts,
+            findings: found,
+        };
+        Ok(serde_json::to_string_pretty(&doc)? + "\n")
+    }
 }

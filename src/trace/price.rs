@@ -540,17 +540,21 @@ mod tests {
         }
     }
 
+    /// A profile with one process, "app".
+    fn app() -> Profile {
+        let mut p = Profile::default();
+        let process = Process {
+            pid: 1,
+            comm: "app".into(),
+            execs: 0,
+        };
+        p.processes.insert(1, process);
+        p
+    }
+
     #[test]
     fn every_kind_of_finding_is_priced_and_ranked() {
-        let mut p = Profile::default();
-        p.processes.insert(
-            1,
-            Process {
-                pid: 1,
-                comm: "app".into(),
-                execs: 0,
-            },
-        );
+        let mut p = app();
         let target = |name: &str, kind| Target {
             name: name.into(),
             kind,
@@ -624,15 +628,7 @@ mod tests {
 
     #[test]
     fn without_figures_a_finding_says_it_is_not_priced() {
-        let mut p = Profile::default();
-        p.processes.insert(
-            1,
-            Process {
-                pid: 1,
-                comm: "app".into(),
-                execs: 0,
-            },
-        );
+        let mut p = app();
         p.targets = vec![Target {
             name: "/f".into(),
             kind: Kind::File,
