@@ -145,7 +145,8 @@ pub fn regular(
     let tried = if size == 0 {
         Offload::Declined("empty by its size: read instead".into())
     } else {
-        offload(src, dst, &mut off, u64::MAX, p)?
+        // Up to the size the source had when opened: no extra call to learn the end.
+        offload(src, dst, &mut off, size, p)?
     };
     match tried {
         Offload::Done => {
