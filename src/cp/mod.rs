@@ -2,8 +2,8 @@
 //! directory, `-r` trees, `-p`/`--preserve`, `-a`, `-n`, `-f`, `-v`), GNU cp's safety
 //! (same-file and into-itself refusals, new files made with O_EXCL under a temporary
 //! name and renamed at the end, attributes in cp's order, the size checked, a source
-//! replaced between the walk and the open failed), with the data path of [`data`] and a pool of workers that
-//! share the files of a tree.
+//! replaced between the walk and the open failed), with the data path of [`data`] and
+//! a pool of workers that share the files of a tree.
 
 pub mod data;
 
