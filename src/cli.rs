@@ -417,7 +417,8 @@ pub struct CpArgs {
     /// Keep an existing destination.
     #[arg(short = 'n', long)]
     pub no_clobber: bool,
-    /// Replace an existing destination (the default: it is replaced by a rename).
+    /// Replace an existing destination: accepted for cp's sake; replacing (by a rename)
+    /// is what happens anyway unless -n.
     #[arg(short = 'f', long)]
     pub force: bool,
     /// FICLONE: auto (try it, then copy), always (fail where it cannot), never.

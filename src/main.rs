@@ -240,7 +240,6 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
                     xattr: p.xattr || c.archive,
                 },
                 no_clobber: c.no_clobber,
-                force: c.force,
                 verbose: s.verbose,
                 debug: c.debug,
                 reflink: c.reflink.when(),

@@ -39,7 +39,6 @@ pub struct Options {
     pub archive: bool,
     pub preserve: Preserve,
     pub no_clobber: bool,
-    pub force: bool,
     pub verbose: bool,
     pub debug: bool,
     pub reflink: When,
@@ -98,7 +97,6 @@ struct Shared {
     links: Mutex<HashMap<(u64, u64), PathBuf>>,
     errors: Mutex<Vec<String>>,
     lines: Mutex<Vec<String>>,
-    bytes: std::sync::atomic::AtomicU64,
     /// Files and bytes found so far by the walk, and files done.
     planned_files: std::sync::atomic::AtomicU64,
     planned_bytes: std::sync::atomic::AtomicU64,
@@ -179,7 +177,6 @@ pub fn run(opts: Options) -> Result<i32> {
         links: Mutex::new(HashMap::new()),
         errors: Mutex::new(Vec::new()),
         lines: Mutex::new(Vec::new()),
-        bytes: std::sync::atomic::AtomicU64::new(0),
         planned_files: Default::default(),
         planned_bytes: Default::default(),
         done_files: Default::default(),
@@ -715,8 +712,6 @@ fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path)
             );
         }
     }
-    sh.bytes
-        .fetch_add(used.bytes, std::sync::atomic::Ordering::Relaxed);
     fd_attributes(sh, job, &src, &dst)
         .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
     Ok(format!(
