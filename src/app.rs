@@ -108,12 +108,16 @@ fn estimate(
     for p in probes {
         for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
             total += match bytes {
-                Some(b) => {
+                Some((lo, hi)) => {
                     let (rate, samples) = rates.get(name).copied().unwrap_or_else(|| {
                         guessed = true;
                         (GUESSED_RATE, min)
                     });
-                    (1 + samples.max(min)) as f64 * b as f64 / rate
+                    let pass = h
+                        .pass_time
+                        .as_secs_f64()
+                        .clamp(lo as f64 / rate, hi as f64 / rate);
+                    (1 + samples.max(min)) as f64 * pass
                 }
                 None => (h.warmup + h.budget / 2).as_secs_f64(),
             };
@@ -125,6 +129,102 @@ fn estimate(
         (None, _) => "a guess: nothing measured here is saved yet".into(),
     };
     (total, from)
+}
+
+/// The command's time limit and how to name it: `--time-limit`, else the sum of its
+/// probes' own limits at this scale (none with `--thorough` or `--budget`, or when a
+/// probe has none).
+fn time_limit(
+    settings: &Settings,
+    probes: &[Box<dyn Probe>],
+    command: &str,
+) -> (Option<std::time::Duration>, String) {
+    use crate::probes::Scale;
+    if let Some(t) = settings.time_limit {
+        return (
+            Some(t),
+            format!(
+                "--time-limit {}",
+                crate::units::format_minutes(t.as_secs_f64())
+            ),
+        );
+    }
+    let scale = if command == "run" {
+        Scale::Run
+    } else {
+        settings.scale
+    };
+    if scale == Scale::Thorough || settings.budget_given {
+        return (None, String::new());
+    }
+    let sum: Option<std::time::Duration> = probes.iter().map(|p| p.kind().time_limit(scale)).sum();
+    let label = sum.map_or(String::new(), |t| {
+        format!(
+            "the time limit of `{command}`{} ({}; --time-limit changes it)",
+            if scale == Scale::Quick {
+                " --quick"
+            } else {
+                ""
+            },
+            crate::units::format_minutes(t.as_secs_f64())
+        )
+    });
+    (sum, label)
+}
+
+/// A CI wider than this (± fraction of the median) is wide for the advice too.
+const WIDE: f64 = 0.05;
+
+fn rel_ci(m: &crate::results::Measurement) -> f64 {
+    if m.median == 0.0 {
+        f64::INFINITY
+    } else {
+        (m.ci95[1] - m.ci95[0]) / 2.0 / m.median
+    }
+}
+
+/// What a time limit cost: how many cases it cut short, and which rows finished with a
+/// CI wider than the target (None when there was no limit, or it cut nothing).
+fn limit_warning(
+    limit: &crate::harness::TimeLimit,
+    label: &str,
+    rows: &[crate::results::Measurement],
+    target: f64,
+) -> Option<String> {
+    limit.limit()?;
+    let cut = limit.cut_cases();
+    if cut == 0 {
+        return None;
+    }
+    let missed = rows.iter().filter(|m| m.is_ok() && !m.converged).count();
+    // Those the advice would call wide (its confidence drops past ±5%), by name.
+    let wide: Vec<&str> = rows
+        .iter()
+        .filter(|m| m.is_ok() && !m.converged && rel_ci(m) > WIDE)
+        .map(|m| m.case.as_str())
+        .collect();
+    let which = match (missed, wide.len()) {
+        (0, _) => "every row still reached its CI target".to_string(),
+        (m, 0) => format!(
+            "{m} rows missed the ±{}% CI target, none by more than ±{}%",
+            target * 100.0,
+            WIDE * 100.0
+        ),
+        (m, n) => format!(
+            "{m} rows missed the ±{}% CI target; {n} are wider than ±{}%: {}{}",
+            target * 100.0,
+            WIDE * 100.0,
+            wide[..n.min(6)].join(", "),
+            if n > 6 {
+                format!(" and {} more", n - 6)
+            } else {
+                String::new()
+            }
+        ),
+    };
+    Some(format!(
+        "{label}: {cut} cases had less than their budget; {which}"
+    ))
 }
 
 fn scratch_cleanup(s: Scratch) -> Result<()> {
@@ -169,6 +269,8 @@ fn run_in(
             fs.path, fs.fs_type, fs.source
         ));
     }
+    let (time_limit, limit_label) = time_limit(settings, probes, command);
+    let limit = crate::harness::TimeLimit::new(time_limit, total);
     progress.start("harness", "timer and loop overhead");
     let overhead = measure_overhead(&settings.harness)?;
     let ctx = Context {
@@ -178,6 +280,7 @@ fn run_in(
         scratch,
         progress: &progress,
         cpus,
+        limit: &limit,
     };
     let mut measurements = Vec::new();
     for p in probes {
@@ -195,6 +298,12 @@ fn run_in(
     if env.build_profile == "debug" {
         warnings.push("debug build: figures are not representative; build with --release".into());
     }
+    warnings.extend(limit_warning(
+        &limit,
+        &limit_label,
+        &measurements,
+        settings.harness.target_rel_ci,
+    ));
     let h = &settings.harness;
     Ok(Run {
         schema_version: SCHEMA_VERSION,
@@ -207,6 +316,8 @@ fn run_in(
             sample_time_s: h.sample_time.as_secs_f64(),
             warmup_s: h.warmup.as_secs_f64(),
             budget_per_case_s: h.budget.as_secs_f64(),
+            pass_time_s: Some(h.pass_time.as_secs_f64()),
+            time_limit_s: time_limit.map(|t| t.as_secs_f64()),
             min_samples: h.min_samples,
             target_rel_ci: h.target_rel_ci,
             overhead,
@@ -228,6 +339,7 @@ mod tests {
         let h = crate::harness::Config::quick();
         let opts = pipe::Options {
             sizes: vec![4096, 65536],
+            fit: false,
             ..pipe::Options::for_scale(Scale::Default)
         };
         let total = opts.total as f64;
@@ -244,6 +356,15 @@ mod tests {
         let (saved, from) = estimate(&probes, &h, &(rates, Some(7)));
         assert!((saved - guess / 2.0).abs() < 1e-6, "{saved} vs {guess}");
         assert_eq!(from, "from run 7's figures");
+        // Fitted passes last the pass time, at any throughput that keeps them between
+        // their fewest and most bytes.
+        let fitted: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(pipe::Options {
+            sizes: vec![4096, 65536],
+            ..pipe::Options::for_scale(Scale::Default)
+        }))];
+        let (fit, _) = estimate(&fitted, &h, &(HashMap::new(), None));
+        let want = rows as f64 * passes * h.pass_time.as_secs_f64();
+        assert!((fit - want).abs() < 1e-6, "{fit} vs {want}");
         assert_eq!(crate::units::format_minutes(40.0), "40 s");
         assert_eq!(crate::units::format_minutes(185.0), "3 min");
         assert_eq!(crate::units::format_minutes(3900.0), "1 h 5 min");

@@ -79,12 +79,18 @@ pub struct MeasureFlags {
     /// Longer warm-up, at least 20 samples and up to 5 s per case.
     #[arg(long)]
     pub thorough: bool,
-    /// Minimum length of one sample, e.g. 10ms.
+    /// Minimum length of one sample, e.g. 10ms; also the length a pipe stream or a
+    /// batch of small-file copies is fitted to (default 25 ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_clock_duration)]
     pub sample_time: Option<Duration>,
     /// Time budget per case, warm-up included, e.g. 2s.
     #[arg(long, value_name = "DURATION", value_parser = parse_clock_duration)]
     pub budget: Option<Duration>,
+    /// Time limit for the whole command, e.g. 60s: each case gets its share of the
+    /// time left (never fewer than its minimum samples); the run names the rows that
+    /// finished with a wider CI.
+    #[arg(long, value_name = "DURATION", value_parser = parse_clock_duration)]
+    pub time_limit: Option<Duration>,
     /// Pin the measuring thread to this CPU.
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
@@ -568,7 +574,9 @@ pub struct PipeArgs {
     /// CPU placement of writer and reader (comma-separated; default all three).
     #[arg(long, value_name = "WHERE", value_delimiter = ',', value_parser = parser::<pipe::Placement>())]
     pub placement: Vec<pipe::Placement>,
-    /// Bytes pushed through the pipe per sample; default 1 GiB (256 MiB with --quick).
+    /// Bytes pushed through the pipe per sample, the same for every row. Default: each
+    /// row's sample fitted to about 25 ms (--sample-time), at least 3 chunks and 4 pipe
+    /// capacities, at most 1 GiB (256 MiB with --quick).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub total: Option<u64>,
 }
@@ -620,6 +628,11 @@ pub struct Settings {
     pub harness: harness::Config,
     pub mode: &'static str,
     pub scale: Scale,
+    /// `--time-limit`: the whole command's.
+    pub time_limit: Option<Duration>,
+    /// Whether `--budget` was given (a per-case budget the user chose is not cut by a
+    /// probe's default time limit).
+    pub budget_given: bool,
     pub cpu: Option<usize>,
     pub dir: PathBuf,
     pub format: Format,
@@ -638,6 +651,7 @@ impl MeasureFlags {
             thorough: after.thorough || self.thorough,
             sample_time: after.sample_time.or(self.sample_time),
             budget: after.budget.or(self.budget),
+            time_limit: after.time_limit.or(self.time_limit),
             cpu: after.cpu.or(self.cpu),
             dir: after.dir.clone().or_else(|| self.dir.clone()),
             no_save: after.no_save || self.no_save,
@@ -651,6 +665,7 @@ impl MeasureFlags {
             ("--thorough", self.thorough),
             ("--sample-time", self.sample_time.is_some()),
             ("--budget", self.budget.is_some()),
+            ("--time-limit", self.time_limit.is_some()),
             ("--cpu", self.cpu.is_some()),
             ("--dir", self.dir.is_some()),
             ("--no-save", self.no_save),
@@ -789,6 +804,7 @@ impl Cli {
         };
         if let Some(t) = m.sample_time {
             h.sample_time = t;
+            h.pass_time = t;
         }
         if let Some(t) = m.budget {
             h.budget = t;
@@ -813,6 +829,8 @@ impl Cli {
             } else {
                 Scale::Default
             },
+            time_limit: m.time_limit,
+            budget_given: m.budget.is_some(),
             cpu: m.cpu,
             dir: m.dir.unwrap_or_else(|| PathBuf::from(".")),
             format,
@@ -882,6 +900,7 @@ impl PipeArgs {
             methods: list("--method", &self.method, d.methods),
             placements: list("--placement", &self.placement, d.placements),
             total: self.total.unwrap_or(d.total),
+            fit: self.total.is_none(),
             corrupt: d.corrupt,
         }
     }
@@ -907,7 +926,13 @@ impl CopyArgs {
             verify: self.verify.unwrap_or(d.verify),
             drop_caches: self.drop_caches || d.drop_caches,
             sparse: self.sparse || d.sparse,
-            lean: d.lean,
+            // Methods or buffers named: every variant of them, at every size.
+            lean: d.lean && self.method.is_empty(),
+            sweep_to: if self.method.is_empty() && self.sizes.is_empty() {
+                d.sweep_to
+            } else {
+                u64::MAX
+            },
             corrupt: d.corrupt,
         }
     }

@@ -7,6 +7,9 @@ use std::time::Duration;
 pub struct Config {
     /// Minimum duration of one sample; iterations per sample are calibrated to reach it.
     pub sample_time: Duration,
+    /// Length a whole-pass sample is fitted to, for workloads whose pass can grow or
+    /// shrink (see [`Workload::pass_range`](super::Workload::pass_range)).
+    pub pass_time: Duration,
     /// Time spent running the case (discarded) before sampling.
     pub warmup: Duration,
     /// Time after which sampling stops even if the CI is still wide.
@@ -24,6 +27,7 @@ impl Config {
     pub fn quick() -> Self {
         Config {
             sample_time: Duration::from_millis(10),
+            pass_time: Duration::from_millis(25),
             warmup: Duration::from_millis(50),
             budget: Duration::from_millis(600),
             min_samples: 5,
@@ -32,10 +36,12 @@ impl Config {
         }
     }
 
-    /// `--thorough`: longer warm-up, more samples, more time per case.
+    /// `--thorough`: longer warm-up, more samples, more time per case, passes of half a
+    /// second (up to the most a workload allows: its seed's total).
     pub fn thorough() -> Self {
         Config {
             sample_time: Duration::from_millis(10),
+            pass_time: Duration::from_millis(500),
             warmup: Duration::from_millis(500),
             budget: Duration::from_secs(5),
             min_samples: 20,

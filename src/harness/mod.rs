@@ -8,6 +8,7 @@ pub mod clock;
 pub mod compare;
 pub mod config;
 pub mod interrupt;
+pub mod limit;
 pub mod overhead;
 pub mod rounds;
 pub mod rusage;
@@ -15,6 +16,7 @@ pub mod sampler;
 pub mod stats;
 
 pub use config::Config;
+pub use limit::TimeLimit;
 pub use overhead::{Overhead, measure_overhead};
 pub use rounds::{MIN_ROUND_SAMPLES, measure_rounds};
 pub use sampler::{Sample, Sampled, measure};
@@ -25,6 +27,22 @@ pub trait Workload {
     /// Performs `iters` operations; this call is what the harness times. Any failed
     /// system call must be returned as an error: a failure is never a figure.
     fn run(&mut self, iters: u64) -> anyhow::Result<()>;
+
+    /// For a whole-pass workload (sampled round-robin, see [`measure_rounds`]) whose pass
+    /// can be made longer or shorter: the fewest iterations a pass may have (enough to
+    /// reach steady state) and the most (the seed's own total). The harness then fits
+    /// the pass to [`Config::pass_time`]. `None` (the default): a pass is one iteration.
+    fn pass_range(&self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// Whether a round-robin row runs its own discarded warm-up pass. A row whose code
+    /// path another row of its group has just warmed (the same copy method, in another
+    /// cache state or durability) may skip it; a fitted row never does (the warm-up
+    /// sizes its pass).
+    fn warm_up(&self) -> bool {
+        true
+    }
 
     /// Untimed preparation before each sample (e.g. removing a copy's destination).
     fn before_sample(&mut self) -> anyhow::Result<()> {

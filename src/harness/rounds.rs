@@ -1,13 +1,18 @@
-//! Interleaved sampling for workloads whose one iteration is a whole pass (a file copy,
-//! a stream of `--total` bytes through a pipe), too long to calibrate or repeat inside
-//! a sample.
+//! Interleaved sampling for workloads whose one sample is a whole pass (a file copy,
+//! a stream of bytes through a pipe), too long to calibrate or repeat inside a sample.
 //!
-//! Every case first runs one discarded pass (warm-up). Then the cases take turns, one
-//! pass per case per round, so that drift (page-cache growth, write-back, a noisy
-//! neighbour) hits all of them alike. A case leaves the rotation once it has at least
-//! `min_samples` samples and its median's CI meets the target; the rotation ends when
-//! every case has left it, when the group's budget (`budget` × cases) is spent with
-//! every case at `min_samples`, or at `max_samples` rounds.
+//! Every case first runs a discarded warm-up pass (unless it says another case warmed
+//! its code path, [`Workload::warm_up`]). A case whose pass can grow or shrink
+//! ([`Workload::pass_range`]) is fitted on it: the warm-up is timed, and the pass is
+//! sized to last [`Config::pass_time`], never below the case's steady-state minimum nor
+//! above its maximum (a warm-up far shorter than that is repeated at the fitted size
+//! and timed again). Then the cases take turns, one pass per case per round, so that
+//! drift (page-cache growth, write-back, a noisy neighbour) hits all of them alike. A
+//! case leaves the rotation once it has at least `min_samples` samples and its
+//! median's CI meets the target, which leaves the rest of the group's time to the cases
+//! still wide; the rotation ends when every case has left it, when the group's budget
+//! (`budget` × cases) is spent with every case at its minimum, or at `max_samples`
+//! rounds.
 
 use super::Workload;
 use super::clock::now;
@@ -15,9 +20,54 @@ use super::config::Config;
 use super::interrupt;
 use super::sampler::{Sampled, timed};
 use anyhow::Result;
+use std::time::Duration;
 
-/// A round-robin row never leaves the rotation with fewer samples than this.
+/// A round-robin row never leaves the rotation with fewer samples than this (the
+/// fewest for which the median's order-statistic CI reaches 95%).
 pub const MIN_ROUND_SAMPLES: usize = 6;
+
+/// Most warm-up passes spent fitting one case's pass.
+const MAX_FITTING_PASSES: usize = 4;
+
+/// Iterations for a pass of `target`, from a pass of `iters` that took `elapsed_ns`,
+/// within `lo..=hi`.
+pub fn fit_pass(target: Duration, elapsed_ns: u64, iters: u64, (lo, hi): (u64, u64)) -> u64 {
+    let per_iter = elapsed_ns.max(1) as f64 / iters.max(1) as f64;
+    let want = (target.as_nanos() as f64 / per_iter).ceil();
+    let want = if want.is_finite() {
+        want.min(u64::MAX as f64) as u64
+    } else {
+        hi
+    };
+    want.clamp(lo.max(1), hi.max(lo).max(1))
+}
+
+/// Runs `w`'s warm-up: one pass, or for a fitted case passes until one lasts at least
+/// half the target (or the range is exhausted). Returns (iterations run, pass size).
+fn warm_up(w: &mut dyn Workload, cfg: &Config) -> Result<(u64, u64)> {
+    let Some(range) = w.pass_range() else {
+        if !w.warm_up() {
+            return Ok((0, 1));
+        }
+        timed(w, 1)?;
+        return Ok((1, 1));
+    };
+    let (lo, hi) = (range.0.max(1), range.1.max(range.0).max(1));
+    let mut iters = lo;
+    let mut run = 0;
+    for n in 1..=MAX_FITTING_PASSES {
+        interrupt::check()?;
+        let s = timed(w, iters)?;
+        run += iters;
+        let next = fit_pass(cfg.pass_time, s.elapsed_ns, iters, (lo, hi));
+        let long_enough = s.elapsed_ns as u128 * 2 >= cfg.pass_time.as_nanos();
+        if long_enough || next <= iters || n == MAX_FITTING_PASSES {
+            return Ok((run, next));
+        }
+        iters = next;
+    }
+    Ok((run, iters))
+}
 
 /// Samples every workload in `cases`, round-robin. `on_sample(i, round)` is called
 /// before case `i` runs its sample of `round` (0 is the warm-up), for progress display.
@@ -34,39 +84,44 @@ pub fn measure_rounds(
             converged: false,
         })
         .collect();
+    let mut pass = vec![1u64; cases.len()];
     for (i, w) in cases.iter_mut().enumerate() {
         interrupt::check()?;
         on_sample(i, 0);
-        timed(&mut **w, 1)?;
-        out[i].warmup_iters = 1;
+        let (run, size) = warm_up(&mut **w, cfg)?;
+        out[i].warmup_iters = run;
+        pass[i] = size;
     }
     let budget = cfg.budget.saturating_mul(cases.len().max(1) as u32);
+    let min = cfg.min_samples.max(MIN_ROUND_SAMPLES);
     let mut round = 0;
-    loop {
+    'rounds: loop {
         round += 1;
         let mut active = 0;
         for (i, w) in cases.iter_mut().enumerate() {
             if out[i].converged {
                 continue;
             }
+            if round > min && start.elapsed() >= budget {
+                break 'rounds;
+            }
             active += 1;
             interrupt::check()?;
             on_sample(i, round);
-            let s = timed(&mut **w, 1)?;
+            let s = timed(&mut **w, pass[i])?;
             let o = &mut out[i];
             o.samples.push(s);
-            let n = o.samples.len();
-            if n >= cfg.min_samples.max(MIN_ROUND_SAMPLES)
+            if o.samples.len() >= min
                 && o.summary()
                     .is_some_and(|s| s.rel_ci_halfwidth() <= cfg.target_rel_ci)
             {
                 o.converged = true;
             }
         }
-        if active == 0 || round >= cfg.max_samples {
+        if active == 0 || round >= cfg.max_samples.max(min) {
             break;
         }
-        if round >= cfg.min_samples && start.elapsed() >= budget {
+        if round >= min && start.elapsed() >= budget {
             break;
         }
     }
@@ -76,7 +131,6 @@ pub fn measure_rounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     /// A pass whose duration alternates, so it never converges.
     struct Pass {
@@ -107,6 +161,7 @@ mod tests {
     fn cfg() -> Config {
         Config {
             sample_time: Duration::from_micros(100),
+            pass_time: Duration::from_millis(2),
             warmup: Duration::ZERO,
             budget: Duration::from_millis(5),
             min_samples: 5,
@@ -138,9 +193,10 @@ mod tests {
             assert!(o.samples.iter().all(|s| s.iters == 1));
         }
         assert!(a.runs.iter().all(|&i| i == 1));
-        // Strict alternation: a, b, a, b, ...
+        // Strict alternation: a, b, a, b, ... (the last round may stop after a, when
+        // the budget runs out with both at their minimum).
         let log = log.borrow();
-        assert!(log.chunks(2).all(|p| p == [0, 1]), "{log:?}");
+        assert!(log.chunks(2).all(|p| p == [0, 1] || p == [0]), "{log:?}");
     }
 
     #[test]
@@ -157,5 +213,74 @@ mod tests {
         let out = measure_rounds(&mut [&mut steady], &c, |_, _| {}).unwrap();
         assert!(out[0].converged);
         assert_eq!(out[0].samples.len(), 6);
+    }
+
+    /// A pass whose iterations each spin a fixed time; it may have `range` iterations.
+    struct Stretchy {
+        range: (u64, u64),
+        sizes: Vec<u64>,
+    }
+
+    impl Workload for Stretchy {
+        fn pass_range(&self) -> Option<(u64, u64)> {
+            Some(self.range)
+        }
+
+        fn run(&mut self, iters: u64) -> Result<()> {
+            self.sizes.push(iters);
+            let t = now();
+            while t.elapsed() < Duration::from_micros(20) * iters as u32 {
+                std::hint::spin_loop();
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stretchy_pass_is_fitted_to_the_pass_time_within_its_range() {
+        // 20 us per iteration, 2 ms passes: about 100 iterations (fewer when the
+        // machine is slow: a slower warm-up gives a smaller pass, never a larger one).
+        let mut w = Stretchy {
+            range: (4, 10_000),
+            sizes: vec![],
+        };
+        let out = measure_rounds(&mut [&mut w], &cfg(), |_, _| {}).unwrap();
+        let n = out[0].samples[0].iters;
+        assert!((4..=100).contains(&n), "{n}");
+        assert!(out[0].samples.iter().all(|s| s.iters == n));
+        assert_eq!(w.sizes[0], 4, "the first warm-up pass is the minimum");
+        assert_eq!(
+            out[0].warmup_iters,
+            w.sizes[..w.sizes.len() - out[0].samples.len()]
+                .iter()
+                .sum::<u64>()
+        );
+
+        // A range whose minimum is longer than the target: the minimum.
+        let mut w = Stretchy {
+            range: (200, 10_000),
+            sizes: vec![],
+        };
+        let out = measure_rounds(&mut [&mut w], &cfg(), |_, _| {}).unwrap();
+        assert!(out[0].samples.iter().all(|s| s.iters == 200));
+        // A maximum below the target: the maximum.
+        let mut w = Stretchy {
+            range: (1, 10),
+            sizes: vec![],
+        };
+        let out = measure_rounds(&mut [&mut w], &cfg(), |_, _| {}).unwrap();
+        assert!(out[0].samples.iter().all(|s| s.iters == 10));
+    }
+
+    #[test]
+    fn fitting_arithmetic() {
+        let ms = Duration::from_millis(1);
+        // 10 iterations took 1 ms: 50 ms needs 500.
+        assert_eq!(fit_pass(ms * 50, 1_000_000, 10, (1, 1000)), 500);
+        assert_eq!(fit_pass(ms * 50, 1_000_000, 10, (1, 100)), 100);
+        assert_eq!(fit_pass(ms * 50, 1_000_000, 10, (800, 1000)), 800);
+        // A zero-length pass asks for the maximum, a degenerate range for its minimum.
+        assert_eq!(fit_pass(ms, 0, 10, (1, 1000)), 1000);
+        assert_eq!(fit_pass(ms, 0, 10, (5, 2)), 5);
     }
 }

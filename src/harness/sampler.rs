@@ -213,6 +213,7 @@ mod tests {
     fn tiny() -> Config {
         Config {
             sample_time: Duration::from_micros(200),
+            pass_time: Duration::from_millis(1),
             warmup: Duration::from_millis(2),
             budget: Duration::from_millis(30),
             min_samples: 5,

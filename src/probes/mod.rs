@@ -67,6 +67,14 @@ pub trait ProbeKind: Sync {
     fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String>;
     /// The probe configured with its defaults at `scale`.
     fn for_scale(&self, scale: Scale) -> Box<dyn Probe>;
+    /// How long the probe's defaults at `scale` may take when no `--time-limit` is
+    /// given: the answer's promised wait. Rows get at least their minimum samples
+    /// whatever the limit; what it bounds is the extra sampling of wide rows. None: no
+    /// limit (`--thorough`, and probes whose defaults finish sooner anyway).
+    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
+        let _ = scale;
+        None
+    }
     /// The probe configured as `ioprobe run` runs it.
     fn for_run(&self) -> Box<dyn Probe> {
         self.for_scale(Scale::Run)
@@ -135,13 +143,19 @@ pub struct Context<'a> {
     pub progress: &'a Progress,
     /// CPUs ioprobe may use (before any `--cpu` pinning).
     pub cpus: &'a [usize],
+    /// The command's time limit, shared out among the cases as they start.
+    pub limit: &'a harness::TimeLimit,
 }
 
 impl Context<'_> {
     /// Runs one case through the harness with progress reporting.
     pub fn measure(&self, probe: &str, case: &str, w: &mut dyn Workload) -> Result<Sampled> {
         self.progress.start(probe, case);
-        let s = harness::measure(w, self.harness)?;
+        let cfg = harness::Config {
+            budget: self.limit.share(1, self.harness.budget),
+            ..self.harness.clone()
+        };
+        let s = harness::measure(w, &cfg)?;
         self.progress.done_one();
         Ok(s)
     }
@@ -156,7 +170,10 @@ impl Context<'_> {
     ) -> Result<Vec<Sampled>> {
         let mut refs: Vec<&mut dyn Workload> =
             rows.iter_mut().map(|r| r as &mut dyn Workload).collect();
-        let h = self.harness;
+        let h = &harness::Config {
+            budget: self.limit.share(refs.len(), self.harness.budget),
+            ..self.harness.clone()
+        };
         self.progress.start_group(
             refs.len(),
             1 + h.min_samples.max(harness::MIN_ROUND_SAMPLES),
@@ -185,8 +202,9 @@ pub trait Probe {
         self.case_names().len()
     }
     /// Bytes one pass of each case moves, in `case_names` order, for the cases sampled
-    /// a whole pass at a time (None: a calibrated case). Used for the time estimate.
-    fn pass_bytes(&self) -> Vec<Option<u64>> {
+    /// a whole pass at a time, as (fewest, most): a fitted pass lies between (None: a
+    /// calibrated case). Used for the time estimate.
+    fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
         vec![None; self.case_count()]
     }
     /// Checks options against the machine before anything is created (usage errors).

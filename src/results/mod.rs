@@ -40,6 +40,12 @@ pub struct HarnessInfo {
     pub sample_time_s: f64,
     pub warmup_s: f64,
     pub budget_per_case_s: f64,
+    /// Length whole-pass samples are fitted to (absent in runs before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_time_s: Option<f64>,
+    /// `--time-limit`, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_s: Option<f64>,
     pub min_samples: usize,
     pub target_rel_ci: f64,
     pub overhead: Overhead,

@@ -170,9 +170,22 @@ pub struct AnonPages {
 unsafe impl Send for AnonPages {}
 
 impl AnonPages {
-    /// `len` bytes (at least one page is mapped), zero-filled by the kernel, page aligned.
+    /// `len` bytes (at least one page is mapped), zero-filled by the kernel, page
+    /// aligned, every page faulted in now.
     pub fn new(len: usize) -> SysResult<AnonPages> {
+        AnonPages::touched(len, len)
+    }
+
+    /// `len` bytes of which only the first `touched` are faulted in now; the rest fault
+    /// in when first used (for a buffer most of which is never written, such as a pipe
+    /// reader's: one read returns at most the pipe's capacity).
+    pub fn touched(len: usize, touched: usize) -> SysResult<AnonPages> {
         let map_len = len.max(1);
+        let prefault = if touched >= len {
+            super::os::PREFAULT
+        } else {
+            MapFlags::empty()
+        };
         // SAFETY: a fresh private anonymous mapping at an address the kernel chooses
         // (null hint): no existing memory is replaced; the result is checked.
         let p = unsafe {
@@ -180,7 +193,7 @@ impl AnonPages {
                 std::ptr::null_mut(),
                 map_len,
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE,
+                MapFlags::PRIVATE | prefault,
             )
         }
         .map_err(|e| SysError::new("mmap", e))?;
@@ -189,7 +202,8 @@ impl AnonPages {
             errno: libc::EFAULT,
         })?;
         let mut pages = AnonPages { ptr, len };
-        pages.as_mut_slice().fill(0);
+        let n = touched.min(len);
+        pages.as_mut_slice()[..n].fill(0);
         Ok(pages)
     }
 

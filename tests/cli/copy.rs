@@ -249,3 +249,61 @@ fn copy_bad_input_is_refused() {
 fn copy_tables_markdown_csv_and_advice_from_a_saved_run_are_stable() {
     presentation_is_stable("copy", FIXTURE_COPY);
 }
+
+#[test]
+fn small_warm_files_are_copied_several_to_a_sample_each_checked_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args([
+            "copy",
+            "--file-size",
+            "4k",
+            "--method",
+            "read-write",
+            "--sizes",
+            "64k",
+        ])
+        .args(["--cache", "warm,cold", "--durability", "none", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = run_json(&out.get_output().stdout);
+    let ms = v["measurements"].as_array().unwrap();
+    let row = |cache: &str| {
+        ms.iter()
+            .find(|m| m["params"]["cache"] == cache)
+            .unwrap_or_else(|| panic!("no {cache} row"))
+    };
+    let warm = row("warm");
+    assert_eq!(warm["status"], "ok", "{warm}");
+    // A 4 KiB copy takes microseconds: a 1 ms sample holds many.
+    assert!(
+        warm["iterations"].as_u64().unwrap() > 2 * warm["samples"].as_u64().unwrap(),
+        "{warm}"
+    );
+    // A cold source must be evicted before each copy: one per sample.
+    let cold = row("cold");
+    if cold["status"] == "ok" {
+        assert_eq!(cold["iterations"], cold["samples"], "{cold}");
+    }
+    assert_empty(dir.path());
+    // The fault hook corrupts the first copy of the first sample: caught.
+    let out = ioprobe(dir.path())
+        .args([
+            "copy",
+            "--file-size",
+            "4k",
+            "--method",
+            "read-write",
+            "--sizes",
+            "64k",
+        ])
+        .args(["--cache", "warm", "--durability", "none", "--json"])
+        .args(TINY)
+        .env("IOPROBE_FAULT", "copy-corrupt")
+        .assert()
+        .code(1);
+    let v = run_json(&out.get_output().stdout);
+    assert_eq!(v["measurements"][0]["status"], "failed");
+    assert_empty(dir.path());
+}

@@ -205,3 +205,66 @@ fn interrupting_a_pipe_run_leaves_no_process_or_file() {
 fn pipe_tables_markdown_csv_and_advice_from_a_saved_run_are_stable() {
     presentation_is_stable("pipe", FIXTURE_PIPE);
 }
+
+#[test]
+fn a_pipe_pass_is_fitted_to_time_between_steady_state_and_the_seed_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["pipe", "--sizes", "1k,64k", "--method", "write-read"])
+        .args(["--placement", "same", "--pipe-size", "default", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = run_json(&out.get_output().stdout);
+    assert_eq!(v["harness"]["pass_time_s"], 0.001);
+    for m in v["measurements"].as_array().unwrap() {
+        assert_eq!(m["status"], "ok", "{m}");
+        let chunk = m["params"]["chunk_size"].as_u64().unwrap();
+        let total = m["params"]["total"].as_u64().unwrap();
+        // At least 1 MiB (four 64 KiB pipes, three chunks), at most seed 002's 1 GiB,
+        // whole chunks; every sample the same size.
+        assert!((1 << 20..=1 << 30).contains(&total), "{total}");
+        assert_eq!(total % chunk, 0, "{total}");
+        let samples = m["samples"].as_u64().unwrap();
+        assert!(samples >= 6, "{m}");
+        assert_eq!(
+            m["iterations"].as_u64().unwrap(),
+            samples * total / chunk,
+            "{m}"
+        );
+        assert!(m["warmup_iterations"].as_u64().unwrap() >= (1 << 20) / chunk);
+    }
+}
+
+#[test]
+fn a_time_limit_is_kept_to_beyond_the_minimum_samples_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args(["pipe", "--sizes", "1k,4k", "--method", "write-read"])
+        .args(["--placement", "same", "--pipe-size", "default"])
+        .args(["--sample-time", "1ms", "--time-limit", "50ms", "--json"])
+        .assert()
+        .success();
+    let v = run_json(&out.get_output().stdout);
+    assert_eq!(v["harness"]["time_limit_s"], 0.05);
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("--time-limit"), "{warnings}");
+    assert!(
+        warnings.contains("cases had less than their budget"),
+        "{warnings}"
+    );
+    // The limit never cuts a row below its minimum samples.
+    for m in v["measurements"].as_array().unwrap() {
+        assert!(m["samples"].as_u64().unwrap() >= 6, "{m}");
+    }
+    // Without a limit (or with --budget), nothing is said.
+    let out = ioprobe(dir.path())
+        .args(["pipe", "--sizes", "1k", "--method", "write-read"])
+        .args(["--placement", "same", "--pipe-size", "default", "--json"])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = run_json(&out.get_output().stdout);
+    assert!(v["harness"].get("time_limit_s").is_none());
+    assert!(!v["warnings"].to_string().contains("time limit"));
+}

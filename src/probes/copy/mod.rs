@@ -98,21 +98,30 @@ pub struct Options {
     pub verify: Verify,
     pub drop_caches: bool,
     pub sparse: bool,
-    /// One variant per method (`ioprobe run`).
+    /// One variant per method, read-write's buffer sweep aside (the defaults); false:
+    /// every variant (`--thorough`, or when `--method` names the methods).
     pub lean: bool,
+    /// File sizes above this get only the [`HEADLINE`] variants, unless
+    /// methods were named: one pass of 1 GiB with fsync takes seconds here.
+    pub sweep_to: u64,
     /// Test hook (IOPROBE_FAULT=copy-corrupt): flip a destination byte before verifying.
     pub corrupt: bool,
 }
 
 impl Options {
-    /// The defaults: 64 MiB and 1 GiB files (64 MiB when quick), every in-process
-    /// method, seed 003's read-write buffers plus today's cp default (1K, 64K, 128K,
-    /// 256K, 1M, 2M, 100M), warm and cold sources, both durabilities. `ioprobe run`
-    /// takes a warm 64 MiB file and one variant per method.
+    /// The defaults: 64 MiB and 1 GiB files, warm and cold sources, both durabilities.
+    /// At 64 MiB every in-process method once (mmap and io_uring without their
+    /// options), read-write with seed 003's buffers plus today's cp default (1K, 64K,
+    /// 128K, 256K, 1M, 2M, 100M); at 1 GiB the [`HEADLINE`] variants: read-write/1MiB,
+    /// copy_file_range and mmap-write. Quick: a 32 MiB file, read-write at 128 KiB and 1 MiB.
+    /// Thorough: every variant at both sizes (seed 001's ±madvise, whole or chunked
+    /// mmap, splice's pipe sizes, io_uring's depths). `ioprobe run`: a warm 64 MiB file,
+    /// read-write/1MiB.
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
             file_sizes: match scale {
-                Scale::Quick | Scale::Run => vec![64 << 20],
+                Scale::Quick => vec![32 << 20],
+                Scale::Run => vec![64 << 20],
                 Scale::Default | Scale::Thorough => vec![64 << 20, 1 << 30],
             },
             methods: Method::IN_PROCESS.to_vec(),
@@ -130,15 +139,41 @@ impl Options {
             verify: Verify::First,
             drop_caches: false,
             sparse: false,
-            lean: false,
+            lean: scale != Scale::Thorough,
+            sweep_to: if scale == Scale::Thorough {
+                u64::MAX
+            } else {
+                64 << 20
+            },
             corrupt: crate::fault::enabled("copy-corrupt"),
         };
-        if scale == Scale::Run {
-            o.buffers = vec![1 << 20];
-            o.caches = vec![Cache::Warm];
-            o.lean = true;
+        match scale {
+            Scale::Quick => o.buffers = vec![128 << 10, 1 << 20],
+            Scale::Run => {
+                o.buffers = vec![1 << 20];
+                o.caches = vec![Cache::Warm];
+            }
+            _ => {}
         }
         o
+    }
+
+    /// The variants measured at file size `size`: every selected one up to
+    /// `sweep_to`, the [`HEADLINE`] ones above it.
+    pub fn variants_at(&self, size: u64) -> Vec<Variant> {
+        let all = self.variants();
+        if size <= self.sweep_to {
+            return all;
+        }
+        HEADLINE
+            .iter()
+            .map(|&(m, buffer)| Variant {
+                buffer,
+                whole: m == Method::MmapWrite,
+                ..Variant::new(m)
+            })
+            .filter(|h| self.methods.contains(&h.method))
+            .collect()
     }
 
     /// Every variant of the selected methods.
@@ -190,7 +225,7 @@ impl Options {
                     .collect(),
                 _ => vec![base.clone()],
             };
-            if self.lean {
+            if self.lean && m != Method::ReadWrite {
                 vs.truncate(1);
             }
             out.extend(vs);
@@ -198,6 +233,15 @@ impl Options {
         out
     }
 }
+
+/// What large files are copied with by default: the two paths GNU cp takes (its
+/// user-space loop, at the buffer the sweep favours here, and its offload), and seed
+/// 001's mmap→write (the whole source mapped, one write).
+pub const HEADLINE: [(Method, Option<u64>); 3] = [
+    (Method::ReadWrite, Some(1 << 20)),
+    (Method::CopyFileRange, None),
+    (Method::MmapWrite, None),
+];
 
 /// A copy row's case name: variant/cache/durability/file size.
 fn case_name(v: &Variant, cache: Cache, dur: Durability, size: u64) -> String {
@@ -305,6 +349,16 @@ impl ProbeKind for Kind {
     fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
         Box::new(CopyProbe::new(Options::for_scale(scale)))
     }
+
+    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
+        let s = std::time::Duration::from_secs;
+        match scale {
+            Scale::Quick => Some(s(25)),
+            Scale::Default => Some(s(170)),
+            Scale::Run => Some(s(10)),
+            Scale::Thorough => None,
+        }
+    }
 }
 
 /// The copy probe.
@@ -404,9 +458,48 @@ struct Row<'a> {
     residency: Vec<(usize, usize)>,
     failed: Option<String>,
     tool: ToolRusage,
+    /// Copies per sample (fewest, most) when the harness may fit them; None: one.
+    range: Option<(u64, u64)>,
+    /// Destinations of the copies after the first in a sample (`dst` is the first's).
+    dsts: Vec<CString>,
+    /// Copies made in the latest sample.
+    copies: usize,
+    /// Whether this row runs the warm-up pass: only the first row of its variant and
+    /// file size; its other cache states and durabilities run the same code.
+    warm: bool,
+}
+
+impl Row<'_> {
+    /// The destinations the latest sample wrote.
+    fn written(&self) -> Vec<CString> {
+        std::iter::once(&self.dst)
+            .chain(&self.dsts)
+            .take(self.copies.max(1))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Most bytes one sample of small-file copies writes (the copies stay until the
+/// sample ends).
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// Copies per sample a row may have: a warm source no larger than 1 MiB is copied
+/// several times per sample (a cold one must be evicted before each copy).
+fn copies_range(size: u64, cache: Cache) -> Option<(u64, u64)> {
+    (cache == Cache::Warm && size <= 1 << 20)
+        .then(|| (1, (BATCH_BYTES / size.max(4096)).clamp(1, 4096)))
 }
 
 impl Workload for Row<'_> {
+    fn pass_range(&self) -> Option<(u64, u64)> {
+        self.range
+    }
+
+    fn warm_up(&self) -> bool {
+        self.warm
+    }
+
     fn before_sample(&mut self) -> Result<()> {
         copyfile::remove_if_present(&self.dst)?;
         let r = self.src.prepare(self.cache, self.drop_all)?;
@@ -415,24 +508,28 @@ impl Workload for Row<'_> {
     }
 
     fn run(&mut self, iters: u64) -> Result<()> {
-        for i in 0..iters {
+        // Several copies per sample only for a fitted row (a small file, warm): each to
+        // its own destination, all removed after the sample, outside the timing.
+        for i in 0..iters as usize {
             if self.failed.is_some() {
                 continue;
             }
-            if i > 0 {
-                // Only when a caller asks for several copies per sample (the rounds
-                // harness asks for one; before_sample has removed the destination).
-                copyfile::remove_if_present(&self.dst)?;
+            if i > self.dsts.len() {
+                let mut name = self.dst.to_bytes().to_vec();
+                name.extend_from_slice(format!(".{i}").as_bytes());
+                self.dsts.push(CString::new(name)?);
             }
+            let dst = if i == 0 { &self.dst } else { &self.dsts[i - 1] };
             self.tool = copy_once(
                 &self.v,
                 &mut self.prep,
                 &self.src.c_path,
-                &self.dst,
+                dst,
                 self.src.size,
                 self.fsync,
             )?;
         }
+        self.copies = iters as usize;
         Ok(())
     }
 
@@ -453,23 +550,29 @@ impl Workload for Row<'_> {
                 b[0] ^= 0xff;
                 calls::pwrite_all(&fd, &b, off)?;
             }
-            let (size, hash) = source::fingerprint(&self.dst)?;
-            self.verified += 1;
-            if size != self.src.size || hash != self.src.hash {
-                self.failed = Some(format!(
-                    "FAILED verification after pass {}: destination has {size} of {} bytes and {} fingerprint",
-                    self.passes + 1,
-                    self.src.size,
-                    if hash == self.src.hash {
-                        "the same"
-                    } else {
-                        "a different"
-                    }
-                ));
+            for (k, dst) in self.written().iter().enumerate() {
+                let (size, hash) = source::fingerprint(dst)?;
+                self.verified += usize::from(k == 0);
+                if size != self.src.size || hash != self.src.hash {
+                    self.failed = Some(format!(
+                        "FAILED verification after pass {} (copy {} of the sample): destination has {size} of {} bytes and {} fingerprint",
+                        self.passes + 1,
+                        k + 1,
+                        self.src.size,
+                        if hash == self.src.hash {
+                            "the same"
+                        } else {
+                            "a different"
+                        }
+                    ));
+                    break;
+                }
             }
         }
         self.passes += 1;
-        copyfile::remove_if_present(&self.dst)?;
+        for dst in self.written() {
+            copyfile::remove_if_present(&dst)?;
+        }
         Ok(())
     }
 }
@@ -508,9 +611,9 @@ impl Probe for CopyProbe {
 
     fn case_names(&self) -> Vec<String> {
         let o = &self.opts;
-        let variants = o.variants();
         let mut out = Vec::new();
         for &size in &o.file_sizes {
+            let variants = o.variants_at(size);
             for &cache in &o.caches {
                 for &dur in &o.durability {
                     out.extend(variants.iter().map(|v| case_name(v, cache, dur, size)));
@@ -520,13 +623,18 @@ impl Probe for CopyProbe {
         out
     }
 
-    fn pass_bytes(&self) -> Vec<Option<u64>> {
+    fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
         let o = &self.opts;
-        let per_size = o.variants().len() * o.caches.len() * o.durability.len();
-        o.file_sizes
-            .iter()
-            .flat_map(|&size| std::iter::repeat_n(Some(size), per_size))
-            .collect()
+        let mut out = Vec::new();
+        for &size in &o.file_sizes {
+            let variants = o.variants_at(size).len();
+            for &cache in &o.caches {
+                let (lo, hi) = copies_range(size, cache).unwrap_or((1, 1));
+                let pass = Some((lo * size, hi * size));
+                out.extend(std::iter::repeat_n(pass, variants * o.durability.len()));
+            }
+        }
+        out
     }
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
@@ -586,10 +694,14 @@ impl Probe for CopyProbe {
         let dio = copyfile::dio_alignment(&calls::c_path(dir)?)?.map_or(512, |(_, off)| off as u64);
         // Which variants work here, from a small probe copy (1 MiB + 4097 bytes).
         let probe = Source::create_named(dir, "copy-probe.dat", (1 << 20) + 4097, o.sparse, &stop)?;
-        let variants = o.variants();
-        let mut verdicts = Vec::new();
-        for v in &variants {
-            verdicts.push(support(v, &probe, dir, dio)?);
+        // Each variant measured at any size, once (by label).
+        let mut verdicts: Vec<(String, Result<(), String>)> = Vec::new();
+        for &size in &o.file_sizes {
+            for v in o.variants_at(size) {
+                if !verdicts.iter().any(|(l, _)| *l == v.label()) {
+                    verdicts.push((v.label(), support(&v, &probe, dir, dio)?));
+                }
+            }
         }
         copyfile::remove_if_present(&probe.c_path)?;
         drop(probe);
@@ -605,9 +717,15 @@ impl Probe for CopyProbe {
             let src = Source::create(dir, size, o.sparse, &stop)?;
             let mut plan = Plan::new("bytes/s");
             let mut dst_n = 0;
+            let mut warmed: Vec<String> = Vec::new();
             for &cache in &o.caches {
                 for &dur in &o.durability {
-                    for (v, verdict) in variants.iter().zip(&verdicts) {
+                    for v in &o.variants_at(size) {
+                        let verdict = verdicts
+                            .iter()
+                            .find(|(l, _)| *l == v.label())
+                            .map(|x| &x.1)
+                            .ok_or_else(|| anyhow::anyhow!("{}: never probed", v.label()))?;
                         let case = case_name(v, cache, dur, size);
                         let params = params(v, size, cache, dur, o.sparse, drop_all);
                         if let Err(reason) = verdict {
@@ -634,7 +752,12 @@ impl Probe for CopyProbe {
                             residency: Vec::new(),
                             failed: None,
                             tool: None,
+                            range: copies_range(size, cache),
+                            dsts: Vec::new(),
+                            copies: 0,
+                            warm: !warmed.contains(&v.label()),
                         };
+                        warmed.push(v.label());
                         plan.ready(case, params, row);
                     }
                 }

@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 pub use stream::Method;
 use transfer::{Outcome, Spec};
 
+/// Linux's default pipe capacity (16 pages), for sizing a pass; a guess elsewhere.
+const DEFAULT_CAPACITY: u64 = 64 << 10;
+
 /// Largest chunk or read size accepted.
 pub const MAX_CHUNK: u64 = 1 << 30;
 
@@ -109,7 +112,11 @@ pub struct Options {
     pub capacities: Vec<Capacity>,
     pub methods: Vec<Method>,
     pub placements: Vec<Placement>,
+    /// Bytes per sample: the most a fitted pass moves, or every pass when not `fit`.
     pub total: u64,
+    /// Fit each row's pass to the harness's pass time (between its steady-state
+    /// minimum and `total`); false when `--total` fixes it.
+    pub fit: bool,
     /// Test hook (IOPROBE_FAULT=pipe-corrupt): the writer corrupts a stamp.
     pub corrupt: bool,
 }
@@ -122,9 +129,10 @@ fn default_sizes(fine: bool) -> Vec<u64> {
 
 impl Options {
     /// The defaults: chunks of 1 KiB … 256 MiB in powers of 4 (of 2 when thorough),
-    /// the default and a 1 MiB pipe, both methods, every placement, 1 GiB per sample
-    /// (256 MiB when quick). `ioprobe run` takes three chunk sizes, unpinned, 64 MiB
-    /// per sample.
+    /// the default and a 1 MiB pipe, both methods, every placement, each row's pass
+    /// fitted to the pass time with at most 1 GiB per sample (seed 002's total). Quick:
+    /// both processes on one CPU only, at most 256 MiB. `ioprobe run`: three chunk sizes, unpinned, at
+    /// most 64 MiB.
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
             sizes: default_sizes(scale == Scale::Thorough),
@@ -137,14 +145,37 @@ impl Options {
             } else {
                 1 << 30
             },
+            fit: true,
             corrupt: crate::fault::enabled("pipe-corrupt"),
         };
+        if scale == Scale::Quick {
+            // Pinned to one CPU: short passes of unpinned rows swing with where the
+            // scheduler puts the two processes (CIs of ±30% and more here), pinned ones
+            // stay within a few percent.
+            o.placements = vec![Placement::Same];
+        }
         if scale == Scale::Run {
             o.sizes = vec![4 << 10, 64 << 10, 1 << 20];
             o.placements = vec![Placement::Any];
             o.total = 64 << 20;
         }
         o
+    }
+
+    /// A row's pass in chunks: (fewest, most) when fitted, None when fixed at `total`.
+    /// The fewest reach steady state: four pipe capacities, 1 MiB, and three chunks of
+    /// a chunk up to 16 capacities. A larger chunk is in steady state within itself (a
+    /// read returns at most one capacity, so one chunk is already hundreds of
+    /// write/read exchanges through the pipe): one suffices.
+    fn pass_range(&self, chunk: u64, cap: Capacity) -> Option<(u64, u64)> {
+        if !self.fit {
+            return None;
+        }
+        let capacity = cap.request().unwrap_or(DEFAULT_CAPACITY);
+        let chunks = if chunk > 16 * capacity { 1 } else { 3 };
+        let floor = (chunks * chunk).max(4 * capacity).max(1 << 20);
+        let lo = floor.div_ceil(chunk);
+        Some((lo, (self.total / chunk).max(lo)))
     }
 
     fn cases(&self) -> impl Iterator<Item = (Method, Placement, Capacity, u64)> + '_ {
@@ -217,7 +248,9 @@ impl ProbeKind for Kind {
     }
 
     fn observed_params(&self) -> &'static [&'static str] {
-        &["pipe_size", "writer_cpus", "reader_cpus"]
+        // `total` is fitted per row (unless --total fixes it): runs with other totals
+        // still compare row for row.
+        &["pipe_size", "writer_cpus", "reader_cpus", "total"]
     }
 
     fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
@@ -239,6 +272,16 @@ impl ProbeKind for Kind {
     fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
         Box::new(PipeProbe::new(Options::for_scale(scale)))
     }
+
+    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
+        let s = std::time::Duration::from_secs;
+        match scale {
+            Scale::Quick => Some(s(15)),
+            Scale::Default => Some(s(50)),
+            Scale::Run => Some(s(4)),
+            Scale::Thorough => None,
+        }
+    }
 }
 
 /// The pipe probe.
@@ -252,23 +295,32 @@ impl PipeProbe {
     }
 }
 
-/// Bytes moved by the untimed verification pass of a vmsplice-splice row.
+/// Bytes moved by the untimed verification pass of a vmsplice-splice row: 64 MiB, and
+/// at least two chunks, so that the writer reuses its buffer while the reader checks.
 fn verify_total(spec: &Spec) -> u64 {
-    spec.total.min((64 << 20).max(spec.chunk * 4))
+    spec.total.min((64 << 20).max(spec.chunk * 2))
 }
 
 /// One row: a transfer repeated once per sample.
 struct Row {
     spec: Spec,
+    /// Chunks per pass (fewest, most) when fitted; None: one pass of `spec.total`.
+    range: Option<(u64, u64)>,
     verified: bool,
     last: Vec<Outcome>,
     capacity: Option<u64>,
     writer_calls: u64,
     reader_calls: u64,
     bytes: u64,
+    /// Bytes of the latest pass.
+    pass_total: u64,
 }
 
 impl Workload for Row {
+    fn pass_range(&self) -> Option<(u64, u64)> {
+        self.range
+    }
+
     fn before_sample(&mut self) -> Result<()> {
         // splice to /dev/null never looks at the data: prove the stream intact once with
         // a reader that reads and checks it, outside the timing.
@@ -285,8 +337,24 @@ impl Workload for Row {
 
     fn run(&mut self, iters: u64) -> Result<()> {
         self.last.clear();
-        for _ in 0..iters {
-            let o = transfer::run(&self.spec, &interrupt::requested)?;
+        // A fitted pass is one transfer of `iters` chunks; a fixed one, `iters`
+        // transfers of the total.
+        let (transfers, spec) = match self.range {
+            Some(_) => {
+                let total = iters.saturating_mul(self.spec.chunk);
+                (
+                    1,
+                    Spec {
+                        total,
+                        ..self.spec.clone()
+                    },
+                )
+            }
+            None => (iters, self.spec.clone()),
+        };
+        self.pass_total = spec.total;
+        for _ in 0..transfers {
+            let o = transfer::run(&spec, &interrupt::requested)?;
             if let Some(c) = o.capacity
                 && *self.capacity.get_or_insert(c) != c
             {
@@ -339,8 +407,16 @@ impl Probe for PipeProbe {
         self.opts.cases().map(case_name).collect()
     }
 
-    fn pass_bytes(&self) -> Vec<Option<u64>> {
-        self.opts.cases().map(|_| Some(self.opts.total)).collect()
+    fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
+        let o = &self.opts;
+        o.cases()
+            .map(|(_, _, cap, chunk)| {
+                Some(
+                    o.pass_range(chunk, cap)
+                        .map_or((o.total, o.total), |(lo, hi)| (lo * chunk, hi * chunk)),
+                )
+            })
+            .collect()
     }
 
     fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
@@ -448,6 +524,7 @@ impl Probe for PipeProbe {
                 continue;
             }
             let row = Row {
+                range: o.pass_range(chunk, cap),
                 spec: Spec {
                     method,
                     chunk,
@@ -465,6 +542,7 @@ impl Probe for PipeProbe {
                 writer_calls: 0,
                 reader_calls: 0,
                 bytes: 0,
+                pass_total: 0,
             };
             plan.ready(case, params, row);
         }
@@ -472,12 +550,17 @@ impl Probe for PipeProbe {
         let name = Kind.name();
         let out = ctx.run_plan(name, plan, |case, mut params, row, s| {
             params.pipe_size = row.capacity;
+            params.total = row.pass_total;
+            let bytes_per_iter = match row.range {
+                Some(_) => row.spec.chunk,
+                None => o.total,
+            };
             let mut m = Measurement::from_sampled(
                 name,
                 case,
                 params,
                 Metric::Throughput {
-                    bytes_per_iter: o.total as f64,
+                    bytes_per_iter: bytes_per_iter as f64,
                 },
                 s,
                 &ctx.overhead,
@@ -485,7 +568,7 @@ impl Probe for PipeProbe {
             )?;
             let gib = row.bytes as f64 / (1u64 << 30) as f64;
             m.derived = to_map(&Derived {
-                s_per_sample: Some(o.total as f64 / m.median),
+                s_per_sample: Some(row.pass_total as f64 / m.median),
                 writer_calls_per_gib: Some(row.writer_calls as f64 / gib),
                 reader_calls_per_gib: Some(row.reader_calls as f64 / gib),
             });
@@ -534,6 +617,35 @@ mod tests {
         assert_eq!(v.last(), Some(&(256 << 20)));
         assert_eq!(v.len(), 10);
         assert_eq!(default_sizes(true).len(), 19);
+    }
+
+    #[test]
+    fn a_fitted_pass_reaches_steady_state_and_stops_at_the_seed_total() {
+        let o = Options::for_scale(Scale::Default);
+        // 1 KiB chunks in a default pipe: at least 1 MiB (four 64 KiB capacities are
+        // less), at most 1 GiB.
+        assert_eq!(o.pass_range(1024, Capacity::Default), Some((1024, 1 << 20)));
+        // A 1 MiB pipe: four capacities.
+        assert_eq!(
+            o.pass_range(4096, Capacity::Bytes(1 << 20)),
+            Some((1024, 1 << 18))
+        );
+        // 16 MiB chunks (256 capacities): one suffices; 1 MiB chunks: three.
+        assert_eq!(o.pass_range(16 << 20, Capacity::Default), Some((1, 64)));
+        assert_eq!(o.pass_range(1 << 20, Capacity::Default), Some((3, 1024)));
+        assert_eq!(
+            o.pass_range(1 << 20, Capacity::Bytes(1 << 20)),
+            Some((4, 1024))
+        );
+        // --total fixes the pass.
+        let fixed = Options { fit: false, ..o };
+        assert_eq!(fixed.pass_range(1024, Capacity::Default), None);
+        // A maximum below the minimum gives the minimum.
+        let small = Options {
+            total: 1 << 20,
+            ..Options::for_scale(Scale::Default)
+        };
+        assert_eq!(small.pass_range(256 << 10, Capacity::Default), Some((4, 4)));
     }
 
     #[test]

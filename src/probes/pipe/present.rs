@@ -104,7 +104,7 @@ pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
                     "pipe: {}, placement {}, {} per sample",
                     method.name(),
                     place.name(),
-                    format_size(first.total)
+                    totals(ts.iter().filter(|t| t.0.is_ok()).map(|t| t.1.total))
                 ),
                 &HEADERS,
                 ts.iter().map(row).collect(),
@@ -211,6 +211,16 @@ fn method_advice(method: Method, rows: &[&Typed]) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The bytes per sample of a table's rows: one size, or the range fitted passes span.
+fn totals(v: impl Iterator<Item = u64>) -> String {
+    let (lo, hi) = v.fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    match (lo, hi) {
+        (u64::MAX, _) => "nothing".into(),
+        (lo, hi) if lo == hi => format_size(lo),
+        (lo, hi) => format!("{}–{}", format_size(lo), format_size(hi)),
+    }
 }
 
 /// Per method: the chunk size to use (at the best row's capacity and placement) and

@@ -110,7 +110,8 @@ pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
             child(&rres_w, || {
                 affinity::allow_only(&spec.reader_cpus)?;
                 let checked = spec.checked_reader || spec.method == Method::WriteRead;
-                let mut sink = Sink::new(spec.chunk, spec.read_size, checked)?;
+                let cap = capacity.unwrap_or(spec.read_size);
+                let mut sink = Sink::new(spec.chunk, spec.read_size, checked, cap)?;
                 released(&ready_w, &go_r)?;
                 let r0 = getrusage_self()?;
                 let t0 = monotonic_ns();

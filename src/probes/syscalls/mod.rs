@@ -175,6 +175,12 @@ impl ProbeKind for Kind {
     fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
         Box::new(Syscalls::new(Options::for_scale(scale)))
     }
+
+    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
+        // Its calibrated cases stop at their CI target or budget on their own; only
+        // `ioprobe run`, which promises an answer in half a minute, bounds them.
+        (scale == Scale::Run).then(|| std::time::Duration::from_secs(2))
+    }
 }
 
 /// Largest `--io-size`: a per-call cost probe, not a bandwidth test.
