@@ -181,11 +181,6 @@ impl AnonPages {
     /// reader's: one read returns at most the pipe's capacity).
     pub fn touched(len: usize, touched: usize) -> SysResult<AnonPages> {
         let map_len = len.max(1);
-        let prefault = if touched >= len {
-            super::os::PREFAULT
-        } else {
-            MapFlags::empty()
-        };
         // SAFETY: a fresh private anonymous mapping at an address the kernel chooses
         // (null hint): no existing memory is replaced; the result is checked.
         let p = unsafe {
@@ -193,7 +188,7 @@ impl AnonPages {
                 std::ptr::null_mut(),
                 map_len,
                 ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE | prefault,
+                MapFlags::PRIVATE,
             )
         }
         .map_err(|e| SysError::new("mmap", e))?;

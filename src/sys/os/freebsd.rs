@@ -11,9 +11,6 @@ use crate::sys::calls::{SysError, SysResult};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use std::ffi::CStr;
 
-/// No prefaulting flag here: pages fault in as they are first touched.
-pub const PREFAULT: rustix::mm::MapFlags = rustix::mm::MapFlags::empty();
-
 /// copy_file_range(2) (FreeBSD 13+) between explicit offsets; returns bytes copied.
 pub fn copy_file_range<A: AsFd, B: AsFd>(
     src: A,

@@ -2,9 +2,6 @@
 
 pub use super::linux_freebsd::*;
 
-/// mmap flag that faults a new mapping's pages in at once (one call, not one fault per
-/// page: a 256 MiB pipe buffer took a quarter of a second to touch page by page).
-pub const PREFAULT: rustix::mm::MapFlags = rustix::mm::MapFlags::POPULATE;
 use crate::sys::calls::{SysError, SysResult, check};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, OFlags, StatxFlags};

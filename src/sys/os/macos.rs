@@ -110,9 +110,6 @@ pub fn set_affinity(_cpus: &[usize]) -> SysResult<()> {
 }
 
 /// No per-thread getrusage: the process's, labelled so.
-/// No prefaulting flag here: pages fault in as they are first touched.
-pub const PREFAULT: rustix::mm::MapFlags = rustix::mm::MapFlags::empty();
-
 pub const RUSAGE_OWN: (libc::c_int, &str) = (libc::RUSAGE_SELF, "process");
 
 /// No parent-death signal here; a child is still always killed and reaped by its
