@@ -35,6 +35,9 @@ pub struct Path {
     pub buffer: usize,
     /// Bytes per copy_file_range or splice call (also how often an interrupt is seen).
     pub chunk: usize,
+    /// Try copy_file_range before the read/write loop (false when a saved copy run
+    /// found the loop clearly faster on this filesystem).
+    pub offload_first: bool,
 }
 
 /// How the bytes moved, for `--debug`.
@@ -144,6 +147,8 @@ pub fn regular(
     // /proc file reports size 0).
     let tried = if size == 0 {
         Offload::Declined("empty by its size: read instead".into())
+    } else if !p.offload_first {
+        Offload::Declined("the saved copy run found read/write faster here".into())
     } else {
         // Up to the size the source had when opened: no extra call to learn the end.
         offload(src, dst, &mut off, size, p)?

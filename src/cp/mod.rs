@@ -6,6 +6,7 @@
 //! a pool of workers that share the files of a tree.
 
 pub mod data;
+pub mod tuning;
 
 use crate::sys::os;
 use anyhow::{Context, Result, anyhow, bail};
@@ -92,6 +93,8 @@ impl Stat {
 struct Shared {
     opts: Options,
     path: data::Path,
+    /// Splice capacity for pipe sources (from a saved pipe run, else 1 MiB).
+    pipe_capacity: usize,
     umask: u32,
     /// (dev, ino) of a source with several links → its first destination (-a).
     links: Mutex<HashMap<(u64, u64), PathBuf>>,
@@ -166,13 +169,29 @@ pub fn run(opts: Options) -> Result<i32> {
     if opts.sources.len() > 1 && !into_dir {
         return crate::error::usage(format!("cp: target {} is not a directory", q(&dest)));
     }
+    // What ioprobe measured on this host and the destination's filesystem, if saved.
+    let dest_dir = if into_dir {
+        dest.clone()
+    } else {
+        match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    let tuning = tuning::for_destination(&dest_dir);
+    if opts.debug {
+        crate::progress::note(&format!("cp: file data: {}", tuning.copy_from));
+        crate::progress::note(&format!("cp: pipe sources: {}", tuning.pipe_from));
+    }
     let shared = Arc::new(Shared {
         path: data::Path {
             reflink: opts.reflink,
             sparse: opts.sparse,
-            buffer: 256 * 1024,
+            buffer: tuning.buffer,
             chunk: 64 << 20,
+            offload_first: tuning.offload_first,
         },
+        pipe_capacity: tuning.pipe_capacity,
         umask: umask(),
         links: Mutex::new(HashMap::new()),
         errors: Mutex::new(Vec::new()),
@@ -679,7 +698,7 @@ fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path)
     })?;
     let kind = rustix::fs::FileType::from_raw_mode(before.mode as _);
     let used = if kind == rustix::fs::FileType::Fifo {
-        data::from_pipe(&src, &dst, 1 << 20, &sh.path)?
+        data::from_pipe(&src, &dst, sh.pipe_capacity, &sh.path)?
     } else {
         let c = |p: &Path| crate::sys::calls::c_path(p);
         let (sc, dc) = (c(&job.src)?, c(temp)?);

@@ -5,9 +5,13 @@
 use crate::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
+/// `ioprobe cp` in `dir`, with no saved runs to tune from (XDG_DATA_HOME names a
+/// directory that does not exist: nothing is read or created).
 fn cp(dir: &Path) -> Command {
     let mut c = Command::new(BIN);
-    c.current_dir(dir).arg("cp");
+    c.current_dir(dir)
+        .env("XDG_DATA_HOME", dir.join(".no-store"))
+        .arg("cp");
     c
 }
 
@@ -283,4 +287,56 @@ fn standard_input_and_fifos_are_copied_and_ctrl_c_leaves_nothing() {
         "a partial file under the final name"
     );
     assert!(temporaries(d).is_empty(), "{:?}", entries(d));
+}
+
+#[test]
+fn a_saved_copy_run_for_the_filesystem_sets_the_order_and_debug_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("f"), vec![7u8; 100_000]).unwrap();
+    // Without a saved run: GNU cp's order, said once.
+    let out = cp(d).args(["--debug", "f", "g0"]).assert().success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("cp: file data: no saved copy run"), "{err}");
+    // A copy run of this host on this filesystem where read/write beat
+    // copy_file_range: the loop goes first, at the run's buffer.
+    let sys = Command::new(BIN)
+        .args(["sysinfo", "--json", "--dir"])
+        .arg(d)
+        .output()
+        .unwrap();
+    let env: serde_json::Value = serde_json::from_slice(&sys.stdout).unwrap();
+    let env = env.get("environment").unwrap_or(&env).clone();
+    let mut run: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/copy-run.json")).unwrap();
+    run["environment"]["hostname"] = env["hostname"].clone();
+    run["environment"]["filesystem"]["fs_type"] = env["filesystem"]["fs_type"].clone();
+    for m in run["measurements"].as_array_mut().unwrap() {
+        if m["case"] == "copy-file-range/warm/none/1MiB" {
+            m["median"] = serde_json::json!(1e9);
+            m["ci95"] = serde_json::json!([0.9e9, 1.1e9]);
+        }
+    }
+    let file = d.join("run.json");
+    std::fs::write(&file, run.to_string()).unwrap();
+    let data = d.join("data");
+    Command::new(BIN)
+        .env("XDG_DATA_HOME", &data)
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+    let out = Command::new(BIN)
+        .current_dir(d)
+        .env("XDG_DATA_HOME", &data)
+        .args(["cp", "--debug", "f", "g1"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("cp: file data: run 1 ("), "{err}");
+    assert!(err.contains("the loop first"), "{err}");
+    let line = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(line.contains("method: read/write"), "{line}");
+    assert!(line.contains("found read/write faster here"), "{line}");
+    assert_eq!(std::fs::read(d.join("g1")).unwrap(), vec![7u8; 100_000]);
 }
