@@ -250,19 +250,22 @@ fn copy_tables_markdown_csv_and_advice_from_a_saved_run_are_stable() {
     presentation_is_stable("copy", FIXTURE_COPY);
 }
 
+/// A 4 KiB file copied with read/write and a 64 KiB buffer.
+const SMALL_FILE_COPY: [&str; 7] = [
+    "copy",
+    "--file-size",
+    "4k",
+    "--method",
+    "read-write",
+    "--sizes",
+    "64k",
+];
+
 #[test]
 fn small_warm_files_are_copied_several_to_a_sample_each_checked_and_removed() {
     let dir = tempfile::tempdir().unwrap();
     let out = ioprobe(dir.path())
-        .args([
-            "copy",
-            "--file-size",
-            "4k",
-            "--method",
-            "read-write",
-            "--sizes",
-            "64k",
-        ])
+        .args(SMALL_FILE_COPY)
         .args(["--cache", "warm,cold", "--durability", "none", "--json"])
         // 20 ms samples: even a copy slowed 100-fold by a loaded machine leaves room
         // for several per sample.
@@ -291,15 +294,7 @@ fn small_warm_files_are_copied_several_to_a_sample_each_checked_and_removed() {
     assert_empty(dir.path());
     // The fault hook corrupts the first copy of the first sample: caught.
     let out = ioprobe(dir.path())
-        .args([
-            "copy",
-            "--file-size",
-            "4k",
-            "--method",
-            "read-write",
-            "--sizes",
-            "64k",
-        ])
+        .args(SMALL_FILE_COPY)
         .args(["--cache", "warm", "--durability", "none", "--json"])
         .args(TINY)
         .env("IOPROBE_FAULT", "copy-corrupt")
