@@ -202,7 +202,7 @@ pub enum Command {
     /// Pipe throughput and context switches versus chunk size, capacity, method and
     /// CPU placement (seed 002).
     #[command(after_help = examples!(
-        "ioprobe pipe --quick              a smaller total per sample",
+        "ioprobe pipe --quick              both on one CPU, about 15 s",
         "ioprobe pipe --sizes 4k,64k,1m --placement split",
         "ioprobe pipe --method write-read --pipe-size default,1m",
     ))]
@@ -210,7 +210,7 @@ pub enum Command {
     /// Every way to copy a file, ranked, in each cache state and durability mode
     /// (seeds 001 and 003).
     #[command(after_help = examples!(
-        "ioprobe copy --quick              every method on a 64 MiB file",
+        "ioprobe copy --quick              every method on a 32 MiB file",
         "ioprobe copy --method read-write,copy-file-range --sizes 64k,1m",
         "ioprobe copy --system-tools --cache warm   beside cp, cat and dd",
     ))]
