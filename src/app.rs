@@ -131,6 +131,32 @@ fn estimate(
     (total, from)
 }
 
+/// Each case's minimum cost in seconds, keyed as the time limit keys them: a whole-pass
+/// case's warm-up and minimum samples at the pass time (within its bytes at a guessed
+/// 1 GB/s), a calibrated case's warm-up and minimum samples. The time limit shares
+/// itself out in proportion.
+fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(String, f64)> {
+    let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
+    let mut out = Vec::new();
+    for p in probes {
+        let name = p.kind().name();
+        for (case, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
+            let cost = match bytes {
+                Some((lo, hi)) => {
+                    let pass = h
+                        .pass_time
+                        .as_secs_f64()
+                        .clamp(lo as f64 / GUESSED_RATE, hi as f64 / GUESSED_RATE);
+                    (1 + min) as f64 * pass
+                }
+                None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
+            };
+            out.push((crate::harness::TimeLimit::key(name, case), cost));
+        }
+    }
+    out
+}
+
 /// The command's time limit and how to name it: `--time-limit`, else the sum of its
 /// probes' own limits at this scale (none with `--thorough` or `--budget`, or when a
 /// probe has none).
@@ -270,7 +296,7 @@ fn run_in(
         ));
     }
     let (time_limit, limit_label) = time_limit(settings, probes, command);
-    let limit = crate::harness::TimeLimit::new(time_limit, total);
+    let limit = crate::harness::TimeLimit::new(time_limit, min_costs(probes, &settings.harness));
     progress.start("harness", "timer and loop overhead");
     let overhead = measure_overhead(&settings.harness)?;
     let ctx = Context {

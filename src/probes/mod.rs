@@ -152,7 +152,9 @@ impl Context<'_> {
     pub fn measure(&self, probe: &str, case: &str, w: &mut dyn Workload) -> Result<Sampled> {
         self.progress.start(probe, case);
         let cfg = harness::Config {
-            budget: self.limit.share(1, self.harness.budget),
+            budget: self
+                .limit
+                .share(&[harness::TimeLimit::key(probe, case)], self.harness.budget),
             ..self.harness.clone()
         };
         let s = harness::measure(w, &cfg)?;
@@ -171,7 +173,13 @@ impl Context<'_> {
         let mut refs: Vec<&mut dyn Workload> =
             rows.iter_mut().map(|r| r as &mut dyn Workload).collect();
         let h = &harness::Config {
-            budget: self.limit.share(refs.len(), self.harness.budget),
+            budget: self.limit.group_share(
+                &names
+                    .iter()
+                    .map(|n| harness::TimeLimit::key(probe, n))
+                    .collect::<Vec<_>>(),
+                self.harness.budget,
+            ),
             ..self.harness.clone()
         };
         self.progress.start_group(

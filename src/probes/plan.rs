@@ -99,9 +99,13 @@ fn merge(slots: Vec<Option<Measurement>>, done: Vec<Measurement>) -> Vec<Measure
 
 impl Context<'_> {
     /// Unsupported rows take no time: they give their share of a time limit back.
-    fn skip_unsupported(&self, slots: &[Option<Measurement>]) {
-        let n = slots.iter().filter(|s| s.is_some()).count();
-        self.limit.share(n, std::time::Duration::ZERO);
+    fn skip_unsupported(&self, probe: &str, slots: &[Option<Measurement>]) {
+        let keys: Vec<String> = slots
+            .iter()
+            .flatten()
+            .map(|m| crate::harness::TimeLimit::key(probe, &m.case))
+            .collect();
+        self.limit.skip(&keys);
     }
 
     /// Measures every ready row one case at a time with `one(case, params, work)`
@@ -113,7 +117,7 @@ impl Context<'_> {
         mut one: impl FnMut(&str, P, W) -> Result<Measurement>,
     ) -> Result<Vec<Measurement>> {
         let (ready, slots) = plan.split(probe);
-        self.skip_unsupported(&slots);
+        self.skip_unsupported(probe, &slots);
         let mut done = Vec::new();
         for (case, params, work) in ready {
             done.push(one(&case, params, work)?);
@@ -130,7 +134,7 @@ impl Context<'_> {
         mut finish: impl FnMut(&str, P, &W, &Sampled) -> Result<Measurement>,
     ) -> Result<Vec<Measurement>> {
         let (ready, slots) = plan.split(probe);
-        self.skip_unsupported(&slots);
+        self.skip_unsupported(probe, &slots);
         let (mut keys, mut works) = (Vec::new(), Vec::new());
         for (case, params, work) in ready {
             keys.push((case, params));

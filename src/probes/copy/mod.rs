@@ -354,7 +354,7 @@ impl ProbeKind for Kind {
         let s = std::time::Duration::from_secs;
         match scale {
             Scale::Quick => Some(s(25)),
-            Scale::Default => Some(s(170)),
+            Scale::Default => Some(s(150)),
             Scale::Run => Some(s(10)),
             Scale::Thorough => None,
         }
