@@ -77,36 +77,27 @@ impl TimeLimit {
         Some(remaining.mul_f64(fraction))
     }
 
+    /// The per-case share of `keys` (None without a limit), counting them as cut when
+    /// it is below `per_case`.
+    fn each(&self, keys: &[String], per_case: Duration) -> Option<Duration> {
+        let each = self.claim(keys)? / keys.len().max(1) as u32;
+        if each < per_case {
+            self.cut.set(self.cut.get() + keys.len());
+        }
+        Some(each)
+    }
+
     /// The budget of a calibrated case starting now: `per_case`, or less when the
     /// limit requires.
     pub fn share(&self, keys: &[String], per_case: Duration) -> Duration {
-        match self.claim(keys) {
-            None => per_case,
-            Some(share) => {
-                let each = share / keys.len().max(1) as u32;
-                if each < per_case {
-                    self.cut.set(self.cut.get() + keys.len());
-                    each
-                } else {
-                    per_case
-                }
-            }
-        }
+        self.each(keys, per_case)
+            .map_or(per_case, |e| e.min(per_case))
     }
 
     /// The budget per row of a round-robin group starting now: its share of the limit,
     /// more or less than `per_case`; without a limit, `per_case`.
     pub fn group_share(&self, keys: &[String], per_case: Duration) -> Duration {
-        match self.claim(keys) {
-            None => per_case,
-            Some(share) => {
-                let each = share / keys.len().max(1) as u32;
-                if each < per_case {
-                    self.cut.set(self.cut.get() + keys.len());
-                }
-                each
-            }
-        }
+        self.each(keys, per_case).unwrap_or(per_case)
     }
 
     /// Cases that take no time (unsupported here) give their share back.
