@@ -784,24 +784,7 @@ fn attributes(sh: &Shared, job: &Job, path: &Path) -> Result<()> {
     let p = sh.opts.preserve;
     let m = &job.meta;
     if job.meta.file_type().is_symlink() {
-        if p.timestamps {
-            let ts = timestamps(m);
-            rustix::fs::utimensat(
-                rustix::fs::CWD,
-                path,
-                &ts,
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            )?;
-        }
-        if p.ownership {
-            let _ = rustix::fs::chownat(
-                rustix::fs::CWD,
-                path,
-                Some(rustix::fs::Uid::from_raw(m.uid())),
-                Some(rustix::fs::Gid::from_raw(m.gid())),
-                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-            );
-        }
+        times_and_owner(p, path, m, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
         return Ok(());
     }
     let special = !job.meta.is_file();
@@ -847,6 +830,29 @@ fn attributes(sh: &Shared, job: &Job, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The source's timestamps (with -p) and owner (with --preserve=ownership; refused
+/// quietly when not permitted, as cp does) on `path`, by path with `flags`.
+fn times_and_owner(
+    p: Preserve,
+    path: &Path,
+    m: &Metadata,
+    flags: rustix::fs::AtFlags,
+) -> Result<()> {
+    if p.timestamps {
+        rustix::fs::utimensat(rustix::fs::CWD, path, &timestamps(m), flags)?;
+    }
+    if p.ownership {
+        let _ = rustix::fs::chownat(
+            rustix::fs::CWD,
+            path,
+            Some(rustix::fs::Uid::from_raw(m.uid())),
+            Some(rustix::fs::Gid::from_raw(m.gid())),
+            flags,
+        );
+    }
+    Ok(())
+}
+
 fn timestamps(m: &Metadata) -> rustix::fs::Timestamps {
     let t = |s: i64, ns: i64| rustix::fs::Timespec {
         tv_sec: s,
@@ -863,23 +869,7 @@ fn timestamps(m: &Metadata) -> rustix::fs::Timestamps {
 /// own unless -p).
 fn dir_attributes(sh: &Shared, dst: &Path, m: &Metadata, created: bool) -> Result<()> {
     let p = sh.opts.preserve;
-    if p.timestamps {
-        rustix::fs::utimensat(
-            rustix::fs::CWD,
-            dst,
-            &timestamps(m),
-            rustix::fs::AtFlags::empty(),
-        )?;
-    }
-    if p.ownership {
-        let _ = rustix::fs::chownat(
-            rustix::fs::CWD,
-            dst,
-            Some(rustix::fs::Uid::from_raw(m.uid())),
-            Some(rustix::fs::Gid::from_raw(m.gid())),
-            rustix::fs::AtFlags::empty(),
-        );
-    }
+    times_and_owner(p, dst, m, rustix::fs::AtFlags::empty())?;
     if p.mode || created {
         let mode = if p.mode {
             m.mode() & 0o7777

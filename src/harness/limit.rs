@@ -109,11 +109,6 @@ impl TimeLimit {
     pub fn cut_cases(&self) -> usize {
         self.cut.get()
     }
-
-    /// Whether the whole limit has been spent.
-    pub fn spent(&self) -> bool {
-        self.limit.is_some_and(|l| self.start.elapsed() >= l)
-    }
 }
 
 #[cfg(test)]
@@ -135,7 +130,6 @@ mod tests {
         assert_eq!(t.share(&keys(&["a"]), s), s);
         assert_eq!(t.group_share(&keys(&["b"]), s), s);
         assert_eq!(t.cut_cases(), 0);
-        assert!(!t.spent());
     }
 
     #[test]
@@ -190,6 +184,5 @@ mod tests {
             t.group_share(&keys(&["z"]), Duration::from_secs(1)),
             Duration::ZERO
         );
-        assert!(t.spent());
     }
 }

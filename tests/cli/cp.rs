@@ -245,13 +245,7 @@ fn standard_input_and_fifos_are_copied_and_ctrl_c_leaves_nothing() {
     assert_eq!(std::fs::read(d.join("fromstdin")).unwrap(), data);
     // A slow writer into a FIFO; Ctrl-C mid-copy.
     let fifo = d.join("fifo");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     let mut writer = std::process::Command::new("sh")
         .args([
             "-c",
@@ -262,6 +256,7 @@ fn standard_input_and_fifos_are_copied_and_ctrl_c_leaves_nothing() {
         .unwrap();
     let copier = std::process::Command::new(BIN)
         .args(["cp", "fifo", "slow"])
+        .env("XDG_DATA_HOME", d.join(".no-store"))
         .current_dir(d)
         .spawn()
         .unwrap();

@@ -24,6 +24,12 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_ioprobe");
 const TINY: [&str; 4] = ["--sample-time", "1ms", "--budget", "30ms"];
 
+/// Makes a FIFO at `path` (with mkfifo(1), as a user would).
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.unwrap().success(), "mkfifo {}", path.display());
+}
+
 /// ioprobe measuring in `dir`, saving nothing (store tests use `with_store`).
 fn ioprobe(dir: &Path) -> Command {
     let mut c = Command::new(BIN);

@@ -568,13 +568,7 @@ fn imports_refuse_what_is_not_a_regular_file_of_sane_size() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("results.db");
     let fifo = tmp.path().join("fifo.json");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     let big = tmp.path().join("big.json");
     std::fs::File::create(&big)
         .unwrap()
