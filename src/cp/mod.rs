@@ -687,7 +687,7 @@ fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path)
     let dst = rustix::fs::open(
         temp,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(create_mode(sh, job) as _),
     )
     .map_err(|e| {
         anyhow!(
@@ -751,20 +751,37 @@ fn new_mode(sh: &Shared, job: &Job) -> u32 {
     }
 }
 
-/// [`attributes`] on the open descriptors of a copied file, in the same order.
+/// The mode a new file is created with, as GNU cp does: its final permissions (the
+/// kernel applies the umask), except that while its owner may still change (ownership
+/// preserved) group and others get nothing; setuid, setgid and sticky bits come only
+/// with the final fchmod, after any chown.
+fn create_mode(sh: &Shared, job: &Job) -> u32 {
+    let omitted = if sh.opts.preserve.ownership { 0o077 } else { 0 };
+    new_mode(sh, job) & 0o777 & !omitted
+}
+
+/// [`attributes`] on the open descriptors of a copied file, in the same order. Like
+/// GNU cp, it asks the new file what it already is (one fstat) and skips a chown to
+/// the owner it already has and a chmod to the mode it already has: each is a journalled
+/// inode update, a third of the cost of a small file on ext4.
 fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result<()> {
     let p = sh.opts.preserve;
     let m = &job.meta;
     if p.timestamps {
         rustix::fs::futimens(dst, &timestamps(m))?;
     }
-    if p.ownership {
+    let now = rustix::fs::fstat(dst)?;
+    let (mut chowned, mut lost_owner) = (false, false);
+    if p.ownership && (now.st_uid, now.st_gid) != (m.uid(), m.gid()) {
         match rustix::fs::fchown(
             dst,
             Some(rustix::fs::Uid::from_raw(m.uid())),
             Some(rustix::fs::Gid::from_raw(m.gid())),
         ) {
-            Ok(()) | Err(rustix::io::Errno::PERM) => {}
+            Ok(()) => chowned = true,
+            // Not permitted (not root): the copy stays ours, as with GNU cp, and so
+            // loses setuid and setgid, which would otherwise grant our identity.
+            Err(rustix::io::Errno::PERM) => lost_owner = true,
             Err(e) => bail!("preserving ownership: {}", crate::error::plain(&e.into())),
         }
     }
@@ -774,7 +791,13 @@ fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result
     {
         return Err(e.into());
     }
-    rustix::fs::fchmod(dst, Mode::from_raw_mode(new_mode(sh, job) as _))?;
+    let mut mode = new_mode(sh, job);
+    if lost_owner {
+        mode &= !0o6000;
+    }
+    if chowned || now.st_mode as u32 & 0o7777 != mode {
+        rustix::fs::fchmod(dst, Mode::from_raw_mode(mode as _))?;
+    }
     Ok(())
 }
 

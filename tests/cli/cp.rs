@@ -93,7 +93,16 @@ fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
     let d = dir.path();
     let src = d.join("src");
     std::fs::create_dir_all(src.join("sub/setgid")).unwrap();
-    for (name, mode) in [("private", 0o700), ("plain", 0o644), ("tool", 0o755)] {
+    // 0700 comes out of the create call as it is (no chmod); 0666 is more than the
+    // umask lets a create give; 04750 needs the chmod after the (skipped) chown.
+    let modes = [
+        ("private", 0o700),
+        ("plain", 0o644),
+        ("tool", 0o755),
+        ("open", 0o666),
+        ("setuid", 0o4750),
+    ];
+    for (name, mode) in modes {
         std::fs::write(src.join(name), name).unwrap();
         std::fs::set_permissions(src.join(name), std::fs::Permissions::from_mode(mode)).unwrap();
     }
@@ -117,7 +126,8 @@ fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
         .unwrap();
     cp(d).args(["-a", "src", "dst"]).assert().success();
     let dst = d.join("dst");
-    for name in ["private", "plain", "tool", "sub/setgid", "sub/setgid/inner"] {
+    let names = modes.iter().map(|m| m.0);
+    for name in names.chain(["sub/setgid", "sub/setgid/inner"]) {
         let (a, b) = (
             std::fs::metadata(src.join(name)).unwrap(),
             std::fs::metadata(dst.join(name)).unwrap(),
@@ -149,6 +159,8 @@ fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
     cp(d).args(["-r", "src", "plain_copy"]).assert().success();
     let m = std::fs::metadata(d.join("plain_copy/tool")).unwrap();
     assert_eq!(m.mode() & 0o7777 & !0o755, 0);
+    let m = std::fs::metadata(d.join("plain_copy/setuid")).unwrap();
+    assert_eq!(m.mode() & 0o7000, 0, "no setuid without -p");
     assert_ne!(m.mtime(), 1_600_000_000);
     assert!(temporaries(&dst).is_empty());
 }
@@ -334,4 +346,53 @@ fn a_saved_copy_run_for_the_filesystem_sets_the_order_and_debug_says_which() {
     assert!(line.contains("method: read/write"), "{line}");
     assert!(line.contains("found read/write faster here"), "{line}");
     assert_eq!(std::fs::read(d.join("g1")).unwrap(), vec![7u8; 100_000]);
+}
+
+/// Extended attributes come along with -a, whatever their size, and a file without any
+/// gets none (attributes are sized before they are read, not read into a fixed buffer).
+#[cfg(target_os = "linux")]
+#[test]
+fn archive_copies_extended_attributes_of_any_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("src")).unwrap();
+    std::fs::write(d.join("src/tagged"), "data").unwrap();
+    std::fs::write(d.join("src/plain"), "data").unwrap();
+    let big = vec![b'a'; 3000];
+    let attrs: [(&str, &[u8]); 3] = [
+        ("user.small", b"hello"),
+        ("user.empty", b""),
+        ("user.big", &big),
+    ];
+    for (name, value) in attrs {
+        match rustix::fs::setxattr(
+            d.join("src/tagged"),
+            name,
+            value,
+            rustix::fs::XattrFlags::empty(),
+        ) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::NOTSUP) => {
+                eprintln!("skipped: no user xattrs on {}", d.display());
+                return;
+            }
+            Err(e) => panic!("setxattr {name}: {e}"),
+        }
+    }
+    cp(d).args(["-a", "src", "dst"]).assert().success();
+    for (name, value) in attrs {
+        let mut buf = vec![0u8; 4096];
+        let n = rustix::fs::getxattr(d.join("dst/tagged"), name, &mut buf)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(&buf[..n], value, "{name}");
+    }
+    let mut names = vec![0u8; 64 * 1024];
+    let n = rustix::fs::listxattr(d.join("dst/plain"), &mut names[..]).unwrap();
+    assert!(
+        names[..n]
+            .split(|&b| b == 0)
+            .all(|s| !s.starts_with(b"user.")),
+        "{:?}",
+        String::from_utf8_lossy(&names[..n])
+    );
 }

@@ -167,6 +167,27 @@ pub fn seek_data<Fd: AsFd>(fd: Fd, from: u64) -> SysResult<Option<u64>> {
     }
 }
 
+/// The bytes a listxattr/getxattr-style call returns, read into a small buffer that
+/// doubles while the kernel says it is too small (ERANGE), up to the 64 KiB the kernel
+/// allows. (rustix reports at most the buffer's length, so an empty buffer cannot ask
+/// for the size.)
+fn sized(
+    mut call: impl FnMut(&mut [u8]) -> rustix::io::Result<usize>,
+) -> rustix::io::Result<Vec<u8>> {
+    let mut len = 256;
+    loop {
+        let mut buf = vec![0u8; len];
+        match call(&mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(rustix::io::Errno::RANGE) if len < 64 * 1024 => len *= 2,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The next hole at or after `from` (SEEK_HOLE; the file's end counts as one).
 pub fn seek_hole<Fd: AsFd>(fd: Fd, from: u64) -> SysResult<u64> {
     check(
@@ -179,26 +200,28 @@ pub fn seek_hole<Fd: AsFd>(fd: Fd, from: u64) -> SysResult<u64> {
 /// the destination refuses (EPERM on a trusted or security one without privilege,
 /// ENOTSUP on a filesystem without xattrs) is counted in the second number.
 pub fn copy_xattrs<A: AsFd, B: AsFd>(src: A, dst: B) -> SysResult<(usize, usize)> {
-    let mut names = vec![0u8; 64 * 1024];
-    let n = match rustix::fs::flistxattr(&src, &mut names[..]) {
-        Ok(n) => n,
+    // A small buffer first: most files have none, and a 64 KiB buffer per file (zeroed
+    // here, and allocated again by the kernel at that size) cost more than the copy of
+    // a small file.
+    let names = match sized(|buf| rustix::fs::flistxattr(&src, buf)) {
+        Ok(names) => names,
         Err(rustix::io::Errno::NOTSUP) => return Ok((0, 0)),
         Err(e) => return Err(SysError::new("flistxattr", e)),
     };
+    if names.is_empty() {
+        return Ok((0, 0));
+    }
     let (mut done, mut refused) = (0, 0);
-    let mut value = vec![0u8; 64 * 1024];
-    for name in names[..n].split(|&b| b == 0).filter(|s| !s.is_empty()) {
+    for name in names.split(|&b| b == 0).filter(|s| !s.is_empty()) {
         let Ok(name) = std::ffi::CString::new(name) else {
             continue;
         };
-        let len = check(
-            "fgetxattr",
-            rustix::fs::fgetxattr(&src, name.as_c_str(), &mut value[..]),
-        )?;
+        let value = sized(|buf| rustix::fs::fgetxattr(&src, name.as_c_str(), buf))
+            .map_err(|e| SysError::new("fgetxattr", e))?;
         match rustix::fs::fsetxattr(
             &dst,
             name.as_c_str(),
-            &value[..len],
+            &value,
             rustix::fs::XattrFlags::empty(),
         ) {
             Ok(()) => done += 1,
