@@ -762,8 +762,8 @@ fn create_mode(sh: &Shared, job: &Job) -> u32 {
 
 /// [`attributes`] on the open descriptors of a copied file, in the same order. Like
 /// GNU cp, it asks the new file what it already is (one fstat) and skips a chown to
-/// the owner it already has and a chmod to the mode it already has: each is a journalled
-/// inode update, a third of the cost of a small file on ext4.
+/// the owner it already has and a chmod to the mode it already has: each would be a
+/// journalled inode update on ext4.
 fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result<()> {
     let p = sh.opts.preserve;
     let m = &job.meta;
