@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 SIZE=$((64 << 20))
 work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
 cargo build --release --quiet
 gcc -O2 -Wall -o "$work/copy_ref" bench/c/copy_ref.c
 IOPROBE=target/release/ioprobe

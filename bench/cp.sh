@@ -80,7 +80,8 @@ have cpz && peers_file+=("cpz:cpz") && peers_tree+=("cpz:cpz")
 
 for fs in "${BENCH_DIR:-$PWD/..}" /dev/shm; do
     work=$(mktemp -d "$fs/ioprobe-cp-bench.XXXXXX")
-    trap 'rm -rf "$work"' EXIT INT TERM
+    trap 'rm -rf "$work"' EXIT
+    trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
     echo; echo "=== on $(findmnt -no FSTYPE -T "$work") ($work)"
     # One 1 GiB file, warm.
     head -c 1G /dev/urandom > "$work/big"; cat "$work/big" > /dev/null
@@ -135,5 +136,5 @@ PY
     printf '\na 1 GiB stream from a pipe (median of %s rounds; %s)\n' "$ROUNDS" "$(cat --version | head -1)"
     awk -v i="$i" -v c="$c" 'BEGIN { printf "  ioprobe cp - dst %8.3f s\n  cat > dst        %8.3f s\n  cat ÷ ioprobe    %8.2f× (the goal: ≥ 2)\n", i/1e9, c/1e9, c/i }'
     rm -rf "$work"
-    trap - EXIT INT TERM
+    trap - EXIT
 done

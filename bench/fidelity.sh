@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
 
 cargo build --release --quiet
 gcc -O2 -Wall -o "$work/ref" bench/c/ref.c

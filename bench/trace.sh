@@ -13,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
 cargo build --release --quiet
 IOPROBE=$PWD/target/release/ioprobe
 store="$work/store.db"
