@@ -215,6 +215,11 @@ pub fn run(opts: Options) -> Result<i32> {
             let rx = Arc::clone(&rx);
             let sh = Arc::clone(&shared);
             std::thread::spawn(move || {
+                // A worker opens and closes every descriptor it uses: in a table of its
+                // own, two workers' opens do not contend for one lock. Where unshare is
+                // refused (a container's seccomp filter), the shared table only costs
+                // time.
+                let _ = os::own_fd_table();
                 loop {
                     let batch = match rx.lock() {
                         Ok(r) => r.recv(),
@@ -301,7 +306,8 @@ struct Queue {
 }
 
 impl Queue {
-    const BATCH: usize = 64;
+    /// Most files per batch: a typical directory in one batch, a large one shared out.
+    const BATCH: usize = 256;
 
     fn push(&mut self, job: Task) -> Result<()> {
         self.batch.push(job);
@@ -406,11 +412,15 @@ fn plan(
             .filter_map(|e| e.ok())
             .collect();
         entries.sort_by_key(|e| e.file_name());
+        // Anything but a directory goes to the workers unexamined, the directory's
+        // files in batches of their own: two workers seldom create files in the same
+        // directory at once (each create holds the directory's lock), unless it is
+        // one large directory, whose batches they share.
+        let mut subdirs = Vec::new();
         for e in entries {
             if crate::harness::interrupt::requested() {
                 return Ok(());
             }
-            // Anything but a directory goes to the workers unexamined.
             if let Ok(t) = e.file_type()
                 && !t.is_dir()
             {
@@ -422,7 +432,14 @@ fn plan(
                     meta: None,
                     regular: t.is_file(),
                 })?;
-                continue;
+            } else {
+                subdirs.push(e);
+            }
+        }
+        tx.flush()?;
+        for e in subdirs {
+            if crate::harness::interrupt::requested() {
+                return Ok(());
             }
             if let Err(err) = plan(
                 sh,
@@ -751,12 +768,19 @@ fn new_mode(sh: &Shared, job: &Job) -> u32 {
     }
 }
 
-/// The mode a new file is created with, as GNU cp does: its final permissions (the
-/// kernel applies the umask), except that while its owner may still change (ownership
-/// preserved) group and others get nothing; setuid, setgid and sticky bits come only
+/// The mode a new file is created with: its final permissions (the kernel applies the
+/// umask), except that, as GNU cp does, group and others get nothing while its owner
+/// may still change (ownership preserved), so that no one reads it under the wrong
+/// owner. In a directory this run made, which stays 0700 until its contents are
+/// written, no one else can reach the file anyway: it gets its final permissions at
+/// once, and most files then need no chmod. setuid, setgid and sticky bits come only
 /// with the final fchmod, after any chown.
 fn create_mode(sh: &Shared, job: &Job) -> u32 {
-    let omitted = if sh.opts.preserve.ownership { 0o077 } else { 0 };
+    let omitted = if sh.opts.preserve.ownership && !job.fresh {
+        0o077
+    } else {
+        0
+    };
     new_mode(sh, job) & 0o777 & !omitted
 }
 

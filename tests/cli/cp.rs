@@ -161,6 +161,21 @@ fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
     assert_eq!(m.mode() & 0o7777 & !0o755, 0);
     let m = std::fs::metadata(d.join("plain_copy/setuid")).unwrap();
     assert_eq!(m.mode() & 0o7000, 0, "no setuid without -p");
+    // Into a directory that was there before (created group-and-other-less, then set).
+    std::fs::create_dir(d.join("existing")).unwrap();
+    cp(d)
+        .args(["-a", "src/tool", "src/open", "src/setuid", "existing"])
+        .assert()
+        .success();
+    for name in ["tool", "open", "setuid"] {
+        assert_eq!(
+            std::fs::metadata(d.join("existing").join(name))
+                .unwrap()
+                .mode(),
+            std::fs::metadata(src.join(name)).unwrap().mode(),
+            "{name} into an existing directory"
+        );
+    }
     assert_ne!(m.mtime(), 1_600_000_000);
     assert!(temporaries(&dst).is_empty());
 }

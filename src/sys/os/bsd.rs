@@ -207,6 +207,11 @@ pub fn copy_xattrs<A: AsFd, B: AsFd>(_src: A, _dst: B) -> SysResult<(usize, usiz
     Err(SysError::missing("xattr copy (Linux only)"))
 }
 
+/// No per-thread descriptor tables here: the shared one is kept.
+pub fn own_fd_table() -> SysResult<()> {
+    Ok(())
+}
+
 /// Making FIFOs and devices (cp -a as root) is done on Linux only.
 pub fn make_special(_path: &std::path::Path, _kind: &str, _rdev: u64) -> SysResult<()> {
     Err(SysError::missing(
