@@ -161,7 +161,7 @@ pub fn regular(
         Offload::Declined(why) => {
             used.offload = format!("no ({why})");
             used.method = "read/write";
-            off = read_write(src, dst, 0, p)?;
+            off = read_write(src, dst, size == 0, p)?;
         }
     }
     used.bytes = off.max(used.bytes);
@@ -211,22 +211,34 @@ fn offload(
     }
 }
 
-/// read/write from `from` to end of input (both descriptors at their offsets).
-fn read_write(src: &OwnedFd, dst: &OwnedFd, from: u64, p: &Path) -> anyhow::Result<u64> {
-    let mut buf = vec![0u8; p.buffer];
-    let mut off = from;
+/// read/write from the start to end of input; `empty`: the source says its size is 0.
+fn read_write(src: &OwnedFd, dst: &OwnedFd, empty: bool, p: &Path) -> anyhow::Result<u64> {
+    // A source that says it is empty is read first into a small buffer: an empty file
+    // (or a /proc file asked whether it has data) then costs no large zeroed buffer,
+    // which was a third of the time of copying a directory of empty files.
+    let mut first = [0u8; 512];
+    let mut big = Vec::new();
+    let mut off = 0;
     loop {
         interrupted()?;
-        let n = calls::pread(src, &mut buf, off).or_else(|e| {
+        let buf: &mut [u8] = if empty && off == 0 {
+            &mut first
+        } else {
+            if big.is_empty() {
+                big = vec![0u8; p.buffer];
+            }
+            &mut big
+        };
+        let n = calls::pread(src, buf, off).or_else(|e| {
             // A pipe or other stream: plain read.
             if e.errno == rustix::io::Errno::SPIPE.raw_os_error() {
-                calls::read(src, &mut buf)
+                calls::read(src, buf)
             } else {
                 Err(e)
             }
         })?;
         if n == 0 {
-            return Ok(off - from);
+            return Ok(off);
         }
         calls::pwrite_all(dst, &buf[..n], off)?;
         off += n as u64;
