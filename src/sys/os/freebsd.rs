@@ -3,7 +3,8 @@
 
 pub use super::bsd::{
     copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_of,
-    pipe_capacity, seek_data, seek_hole, sendfile, set_pipe_capacity, splice, vmsplice,
+    own_fd_table, pipe_capacity, seek_data, seek_hole, sendfile, set_pipe_capacity, splice,
+    vmsplice,
 };
 use super::bsd::{sysctl_string, sysctl_u64};
 pub use super::linux_freebsd::*;
