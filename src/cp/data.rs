@@ -6,13 +6,30 @@
 use crate::sys::calls::{self, SysError};
 use crate::sys::os;
 use rustix::fd::{AsFd, OwnedFd};
-use std::ffi::CStr;
+use std::borrow::Cow;
 
 /// Bytes written so far by every copy of this process (for the progress display).
 pub static MOVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+thread_local! {
+    /// This thread's bytes not yet added to [`MOVED`]: one shared counter touched per
+    /// file by two workers costs more than a small file's copy takes.
+    static PENDING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 fn moved(n: u64) {
-    MOVED.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    let p = PENDING.get() + n;
+    if p >= 8 << 20 {
+        MOVED.fetch_add(p, std::sync::atomic::Ordering::Relaxed);
+        PENDING.set(0);
+    } else {
+        PENDING.set(p);
+    }
+}
+
+/// Adds this thread's pending bytes to [`MOVED`] (a worker, after each batch).
+pub fn flush_moved() {
+    MOVED.fetch_add(PENDING.take(), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Set when FICLONE failed once in this run: later files skip it (`--reflink=auto`).
@@ -46,9 +63,9 @@ pub struct Used {
     /// The method that moved the data: reflink, copy_file_range, read/write, splice.
     pub method: &'static str,
     /// Why a faster method was not used.
-    pub reflink: String,
-    pub offload: String,
-    pub sparse: String,
+    pub reflink: Cow<'static, str>,
+    pub offload: Cow<'static, str>,
+    pub sparse: Cow<'static, str>,
     pub bytes: u64,
 }
 
@@ -78,7 +95,7 @@ fn interrupted() -> anyhow::Result<()> {
 pub fn regular(
     src: &OwnedFd,
     dst: &OwnedFd,
-    paths: (&CStr, &CStr),
+    paths: (&std::path::Path, &std::path::Path),
     size: u64,
     blocks: u64,
     p: &Path,
@@ -88,7 +105,9 @@ pub fn regular(
     if off && p.reflink == When::Auto {
         used.reflink = "unsupported here (the first attempt of this run failed)".into();
     } else if p.reflink != When::Never && size > 0 {
-        match os::reflink(src, dst, paths.0, paths.1) {
+        // The paths only for clonefile (macOS); made here, not for every file.
+        let (s, d) = (calls::c_path(paths.0)?, calls::c_path(paths.1)?);
+        match os::reflink(src, dst, &s, &d) {
             Ok(_) => {
                 used.method = "reflink";
                 used.reflink = "yes".into();
@@ -105,7 +124,7 @@ pub fn regular(
                 // One refusal per run is enough: a destination filesystem without
                 // reflinks refuses every file.
                 REFLINK_OFF.store(true, std::sync::atomic::Ordering::Relaxed);
-                used.reflink = format!("unsupported ({})", e.short());
+                used.reflink = format!("unsupported ({})", e.short()).into();
             }
         }
     } else {
@@ -130,7 +149,7 @@ pub fn regular(
                     && e.downcast_ref::<SysError>()
                         .is_some_and(SysError::is_missing) =>
             {
-                used.sparse = format!("unavailable ({e}): copied whole");
+                used.sparse = format!("unavailable ({e}): copied whole").into();
             }
             Err(e) => return Err(e),
         }
@@ -159,7 +178,7 @@ pub fn regular(
             used.offload = "yes".into();
         }
         Offload::Declined(why) => {
-            used.offload = format!("no ({why})");
+            used.offload = format!("no ({why})").into();
             used.method = "read/write";
             off = read_write(src, dst, size == 0, p)?;
         }
@@ -211,39 +230,55 @@ fn offload(
     }
 }
 
+thread_local! {
+    /// This thread's read/write buffer, made once: a new zeroed 256 KiB buffer per
+    /// file cost more than copying a small file.
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// pread at `off`; a pipe or other stream, which has no offsets, is read.
+fn read_at(src: &OwnedFd, buf: &mut [u8], off: u64) -> Result<usize, SysError> {
+    calls::pread(src, buf, off).or_else(|e| {
+        if e.errno == rustix::io::Errno::SPIPE.raw_os_error() {
+            calls::read(src, buf)
+        } else {
+            Err(e)
+        }
+    })
+}
+
 /// read/write from the start to end of input; `empty`: the source says its size is 0.
 fn read_write(src: &OwnedFd, dst: &OwnedFd, empty: bool, p: &Path) -> anyhow::Result<u64> {
-    // A source that says it is empty is read first into a small buffer: an empty file
-    // (or a /proc file asked whether it has data) then costs no large zeroed buffer,
-    // which was a third of the time of copying a directory of empty files.
-    let mut first = [0u8; 512];
-    let mut big = Vec::new();
+    interrupted()?;
     let mut off = 0;
-    loop {
-        interrupted()?;
-        let buf: &mut [u8] = if empty && off == 0 {
-            &mut first
-        } else {
-            if big.is_empty() {
-                big = vec![0u8; p.buffer];
-            }
-            &mut big
-        };
-        let n = calls::pread(src, buf, off).or_else(|e| {
-            // A pipe or other stream: plain read.
-            if e.errno == rustix::io::Errno::SPIPE.raw_os_error() {
-                calls::read(src, buf)
-            } else {
-                Err(e)
-            }
-        })?;
+    // A source that says it is empty is read first into a small buffer (an empty file,
+    // or a /proc file asked whether it has data).
+    if empty {
+        let mut first = [0u8; 512];
+        let n = read_at(src, &mut first, 0)?;
         if n == 0 {
-            return Ok(off);
+            return Ok(0);
         }
-        calls::pwrite_all(dst, &buf[..n], off)?;
-        off += n as u64;
-        moved(n as u64);
+        calls::pwrite_all(dst, &first[..n], 0)?;
+        off = n as u64;
+        moved(off);
     }
+    BUFFER.with_borrow_mut(|big| {
+        if big.len() < p.buffer {
+            *big = vec![0u8; p.buffer];
+        }
+        let buf = &mut big[..p.buffer];
+        loop {
+            interrupted()?;
+            let n = read_at(src, buf, off)?;
+            if n == 0 {
+                return Ok(off);
+            }
+            calls::pwrite_all(dst, &buf[..n], off)?;
+            off += n as u64;
+            moved(n as u64);
+        }
+    })
 }
 
 /// Data extents only, holes recreated by the final size.
@@ -288,7 +323,7 @@ fn sparse_copy(
     crate::sys::copyfile::ftruncate(dst, size)?;
     used.method = "copy_file_range";
     used.offload = "yes, per data extent".into();
-    used.sparse = format!("SEEK_HOLE ({extents} data extents, holes kept)");
+    used.sparse = format!("SEEK_HOLE ({extents} data extents, holes kept)").into();
     Ok(())
 }
 
@@ -316,13 +351,14 @@ pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> any
                 used.offload = format!(
                     "yes (splice, pipe capacity {})",
                     crate::units::format_size(granted.unwrap_or(64 * 1024) as u64)
-                );
+                )
+                .into();
                 used.bytes = off;
                 return Ok(used);
             }
             Ok(n) => moved(n as u64),
             Err(e) if off == 0 && unsupported(&e) => {
-                used.offload = format!("no (splice: {})", e.short());
+                used.offload = format!("no (splice: {})", e.short()).into();
                 used.method = "read/write";
                 let mut buf = vec![0u8; p.buffer];
                 loop {

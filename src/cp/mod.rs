@@ -16,7 +16,7 @@ use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::Metadata;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, mpsc};
@@ -132,12 +132,12 @@ fn temp_beside(dst: &Path, n: u64) -> PathBuf {
 static TEMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A file being written under a temporary name: removed on drop unless kept.
-struct Temp {
-    path: PathBuf,
+struct Temp<'a> {
+    path: std::borrow::Cow<'a, Path>,
     keep: bool,
 }
 
-impl Drop for Temp {
+impl Drop for Temp<'_> {
     fn drop(&mut self) {
         if !self.keep {
             let _ = std::fs::remove_file(&self.path);
@@ -220,18 +220,25 @@ pub fn run(opts: Options) -> Result<i32> {
                 // refused (a container's seccomp filter), the shared table only costs
                 // time.
                 let _ = os::own_fd_table();
+                let mut dirs = Dirs::default();
                 loop {
                     let batch = match rx.lock() {
                         Ok(r) => r.recv(),
                         Err(_) => return,
                     };
                     let Ok(batch) = batch else { return };
+                    let n = batch.len() as u64;
                     for task in batch {
-                        if let Err(e) = copy_task(&sh, task) {
+                        if let Err(e) = copy_task(&sh, task, &mut dirs) {
                             fail(&sh, format!("{e:#}"));
                         }
-                        sh.done_files.fetch_add(1, Relaxed);
                     }
+                    // The shared counters once a batch, not per file: two workers
+                    // updating them per file keep passing their cache line around.
+                    sh.planned_bytes
+                        .fetch_add(std::mem::take(&mut dirs.bytes), Relaxed);
+                    data::flush_moved();
+                    sh.done_files.fetch_add(n, Relaxed);
                 }
             })
         })
@@ -407,45 +414,48 @@ fn plan(
             say(sh, format!("{} -> {}", q(src), q(dst)));
         }
         dirs.push((dst.to_path_buf(), meta, created));
-        let mut entries: Vec<_> = std::fs::read_dir(src)
+        // Names in order (each name read once: a sort key made per comparison
+        // allocated a dozen names per entry).
+        let mut entries: Vec<(OsString, Option<std::fs::FileType>)> = std::fs::read_dir(src)
             .with_context(|| format!("cannot read directory {}", q(src)))?
             .filter_map(|e| e.ok())
+            .map(|e| (e.file_name(), e.file_type().ok()))
             .collect();
-        entries.sort_by_key(|e| e.file_name());
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Anything but a directory goes to the workers unexamined, the directory's
         // files in batches of their own: two workers seldom create files in the same
         // directory at once (each create holds the directory's lock), unless it is
         // one large directory, whose batches they share.
         let mut subdirs = Vec::new();
-        for e in entries {
+        for (name, t) in entries {
             if crate::harness::interrupt::requested() {
                 return Ok(());
             }
-            if let Ok(t) = e.file_type()
+            if let Some(t) = t
                 && !t.is_dir()
             {
                 sh.planned_files.fetch_add(1, Relaxed);
                 tx.push(Task {
                     fresh: created,
-                    src: e.path(),
-                    dst: dst.join(e.file_name()),
+                    src: src.join(&name),
+                    dst: dst.join(&name),
                     meta: None,
                     regular: t.is_file(),
                 })?;
             } else {
-                subdirs.push(e);
+                subdirs.push(name);
             }
         }
         tx.flush()?;
-        for e in subdirs {
+        for name in subdirs {
             if crate::harness::interrupt::requested() {
                 return Ok(());
             }
             if let Err(err) = plan(
                 sh,
                 tx,
-                &e.path(),
-                &dst.join(e.file_name()),
+                &src.join(&name),
+                &dst.join(&name),
                 (false, created),
                 dirs,
             ) {
@@ -535,22 +545,66 @@ fn may_replace(sh: &Shared, job: &Job) -> Result<bool> {
     }
 }
 
+/// A worker's open directories: those of the last source and destination it used, so
+/// that a directory's files are each opened by name, one path component looked up,
+/// not the whole path from the working directory. `None` as the descriptor: the
+/// directory could not be opened (the whole path is used).
+#[derive(Default)]
+struct Dirs {
+    src: Option<(PathBuf, Option<OwnedFd>)>,
+    dst: Option<(PathBuf, Option<OwnedFd>)>,
+    /// Bytes of the sources opened in this batch (for the progress display).
+    bytes: u64,
+}
+
+/// `path` as (directory, name) for an *at call: the directory from `slot` (opened
+/// there if it is not the one already open), else the working directory and the
+/// whole path.
+fn at<'a>(
+    slot: &'a mut Option<(PathBuf, Option<OwnedFd>)>,
+    path: &'a Path,
+) -> (rustix::fd::BorrowedFd<'a>, &'a Path) {
+    if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
+        && !parent.as_os_str().is_empty()
+    {
+        if slot.as_ref().map(|(p, _)| p.as_path()) != Some(parent) {
+            let fd = rustix::fs::open(parent, os::dir_handle_flags(), Mode::empty()).ok();
+            *slot = Some((parent.to_path_buf(), fd));
+        }
+        if let Some((_, Some(fd))) = slot {
+            return (rustix::fd::AsFd::as_fd(fd), Path::new(name));
+        }
+    }
+    (rustix::fs::CWD, path)
+}
+
 /// Reads a queued file's metadata (a regular file's from the descriptor it is then
 /// copied from), then copies it.
-fn copy_task(sh: &Shared, t: Task) -> Result<()> {
+fn copy_task(sh: &Shared, t: Task, dirs: &mut Dirs) -> Result<()> {
     let mut opened = None;
     let meta = match t.meta {
         Some(m) => m,
         None if t.regular => {
             // O_NOFOLLOW: a symlink put in its place since the walk is not followed.
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags((OFlags::NOFOLLOW | OFlags::NOCTTY).bits() as i32)
-                .open(&t.src)
-                .with_context(|| format!("cannot open {}", q(&t.src)))?;
+            let (dir, name) = at(&mut dirs.src, &t.src);
+            let f = std::fs::File::from(
+                rustix::fs::openat(
+                    dir,
+                    name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| {
+                    anyhow!(
+                        "cannot open {}: {}",
+                        q(&t.src),
+                        crate::error::plain(&e.into())
+                    )
+                })?,
+            );
             let m = f.metadata()?;
             if m.is_file() {
-                sh.planned_bytes.fetch_add(m.len(), Relaxed);
+                dirs.bytes += m.len();
                 opened = Some(f);
             }
             m
@@ -564,10 +618,19 @@ fn copy_task(sh: &Shared, t: Task) -> Result<()> {
         dst: t.dst,
         meta,
     };
-    copy_one(sh, &job, opened)
+    copy_one(sh, &job, opened, dirs)
 }
 
-fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()> {
+/// What [`copy_one`] made at the destination.
+enum Made {
+    Symlink,
+    HardLink,
+    Special,
+    /// A file with the source's bytes, and how they moved.
+    Data(data::Used),
+}
+
+fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>, dirs: &mut Dirs) -> Result<()> {
     crate::harness::interrupt::check()?;
     if !may_replace(sh, job)? {
         if sh.opts.debug || sh.opts.verbose {
@@ -584,7 +647,6 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()>
     }
     let o = &sh.opts;
     let ft = job.meta.file_type();
-    let seq = TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // In a directory this run made, nothing else can hold the name: the file is made
     // under its final name (still O_EXCL) and removed on any error or Ctrl-C, which
     // saves a rename per file; elsewhere it is written under a temporary name beside
@@ -592,19 +654,20 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()>
     let direct = job.fresh;
     let mut temp = Temp {
         path: if direct {
-            job.dst.clone()
+            std::borrow::Cow::Borrowed(job.dst.as_path())
         } else {
-            temp_beside(&job.dst, seq)
+            let seq = TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::borrow::Cow::Owned(temp_beside(&job.dst, seq))
         },
         keep: false,
     };
-    let what;
+    let made;
     if ft.is_symlink() {
         let target = std::fs::read_link(&job.src)
             .with_context(|| format!("cannot read the symlink {}", q(&job.src)))?;
         std::os::unix::fs::symlink(&target, &temp.path)
             .with_context(|| format!("cannot create the symlink {}", q(&job.dst)))?;
-        what = "symlink".to_string();
+        made = Made::Symlink;
     } else if o.archive && job.meta.nlink() > 1 && !ft.is_dir() && {
         let mut links = sh.links.lock().map_err(|_| anyhow!("lock"))?;
         match links.get(&(job.meta.dev(), job.meta.ino())) {
@@ -618,7 +681,7 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()>
             }
         }
     } {
-        what = "hard link".to_string();
+        made = Made::HardLink;
     } else if o.archive
         && (ft.is_fifo() || ft.is_block_device() || ft.is_char_device() || ft.is_socket())
     {
@@ -638,12 +701,14 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()>
             "socket"
         };
         os::make_special(&temp.path, kind, job.meta.rdev())?;
-        what = "special file".to_string();
+        made = Made::Special;
     } else {
-        what = copy_data(sh, job, opened, &temp.path)
-            .with_context(|| format!("cannot copy {} to {}", q(&job.src), q(&job.dst)))?;
+        made = Made::Data(
+            copy_data(sh, job, opened, &temp.path, dirs)
+                .with_context(|| format!("cannot copy {} to {}", q(&job.src), q(&job.dst)))?,
+        );
     }
-    if what.starts_with("symlink") || what.starts_with("special") {
+    if matches!(made, Made::Symlink | Made::Special) {
         attributes(sh, job, &temp.path)
             .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
     }
@@ -653,6 +718,15 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()>
     }
     temp.keep = true;
     if o.debug {
+        let what = match made {
+            Made::Symlink => "symlink".into(),
+            Made::HardLink => "hard link".into(),
+            Made::Special => "special file".into(),
+            Made::Data(used) => format!(
+                "method: {}, copy offload: {}, reflink: {}, sparse detection: {}",
+                used.method, used.offload, used.reflink, used.sparse
+            ),
+        };
         say(sh, format!("{} -> {}: {what}", q(&job.src), q(&job.dst)));
     } else if o.verbose {
         say(sh, format!("{} -> {}", q(&job.src), q(&job.dst)));
@@ -662,7 +736,13 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>) -> Result<()>
 
 /// The bytes of a regular file, a pipe or another readable source into a new file at
 /// `temp`; returns the --debug description.
-fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path) -> Result<String> {
+fn copy_data(
+    sh: &Shared,
+    job: &Job,
+    opened: Option<std::fs::File>,
+    temp: &Path,
+    dirs: &mut Dirs,
+) -> Result<data::Used> {
     let stdin = job.src.as_os_str() == "-";
     let opened_fd = opened.is_some();
     let src: OwnedFd = if let Some(f) = opened {
@@ -701,8 +781,10 @@ fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path)
     if !stdin && (before.dev != job.meta.dev() || before.ino != job.meta.ino()) {
         bail!("{} was replaced while being copied", q(&job.src));
     }
-    let dst = rustix::fs::open(
-        temp,
+    let (dir, name) = at(&mut dirs.dst, temp);
+    let dst = rustix::fs::openat(
+        dir,
+        name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
         Mode::from_raw_mode(create_mode(sh, job) as _),
     )
@@ -717,18 +799,22 @@ fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path)
     let used = if kind == rustix::fs::FileType::Fifo {
         data::from_pipe(&src, &dst, sh.pipe_capacity, &sh.path)?
     } else {
-        let c = |p: &Path| crate::sys::calls::c_path(p);
-        let (sc, dc) = (c(&job.src)?, c(temp)?);
-        data::regular(&src, &dst, (&sc, &dc), before.size, before.blocks, &sh.path).map_err(
-            |e| {
-                if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>()
-                    && s.is_no_space()
-                {
-                    return anyhow!("{}: {}", q(&job.dst), s.short());
-                }
-                e
-            },
-        )?
+        data::regular(
+            &src,
+            &dst,
+            (&job.src, temp),
+            before.size,
+            before.blocks,
+            &sh.path,
+        )
+        .map_err(|e| {
+            if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>()
+                && s.is_no_space()
+            {
+                return anyhow!("{}: {}", q(&job.dst), s.short());
+            }
+            e
+        })?
     };
     // A regular source must come out whole: a short copy reported as success is a
     // failure here (the size check GNU cp makes).
@@ -750,10 +836,7 @@ fn copy_data(sh: &Shared, job: &Job, opened: Option<std::fs::File>, temp: &Path)
     }
     fd_attributes(sh, job, &src, &dst)
         .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
-    Ok(format!(
-        "method: {}, copy offload: {}, reflink: {}, sparse detection: {}",
-        used.method, used.offload, used.reflink, used.sparse
-    ))
+    Ok(used)
 }
 
 /// The mode a new file gets: the source's (with -p: setuid/setgid/sticky too), else
@@ -794,9 +877,17 @@ fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result
     if p.timestamps {
         rustix::fs::futimens(dst, &timestamps(m))?;
     }
-    let now = rustix::fs::fstat(dst)?;
+    // Without -p the file was created with its final mode: nothing to compare.
+    let now = if p.mode || p.ownership {
+        Some(rustix::fs::fstat(dst)?)
+    } else {
+        None
+    };
     let (mut chowned, mut lost_owner) = (false, false);
-    if p.ownership && (now.st_uid, now.st_gid) != (m.uid(), m.gid()) {
+    if p.ownership
+        && let Some(now) = &now
+        && (now.st_uid, now.st_gid) != (m.uid(), m.gid())
+    {
         match rustix::fs::fchown(
             dst,
             Some(rustix::fs::Uid::from_raw(m.uid())),
@@ -819,7 +910,12 @@ fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result
     if lost_owner {
         mode &= !0o6000;
     }
-    if chowned || now.st_mode as u32 & 0o7777 != mode {
+    #[allow(clippy::unnecessary_cast)] // st_mode is a u16 on macOS
+    let differs = match &now {
+        Some(now) => now.st_mode as u32 & 0o7777 != mode,
+        None => false,
+    };
+    if chowned || differs {
         rustix::fs::fchmod(dst, Mode::from_raw_mode(mode as _))?;
     }
     Ok(())

@@ -63,3 +63,9 @@ pub fn set_affinity(cpus: &[usize]) -> SysResult<()> {
     }
     sched_setaffinity(None, &set).map_err(|e| SysError::new("sched_setaffinity", e))
 }
+
+/// Open flags for a directory used only as the base of *at calls: O_PATH, which needs
+/// no read permission on it.
+pub fn dir_handle_flags() -> OFlags {
+    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC
+}

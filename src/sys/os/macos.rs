@@ -60,6 +60,12 @@ pub fn fdatasync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
     check("fsync", rustix::fs::fsync(fd))
 }
 
+/// Open flags for a directory used only as the base of *at calls: no O_PATH here, so
+/// it is opened for reading (a directory we cannot read falls back to whole paths).
+pub fn dir_handle_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC
+}
+
 /// No O_DIRECT: [`make_direct`] sets F_NOCACHE instead.
 pub fn direct_flags() -> OFlags {
     OFlags::empty()
