@@ -369,6 +369,16 @@ fn plan(
         if !o.recursive {
             bail!("-r not specified; omitting directory {}", q(src));
         }
+        // In a directory this run made, the name is free and is not the source: only
+        // make it (the checks below, a stat and a path walk per directory, were most
+        // of the walk's time on a tree of small directories).
+        if fresh {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dst)
+                .with_context(|| format!("cannot create directory {}", q(dst)))?;
+            return walk_dir(sh, tx, src, dst, meta, true, dirs);
+        }
         if let Ok(d) = std::fs::metadata(dst)
             && same_file(&d, &meta)
         {
@@ -410,59 +420,7 @@ fn plan(
                 true
             }
         };
-        if o.verbose {
-            say(sh, format!("{} -> {}", q(src), q(dst)));
-        }
-        dirs.push((dst.to_path_buf(), meta, created));
-        // Names in order (each name read once: a sort key made per comparison
-        // allocated a dozen names per entry).
-        let mut entries: Vec<(OsString, Option<std::fs::FileType>)> = std::fs::read_dir(src)
-            .with_context(|| format!("cannot read directory {}", q(src)))?
-            .filter_map(|e| e.ok())
-            .map(|e| (e.file_name(), e.file_type().ok()))
-            .collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        // Anything but a directory goes to the workers unexamined, the directory's
-        // files in batches of their own: two workers seldom create files in the same
-        // directory at once (each create holds the directory's lock), unless it is
-        // one large directory, whose batches they share.
-        let mut subdirs = Vec::new();
-        for (name, t) in entries {
-            if crate::harness::interrupt::requested() {
-                return Ok(());
-            }
-            if let Some(t) = t
-                && !t.is_dir()
-            {
-                sh.planned_files.fetch_add(1, Relaxed);
-                tx.push(Task {
-                    fresh: created,
-                    src: src.join(&name),
-                    dst: dst.join(&name),
-                    meta: None,
-                    regular: t.is_file(),
-                })?;
-            } else {
-                subdirs.push(name);
-            }
-        }
-        tx.flush()?;
-        for name in subdirs {
-            if crate::harness::interrupt::requested() {
-                return Ok(());
-            }
-            if let Err(err) = plan(
-                sh,
-                tx,
-                &src.join(&name),
-                &dst.join(&name),
-                (false, created),
-                dirs,
-            ) {
-                fail(sh, format!("{err:#}"));
-            }
-        }
-        return Ok(());
+        return walk_dir(sh, tx, src, dst, meta, created, dirs);
     }
     sh.planned_files.fetch_add(1, Relaxed);
     if meta.is_file() {
@@ -475,6 +433,72 @@ fn plan(
         meta: Some(meta),
         regular: false,
     })
+}
+
+/// The directory `src`, its copy `dst` made (`created`: by this run): queues its files,
+/// then walks its subdirectories.
+fn walk_dir(
+    sh: &Shared,
+    tx: &mut Queue,
+    src: &Path,
+    dst: &Path,
+    meta: Metadata,
+    created: bool,
+    dirs: &mut Vec<(PathBuf, Metadata, bool)>,
+) -> Result<()> {
+    if sh.opts.verbose {
+        say(sh, format!("{} -> {}", q(src), q(dst)));
+    }
+    dirs.push((dst.to_path_buf(), meta, created));
+    // Names in order (each name read once: a sort key made per comparison
+    // allocated a dozen names per entry).
+    let mut entries: Vec<(OsString, Option<std::fs::FileType>)> = std::fs::read_dir(src)
+        .with_context(|| format!("cannot read directory {}", q(src)))?
+        .filter_map(|e| e.ok())
+        .map(|e| (e.file_name(), e.file_type().ok()))
+        .collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Anything but a directory goes to the workers unexamined, the directory's
+    // files in batches of their own: two workers seldom create files in the same
+    // directory at once (each create holds the directory's lock), unless it is
+    // one large directory, whose batches they share.
+    let mut subdirs = Vec::new();
+    for (name, t) in entries {
+        if crate::harness::interrupt::requested() {
+            return Ok(());
+        }
+        if let Some(t) = t
+            && !t.is_dir()
+        {
+            sh.planned_files.fetch_add(1, Relaxed);
+            tx.push(Task {
+                fresh: created,
+                src: src.join(&name),
+                dst: dst.join(&name),
+                meta: None,
+                regular: t.is_file(),
+            })?;
+        } else {
+            subdirs.push(name);
+        }
+    }
+    tx.flush()?;
+    for name in subdirs {
+        if crate::harness::interrupt::requested() {
+            return Ok(());
+        }
+        if let Err(err) = plan(
+            sh,
+            tx,
+            &src.join(&name),
+            &dst.join(&name),
+            (false, created),
+            dirs,
+        ) {
+            fail(sh, format!("{err:#}"));
+        }
+    }
+    Ok(())
 }
 
 /// The progress display: on stderr, only when it is a terminal and the copy lasts more
