@@ -5,10 +5,18 @@
 # (/dev/shm). Each workload: ROUNDS interleaved rounds (the tools' order rotates), the
 # median time per tool, and ioprobe ÷ each peer. Every copy is verified (cmp or diff
 # -r; with -a/-p also modes and nanosecond mtimes through find -printf).
-#   ROUNDS=3 bench/cp.sh            (about 10 min here)
+#   ROUNDS=5 bench/cp.sh            (about 15 min here)
+#
+# Nothing is deleted on a disk filesystem while copies are timed: ext4 without a
+# journal (this machine's root) passes over inodes freed in the last minute when it
+# allocates new ones, so a tree copied right after the previous copy was removed is
+# timed against that removal, 3-10x slower or not depending on whether it starts in
+# the same second. Copies of trees are kept until the filesystem's part is over; only
+# the 1 GiB copies (one inode each) are removed at once. A removal of many files in
+# the minute before the script starts still slows its first workloads there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 cargo build --release --quiet
 IOPROBE=$PWD/target/release/ioprobe
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -34,21 +42,25 @@ verify() { # verify SRC DST KEEP_ATTRS: 0 when the copy is right
     fi
 }
 
-# run_workload NAME SRC ATTRS TOOL:CMD... ; CMD gets SRC and DST appended.
+# run_workload NAME SRC ATTRS TOOL:CMD... ; CMD gets SRC and DST appended. Copies go
+# to $work/out; they are removed after verification when $remove is 1.
 run_workload() {
     local name=$1 src=$2 attrs=$3; shift 3
     local tools=("$@") work; work=$(dirname "$src")
     declare -A times bad
+    mkdir -p "$work/out"
+    local tag; tag=$(basename "$src")
     # One untimed copy first: the source read once more, write-back of its creation done.
-    local first=${tools[0]}; eval "${first#*:} \"\$src\" \"\$work/warm\"" >/dev/null 2>&1 || true
-    rm -rf "$work/warm"; sync
+    local first=${tools[0]}; eval "${first#*:} \"\$src\" \"\$work/out/warm-\$tag\"" >/dev/null 2>&1 || true
+    if [ "$remove" = 1 ]; then rm -rf "$work/out/warm-$tag"; fi
+    sync
     for round in $(seq "$ROUNDS"); do
         local n=${#tools[@]}
         for k in $(seq 0 $((n - 1))); do
             local spec=${tools[$(((k + round) % n))]}
             local tool=${spec%%:*} cmd=${spec#*:}
-            local dst="$work/dst-$tool"
-            rm -rf "$dst"; sync
+            local dst; dst="$work/out/$tag-$tool-$round-$(now)"
+            sync
             local t0; t0=$(now)
             eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>"$work/err" || { echo "  $tool failed on $name: $(head -c 300 "$work/err")" >&2; bad[$tool]=1; continue; }
             local took=$(($(now) - t0))
@@ -57,7 +69,7 @@ run_workload() {
             local a=0; [[ "$tool" == ioprobe || "$tool" == cp-a ]] && a=$attrs
             if verify "$src" "$dst" "$a"; then times[$tool]+="$took "
             else echo "  $tool: copy FAILED verification (attributes checked: $a)" >&2; bad[$tool]=1; fi
-            rm -rf "$dst"
+            if [ "$remove" = 1 ]; then rm -rf "$dst"; fi
         done
     done
     local base; base=$(echo "${times[ioprobe]:-}" | tr ' ' '\n' | grep . | median)
@@ -82,10 +94,15 @@ for fs in "${BENCH_DIR:-$PWD/..}" /dev/shm; do
     work=$(mktemp -d "$fs/ioprobe-cp-bench.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
-    echo; echo "=== on $(findmnt -no FSTYPE -T "$work") ($work)"
+    fstype=$(findmnt -no FSTYPE -T "$work")
+    echo; echo "=== on $fstype ($work)"
+    # Copies of trees stay until this filesystem's part is over, except on tmpfs.
+    remove=0; [ "$fstype" = tmpfs ] && remove=1
     # One 1 GiB file, warm.
     head -c 1G /dev/urandom > "$work/big"; cat "$work/big" > /dev/null
+    keep=$remove; remove=1
     run_workload "one 1 GiB file" "$work/big" 0 "ioprobe:$IOPROBE cp" "cp:cp" "${peers_file[@]}"
+    remove=$keep
     rm -f "$work/big"
     # 10,000 files of 0–16 KiB in 100 directories, modes varied; -a/-p keep mode and times.
     python3 - "$work/small" <<'PY'
@@ -106,19 +123,19 @@ PY
         "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
     run_workload "the same tree, plain recursive copy" "$work/small" 0 \
         "ioprobe:$IOPROBE cp -r" "cp-r:cp -r" "${peers_tree[@]}"
-    rm -rf "$work/small"
+    if [ "$remove" = 1 ]; then rm -rf "$work/small"; fi
     # 100,000 empty files in one directory.
     mkdir "$work/flat"; (cd "$work/flat" && seq -f 'e%06g' 100000 | xargs touch)
     run_workload "100,000 empty files in one directory, mode and timestamps kept" "$work/flat" 1 \
         "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
     run_workload "the same directory, plain recursive copy" "$work/flat" 0 \
         "ioprobe:$IOPROBE cp -r" "cp-r:cp -r" "${peers_tree[@]}"
-    rm -rf "$work/flat"
+    if [ "$remove" = 1 ]; then rm -rf "$work/flat"; fi
     # A real source tree: this repository's build output.
     cp -a target/release "$work/tree"
     run_workload "a real tree: target/release ($(du -sh "$work/tree" | cut -f1), $(find "$work/tree" | wc -l) entries)" \
         "$work/tree" 1 "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
-    rm -rf "$work/tree"
+    if [ "$remove" = 1 ]; then rm -rf "$work/tree"; fi
     # A 1 GiB stream from a pipe, against cat (coreutils' cat uses read/write).
     declare -A pt=()
     for round in $(seq "$ROUNDS"); do
