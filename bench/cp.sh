@@ -90,13 +90,18 @@ have xcp && peers_file+=("xcp:xcp") && peers_tree+=("xcp:xcp -r")
 have fcp && peers_file+=("fcp:fcp") && peers_tree+=("fcp:fcp")
 have cpz && peers_file+=("cpz:cpz") && peers_tree+=("cpz:cpz")
 
-for fs in "${BENCH_DIR:-$PWD/..}" /dev/shm; do
+# BENCH_ONLY=DIR: that filesystem alone.
+filesystems=("${BENCH_DIR:-$PWD/..}" /dev/shm)
+if [ -n "${BENCH_ONLY:-}" ]; then filesystems=("$BENCH_ONLY"); fi
+for fs in "${filesystems[@]}"; do
     work=$(mktemp -d "$fs/ioprobe-cp-bench.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
-    fstype=$(findmnt -no FSTYPE -T "$work")
+    # The filesystem holding $work (statfs; findmnt lists every mount stacked there).
+    fstype=$(stat -f -c %T "$work")
     echo; echo "=== on $fstype ($work)"
-    # Copies of trees stay until this filesystem's part is over, except on tmpfs.
+    # Copies of trees stay until this filesystem's part is over, except on tmpfs
+    # (memory, and a limit on inodes).
     remove=0; [ "$fstype" = tmpfs ] && remove=1
     # One 1 GiB file, warm.
     head -c 1G /dev/urandom > "$work/big"; cat "$work/big" > /dev/null

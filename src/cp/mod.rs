@@ -724,7 +724,8 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>, dirs: &mut Di
         } else {
             "socket"
         };
-        os::make_special(&temp.path, kind, job.meta.rdev())?;
+        os::make_special(&temp.path, kind, job.meta.rdev())
+            .with_context(|| format!("cannot create the special file {}", q(&job.dst)))?;
         made = Made::Special;
     } else {
         made = Made::Data(

@@ -411,3 +411,78 @@ fn archive_copies_extended_attributes_of_any_size() {
         String::from_utf8_lossy(&names[..n])
     );
 }
+
+/// GNU cp's `preserve-slink-time` and special-file cases: under `-a` a symlink keeps
+/// its own timestamps; a FIFO and a device are made as root (a device only where this
+/// process may make one) and otherwise refused in one line naming the file, while the
+/// rest of the tree is copied.
+#[test]
+fn archive_keeps_symlink_times_and_makes_special_files_only_as_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("file"), "data").unwrap();
+    std::os::unix::fs::symlink("file", src.join("link")).unwrap();
+    let touched = std::process::Command::new("touch")
+        .args(["-h", "-d", "@1600000000.123456789"])
+        .arg(src.join("link"))
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    mkfifo(&src.join("fifo"));
+    std::fs::set_permissions(src.join("fifo"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let root = rustix::process::geteuid().is_root();
+    let out = cp(d).args(["-a", "src", "dst"]).output().unwrap();
+    let dst = d.join("dst");
+    assert_eq!(std::fs::read(dst.join("file")).unwrap(), b"data");
+    let link = std::fs::symlink_metadata(dst.join("link")).unwrap();
+    assert!(link.file_type().is_symlink());
+    assert_eq!(
+        (link.mtime(), link.mtime_nsec()),
+        (1_600_000_000, 123_456_789)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if root {
+        assert!(out.status.success(), "{stderr}");
+        let fifo = std::fs::symlink_metadata(dst.join("fifo")).unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&fifo.file_type()));
+        assert_eq!(fifo.mode() & 0o7777, 0o640);
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("fifo") && stderr.contains("root"),
+            "{stderr}"
+        );
+        assert!(!dst.join("fifo").exists());
+    }
+    // A device node as an operand (-a does not follow it): /dev/null's numbers.
+    let null = std::fs::symlink_metadata("/dev/null").unwrap();
+    let may_mknod = root
+        && rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &d.join("probe"),
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            null.rdev(),
+        )
+        .is_ok();
+    let out = cp(d).args(["-a", "/dev/null", "null"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if may_mknod {
+        assert!(out.status.success(), "{stderr}");
+        let copy = std::fs::symlink_metadata(d.join("null")).unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+            &copy.file_type()
+        ));
+        assert_eq!(copy.rdev(), null.rdev());
+        assert_eq!(copy.mode(), null.mode());
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("null"), "{stderr}");
+        assert!(!d.join("null").exists());
+    }
+    assert!(temporaries(d).is_empty() && temporaries(&dst).is_empty());
+}
