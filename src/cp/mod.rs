@@ -16,6 +16,7 @@ use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::Metadata;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -204,10 +205,10 @@ pub fn run(opts: Options) -> Result<i32> {
     });
     let progress = progress(Arc::clone(&shared));
     // Files go to the workers in batches: one channel operation per batch, not per file.
-    let (tx, rx) = mpsc::sync_channel::<Vec<Task>>(64);
+    let (tx, rx) = mpsc::sync_channel::<Batch>(64);
     let mut queue = Queue {
         tx,
-        batch: Vec::new(),
+        tops: Vec::new(),
     };
     let rx = Arc::new(Mutex::new(rx));
     let workers: Vec<_> = (0..shared.opts.jobs.max(1))
@@ -220,25 +221,30 @@ pub fn run(opts: Options) -> Result<i32> {
                 // refused (a container's seccomp filter), the shared table only costs
                 // time.
                 let _ = os::own_fd_table();
-                let mut dirs = Dirs::default();
                 loop {
                     let batch = match rx.lock() {
                         Ok(r) => r.recv(),
                         Err(_) => return,
                     };
                     let Ok(batch) = batch else { return };
-                    let n = batch.len() as u64;
-                    for task in batch {
-                        if let Err(e) = copy_task(&sh, task, &mut dirs) {
-                            fail(&sh, format!("{e:#}"));
+                    let mut bytes = 0;
+                    let n = match batch {
+                        Batch::Tasks(tasks) => {
+                            let n = tasks.len();
+                            for task in tasks {
+                                if let Err(e) = copy_task(&sh, task, None, &mut bytes) {
+                                    fail(&sh, format!("{e:#}"));
+                                }
+                            }
+                            n
                         }
-                    }
+                        Batch::Dir(b) => copy_dir_batch(&sh, b, &mut bytes),
+                    };
                     // The shared counters once a batch, not per file: two workers
                     // updating them per file keep passing their cache line around.
-                    sh.planned_bytes
-                        .fetch_add(std::mem::take(&mut dirs.bytes), Relaxed);
+                    sh.planned_bytes.fetch_add(bytes, Relaxed);
                     data::flush_moved();
-                    sh.done_files.fetch_add(n, Relaxed);
+                    sh.done_files.fetch_add(n as u64, Relaxed);
                 }
             })
         })
@@ -306,31 +312,58 @@ fn say(sh: &Shared, line: String) {
     }
 }
 
+/// Files for a worker to copy.
+enum Batch {
+    /// Command-line operands (whole paths, metadata read).
+    Tasks(Vec<Task>),
+    /// Entries of one directory.
+    Dir(DirBatch),
+}
+
+/// Up to [`Queue::BATCH`] entries of one directory, as the walk read them: no path and
+/// no allocation per file on the walk's side (paths made by one thread and freed by
+/// another, and moved about in large tasks, were most of a small-file copy's user time).
+struct DirBatch {
+    /// The source directory and its copy.
+    dirs: Arc<(PathBuf, PathBuf)>,
+    /// The copy was made by this run.
+    fresh: bool,
+    /// The names end to end.
+    names: Vec<u8>,
+    /// Per entry: where its name ends in `names`, and whether its directory entry says
+    /// regular file.
+    ends: Vec<(usize, bool)>,
+}
+
 /// Files on their way to the workers.
 struct Queue {
-    tx: mpsc::SyncSender<Vec<Task>>,
-    batch: Vec<Task>,
+    tx: mpsc::SyncSender<Batch>,
+    tops: Vec<Task>,
 }
 
 impl Queue {
     /// Most files per batch: a typical directory in one batch, a large one shared out.
     const BATCH: usize = 256;
 
+    /// A command-line operand.
     fn push(&mut self, job: Task) -> Result<()> {
-        self.batch.push(job);
-        if self.batch.len() >= Self::BATCH {
+        self.tops.push(job);
+        if self.tops.len() >= Self::BATCH {
             self.flush()?;
         }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
-        if !self.batch.is_empty() {
-            self.tx
-                .send(std::mem::take(&mut self.batch))
-                .map_err(|_| anyhow!("workers stopped"))?;
+        if !self.tops.is_empty() {
+            let tops = std::mem::take(&mut self.tops);
+            self.send(Batch::Tasks(tops))?;
         }
         Ok(())
+    }
+
+    fn send(&self, b: Batch) -> Result<()> {
+        self.tx.send(b).map_err(|_| anyhow!("workers stopped"))
     }
 }
 
@@ -463,6 +496,14 @@ fn walk_dir(
     // directory at once (each create holds the directory's lock), unless it is
     // one large directory, whose batches they share.
     let mut subdirs = Vec::new();
+    let pair = Arc::new((src.to_path_buf(), dst.to_path_buf()));
+    let new_batch = || DirBatch {
+        dirs: Arc::clone(&pair),
+        fresh: created,
+        names: Vec::new(),
+        ends: Vec::new(),
+    };
+    let mut batch = new_batch();
     for (name, t) in entries {
         if crate::harness::interrupt::requested() {
             return Ok(());
@@ -470,19 +511,20 @@ fn walk_dir(
         if let Some(t) = t
             && !t.is_dir()
         {
-            sh.planned_files.fetch_add(1, Relaxed);
-            tx.push(Task {
-                fresh: created,
-                src: src.join(&name),
-                dst: dst.join(&name),
-                meta: None,
-                regular: t.is_file(),
-            })?;
+            batch.names.extend_from_slice(name.as_bytes());
+            batch.ends.push((batch.names.len(), t.is_file()));
+            if batch.ends.len() >= Queue::BATCH {
+                sh.planned_files.fetch_add(batch.ends.len() as u64, Relaxed);
+                tx.send(Batch::Dir(std::mem::replace(&mut batch, new_batch())))?;
+            }
         } else {
             subdirs.push(name);
         }
     }
-    tx.flush()?;
+    if !batch.ends.is_empty() {
+        sh.planned_files.fetch_add(batch.ends.len() as u64, Relaxed);
+        tx.send(Batch::Dir(batch))?;
+    }
     for name in subdirs {
         if crate::harness::interrupt::requested() {
             return Ok(());
@@ -569,48 +611,56 @@ fn may_replace(sh: &Shared, job: &Job) -> Result<bool> {
     }
 }
 
-/// A worker's open directories: those of the last source and destination it used, so
-/// that a directory's files are each opened by name, one path component looked up,
-/// not the whole path from the working directory. `None` as the descriptor: the
-/// directory could not be opened (the whole path is used).
-#[derive(Default)]
-struct Dirs {
-    src: Option<(PathBuf, Option<OwnedFd>)>,
-    dst: Option<(PathBuf, Option<OwnedFd>)>,
-    /// Bytes of the sources opened in this batch (for the progress display).
-    bytes: u64,
+/// A file named in a directory: the *at calls' directories and its name (one path
+/// component looked up per call, not the whole path from the working directory).
+#[derive(Clone, Copy)]
+struct At<'a> {
+    src: rustix::fd::BorrowedFd<'a>,
+    dst: rustix::fd::BorrowedFd<'a>,
+    name: &'a std::ffi::OsStr,
 }
 
-/// `path` as (directory, name) for an *at call: the directory from `slot` (opened
-/// there if it is not the one already open), else the working directory and the
-/// whole path.
-fn at<'a>(
-    slot: &'a mut Option<(PathBuf, Option<OwnedFd>)>,
-    path: &'a Path,
-) -> (rustix::fd::BorrowedFd<'a>, &'a Path) {
-    if let (Some(parent), Some(name)) = (path.parent(), path.file_name())
-        && !parent.as_os_str().is_empty()
-    {
-        if slot.as_ref().map(|(p, _)| p.as_path()) != Some(parent) {
-            let fd = rustix::fs::open(parent, os::dir_handle_flags(), Mode::empty()).ok();
-            *slot = Some((parent.to_path_buf(), fd));
-        }
-        if let Some((_, Some(fd))) = slot {
-            return (rustix::fd::AsFd::as_fd(fd), Path::new(name));
+/// Copies a directory batch's entries; returns how many there were. The directories
+/// are opened once for the batch; where one cannot be, whole paths are used.
+fn copy_dir_batch(sh: &Shared, b: DirBatch, bytes: &mut u64) -> usize {
+    let (src, dst) = (&b.dirs.0, &b.dirs.1);
+    let open = |p: &Path| rustix::fs::open(p, os::dir_handle_flags(), Mode::empty()).ok();
+    let fds = open(src).zip(open(dst));
+    let mut start = 0;
+    for &(end, regular) in &b.ends {
+        let name = std::ffi::OsStr::from_bytes(&b.names[start..end]);
+        start = end;
+        let task = Task {
+            fresh: b.fresh,
+            src: src.join(name),
+            dst: dst.join(name),
+            meta: None,
+            regular,
+        };
+        let at = fds.as_ref().map(|(s, d)| At {
+            src: rustix::fd::AsFd::as_fd(s),
+            dst: rustix::fd::AsFd::as_fd(d),
+            name,
+        });
+        if let Err(e) = copy_task(sh, task, at, bytes) {
+            fail(sh, format!("{e:#}"));
         }
     }
-    (rustix::fs::CWD, path)
+    b.ends.len()
 }
 
 /// Reads a queued file's metadata (a regular file's from the descriptor it is then
 /// copied from), then copies it.
-fn copy_task(sh: &Shared, t: Task, dirs: &mut Dirs) -> Result<()> {
+fn copy_task(sh: &Shared, t: Task, at: Option<At>, bytes: &mut u64) -> Result<()> {
     let mut opened = None;
     let meta = match t.meta {
         Some(m) => m,
         None if t.regular => {
             // O_NOFOLLOW: a symlink put in its place since the walk is not followed.
-            let (dir, name) = at(&mut dirs.src, &t.src);
+            let (dir, name) = match at {
+                Some(a) => (a.src, Path::new(a.name)),
+                None => (rustix::fs::CWD, t.src.as_path()),
+            };
             let f = std::fs::File::from(
                 rustix::fs::openat(
                     dir,
@@ -628,7 +678,7 @@ fn copy_task(sh: &Shared, t: Task, dirs: &mut Dirs) -> Result<()> {
             );
             let m = f.metadata()?;
             if m.is_file() {
-                dirs.bytes += m.len();
+                *bytes += m.len();
                 opened = Some(f);
             }
             m
@@ -642,7 +692,7 @@ fn copy_task(sh: &Shared, t: Task, dirs: &mut Dirs) -> Result<()> {
         dst: t.dst,
         meta,
     };
-    copy_one(sh, &job, opened, dirs)
+    copy_one(sh, &job, opened, at)
 }
 
 /// What [`copy_one`] made at the destination.
@@ -654,7 +704,7 @@ enum Made {
     Data(data::Used),
 }
 
-fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>, dirs: &mut Dirs) -> Result<()> {
+fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>, at: Option<At>) -> Result<()> {
     crate::harness::interrupt::check()?;
     if !may_replace(sh, job)? {
         if sh.opts.debug || sh.opts.verbose {
@@ -729,7 +779,7 @@ fn copy_one(sh: &Shared, job: &Job, opened: Option<std::fs::File>, dirs: &mut Di
         made = Made::Special;
     } else {
         made = Made::Data(
-            copy_data(sh, job, opened, &temp.path, dirs)
+            copy_data(sh, job, opened, &temp.path, at)
                 .with_context(|| format!("cannot copy {} to {}", q(&job.src), q(&job.dst)))?,
         );
     }
@@ -766,7 +816,7 @@ fn copy_data(
     job: &Job,
     opened: Option<std::fs::File>,
     temp: &Path,
-    dirs: &mut Dirs,
+    at: Option<At>,
 ) -> Result<data::Used> {
     let stdin = job.src.as_os_str() == "-";
     let opened_fd = opened.is_some();
@@ -806,7 +856,12 @@ fn copy_data(
     if !stdin && (before.dev != job.meta.dev() || before.ino != job.meta.ino()) {
         bail!("{} was replaced while being copied", q(&job.src));
     }
-    let (dir, name) = at(&mut dirs.dst, temp);
+    // In a directory this run made the file is made under its own name, from the
+    // directory's descriptor; a temporary name, by its whole path.
+    let (dir, name) = match at {
+        Some(a) if job.fresh => (a.dst, Path::new(a.name)),
+        _ => (rustix::fs::CWD, temp),
+    };
     let dst = rustix::fs::openat(
         dir,
         name,

@@ -462,7 +462,7 @@ fn archive_keeps_symlink_times_and_makes_special_files_only_as_root() {
     let may_mknod = root
         && rustix::fs::mknodat(
             rustix::fs::CWD,
-            &d.join("probe"),
+            d.join("probe"),
             rustix::fs::FileType::CharacterDevice,
             rustix::fs::Mode::from_raw_mode(0o600),
             null.rdev(),
