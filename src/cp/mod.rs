@@ -620,6 +620,15 @@ struct At<'a> {
     name: &'a std::ffi::OsStr,
 }
 
+/// `dir/name`, allocated once (`Path::join` copies `dir`, then grows it for the name:
+/// a realloc per path, 3% of a copy of empty files).
+fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let mut p = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+    p.push(dir);
+    p.push(name);
+    p
+}
+
 /// Copies a directory batch's entries; returns how many there were. The directories
 /// are opened once for the batch; where one cannot be, whole paths are used.
 fn copy_dir_batch(sh: &Shared, b: DirBatch, bytes: &mut u64) -> usize {
@@ -632,8 +641,8 @@ fn copy_dir_batch(sh: &Shared, b: DirBatch, bytes: &mut u64) -> usize {
         start = end;
         let task = Task {
             fresh: b.fresh,
-            src: src.join(name),
-            dst: dst.join(name),
+            src: joined(src, name),
+            dst: joined(dst, name),
             meta: None,
             regular,
         };
