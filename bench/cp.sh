@@ -75,12 +75,15 @@ run_workload() {
     local base; base=$(echo "${times[ioprobe]:-}" | tr ' ' '\n' | grep . | median)
     [ -n "$base" ] || base=0
     printf '\n%s (median of %s rounds)\n' "$name" "$ROUNDS"
-    printf '  %-12s %10s %14s\n' tool time "ioprobe ÷ tool"
+    printf '  %-12s %10s %17s %14s\n' tool median "range" "ioprobe ÷ tool"
     for spec in "${tools[@]}"; do
         local tool=${spec%%:*}
         [ -z "${bad[$tool]:-}" ] && [ -n "${times[$tool]:-}" ] || { printf '  %-12s %10s\n' "$tool" "failed or unverified"; continue; }
         local m; m=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | median)
-        awk -v t="$tool" -v m="$m" -v b="$base" 'BEGIN { printf "  %-12s %8.3f s %13.2f×\n", t, m / 1e9, b / m }'
+        local lo hi; lo=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | sort -n | head -1)
+        hi=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | sort -n | tail -1)
+        awk -v t="$tool" -v m="$m" -v b="$base" -v lo="$lo" -v hi="$hi" \
+            'BEGIN { printf "  %-12s %8.3f s %7.3f–%.3f s %13.2f×\n", t, m / 1e9, lo / 1e9, hi / 1e9, b / m }'
     done
 }
 
@@ -99,7 +102,7 @@ for fs in "${filesystems[@]}"; do
     trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch; a trap alone would carry on
     # The filesystem holding $work (statfs; findmnt lists every mount stacked there).
     fstype=$(stat -f -c %T "$work")
-    echo; echo "=== on $fstype ($work)"
+    echo; echo "=== on $(findmnt -no FSTYPE -T "$work" | tail -1) ($work)"
     # Copies of trees stay until this filesystem's part is over, except on tmpfs
     # (memory, and a limit on inodes).
     remove=0; [ "$fstype" = tmpfs ] && remove=1

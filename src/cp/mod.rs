@@ -209,6 +209,7 @@ pub fn run(opts: Options) -> Result<i32> {
     let mut queue = Queue {
         tx,
         tops: Vec::new(),
+        sent: Vec::new(),
     };
     let rx = Arc::new(Mutex::new(rx));
     let workers: Vec<_> = (0..shared.opts.jobs.max(1))
@@ -275,6 +276,9 @@ pub fn run(opts: Options) -> Result<i32> {
     }
     shared.planned.store(true, Relaxed);
     let _ = queue.flush();
+    if !crate::harness::interrupt::requested() {
+        let _ = queue.send_again();
+    }
     drop(queue);
     for w in workers {
         let _ = w.join();
@@ -317,7 +321,7 @@ enum Batch {
     /// Command-line operands (whole paths, metadata read).
     Tasks(Vec<Task>),
     /// Entries of one directory.
-    Dir(DirBatch),
+    Dir(Arc<DirBatch>),
 }
 
 /// Up to [`Queue::BATCH`] entries of one directory, as the walk read them: no path and
@@ -333,12 +337,18 @@ struct DirBatch {
     /// Per entry: where its name ends in `names`, and whether its directory entry says
     /// regular file.
     ends: Vec<(usize, bool)>,
+    /// The next entry to take: a batch is sent again once the walk is over, so that a
+    /// worker with nothing left helps with one still in progress (a directory's few
+    /// large files would otherwise be copied by one worker while the others wait).
+    next: std::sync::atomic::AtomicUsize,
 }
 
 /// Files on their way to the workers.
 struct Queue {
     tx: mpsc::SyncSender<Batch>,
     tops: Vec<Task>,
+    /// Directory batches sent and perhaps not finished, to send again at the end.
+    sent: Vec<Arc<DirBatch>>,
 }
 
 impl Queue {
@@ -364,6 +374,32 @@ impl Queue {
 
     fn send(&self, b: Batch) -> Result<()> {
         self.tx.send(b).map_err(|_| anyhow!("workers stopped"))
+    }
+
+    fn send_dir(&mut self, b: DirBatch) -> Result<()> {
+        let b = Arc::new(b);
+        if self.sent.len() >= 64 {
+            self.sent.retain(|b| !b.finished());
+        }
+        self.sent.push(Arc::clone(&b));
+        self.send(Batch::Dir(b))
+    }
+
+    /// Once the walk is over: the batches not yet finished, again, for workers that
+    /// would otherwise wait.
+    fn send_again(&mut self) -> Result<()> {
+        for b in std::mem::take(&mut self.sent) {
+            if !b.finished() {
+                self.send(Batch::Dir(b))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DirBatch {
+    fn finished(&self) -> bool {
+        self.next.load(Relaxed) >= self.ends.len()
     }
 }
 
@@ -502,6 +538,7 @@ fn walk_dir(
         fresh: created,
         names: Vec::new(),
         ends: Vec::new(),
+        next: Default::default(),
     };
     let mut batch = new_batch();
     for (name, t) in entries {
@@ -515,7 +552,7 @@ fn walk_dir(
             batch.ends.push((batch.names.len(), t.is_file()));
             if batch.ends.len() >= Queue::BATCH {
                 sh.planned_files.fetch_add(batch.ends.len() as u64, Relaxed);
-                tx.send(Batch::Dir(std::mem::replace(&mut batch, new_batch())))?;
+                tx.send_dir(std::mem::replace(&mut batch, new_batch()))?;
             }
         } else {
             subdirs.push(name);
@@ -523,7 +560,7 @@ fn walk_dir(
     }
     if !batch.ends.is_empty() {
         sh.planned_files.fetch_add(batch.ends.len() as u64, Relaxed);
-        tx.send(Batch::Dir(batch))?;
+        tx.send_dir(batch)?;
     }
     for name in subdirs {
         if crate::harness::interrupt::requested() {
@@ -629,16 +666,25 @@ fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
     p
 }
 
-/// Copies a directory batch's entries; returns how many there were. The directories
-/// are opened once for the batch; where one cannot be, whole paths are used.
-fn copy_dir_batch(sh: &Shared, b: DirBatch, bytes: &mut u64) -> usize {
+/// Copies the entries of a directory batch that no other worker has taken; returns
+/// how many it copied. The directories are opened once for the batch; where one cannot
+/// be, whole paths are used.
+fn copy_dir_batch(sh: &Shared, b: Arc<DirBatch>, bytes: &mut u64) -> usize {
+    if b.finished() {
+        return 0;
+    }
     let (src, dst) = (&b.dirs.0, &b.dirs.1);
     let open = |p: &Path| rustix::fs::open(p, os::dir_handle_flags(), Mode::empty()).ok();
     let fds = open(src).zip(open(dst));
-    let mut start = 0;
-    for &(end, regular) in &b.ends {
+    let mut copied = 0;
+    loop {
+        let i = b.next.fetch_add(1, Relaxed);
+        let Some(&(end, regular)) = b.ends.get(i) else {
+            break;
+        };
+        let start = if i == 0 { 0 } else { b.ends[i - 1].0 };
         let name = std::ffi::OsStr::from_bytes(&b.names[start..end]);
-        start = end;
+        copied += 1;
         let task = Task {
             fresh: b.fresh,
             src: joined(src, name),
@@ -655,7 +701,7 @@ fn copy_dir_batch(sh: &Shared, b: DirBatch, bytes: &mut u64) -> usize {
             fail(sh, format!("{e:#}"));
         }
     }
-    b.ends.len()
+    copied
 }
 
 /// Reads a queued file's metadata (a regular file's from the descriptor it is then

@@ -487,3 +487,43 @@ fn archive_keeps_symlink_times_and_makes_special_files_only_as_root() {
     }
     assert!(temporaries(d).is_empty() && temporaries(&dst).is_empty());
 }
+
+/// A directory of more than two batches (256 names each) shared by four workers, with
+/// the batches sent again at the end for idle workers: every file is copied once,
+/// whole, and nothing else is made.
+#[test]
+fn a_large_directory_shared_by_workers_is_copied_file_for_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    for i in 0..700 {
+        std::fs::write(src.join(format!("f{i:04}")), vec![i as u8; i * 37 % 9000]).unwrap();
+    }
+    std::fs::write(src.join("sub/inner"), "x").unwrap();
+    let out = cp(d)
+        .args(["-a", "-j", "4", "src", "dst"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dst = d.join("dst");
+    assert_eq!(entries(&dst).len(), 701);
+    for i in 0..700 {
+        let name = format!("f{i:04}");
+        assert_eq!(
+            std::fs::read(dst.join(&name)).unwrap(),
+            std::fs::read(src.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert_eq!(std::fs::read(dst.join("sub/inner")).unwrap(), b"x");
+}
