@@ -91,10 +91,11 @@ fn interrupted() -> anyhow::Result<()> {
 }
 
 /// Copies a regular file of `size` bytes (`blocks` 512-byte blocks allocated) from
-/// `src` to the new, empty `dst`.
+/// `src` to the new, empty `dst`. Where the OS clones by path (macOS), the clone takes
+/// the destination's name and `dst` becomes a descriptor of the clone.
 pub fn regular(
     src: &OwnedFd,
-    dst: &OwnedFd,
+    dst: &mut OwnedFd,
     paths: (&std::path::Path, &std::path::Path),
     size: u64,
     blocks: u64,
@@ -108,7 +109,10 @@ pub fn regular(
         // The paths only for clonefile (macOS); made here, not for every file.
         let (s, d) = (calls::c_path(paths.0)?, calls::c_path(paths.1)?);
         match os::reflink(src, dst, &s, &d) {
-            Ok(_) => {
+            Ok(fresh) => {
+                if let Some(fresh) = fresh {
+                    *dst = fresh;
+                }
                 used.method = "reflink";
                 used.reflink = "yes".into();
                 moved(size);

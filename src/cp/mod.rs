@@ -917,7 +917,7 @@ fn copy_data(
         Some(a) if job.fresh => (a.dst, Path::new(a.name)),
         _ => (rustix::fs::CWD, temp),
     };
-    let dst = rustix::fs::openat(
+    let mut dst = rustix::fs::openat(
         dir,
         name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
@@ -936,7 +936,7 @@ fn copy_data(
     } else {
         data::regular(
             &src,
-            &dst,
+            &mut dst,
             (&job.src, temp),
             before.size,
             before.blocks,
@@ -969,7 +969,8 @@ fn copy_data(
             );
         }
     }
-    fd_attributes(sh, job, &src, &dst)
+    let cloned = used.method == "reflink";
+    fd_attributes(sh, job, (&src, &dst), cloned)
         .with_context(|| format!("setting the attributes of {}", q(&job.dst)))?;
     Ok(used)
 }
@@ -1006,14 +1007,20 @@ fn create_mode(sh: &Shared, job: &Job) -> u32 {
 /// GNU cp, it asks the new file what it already is (one fstat) and skips a chown to
 /// the owner it already has and a chmod to the mode it already has: each would be a
 /// journalled inode update on ext4.
-fn fd_attributes(sh: &Shared, job: &Job, src: &OwnedFd, dst: &OwnedFd) -> Result<()> {
+fn fd_attributes(
+    sh: &Shared,
+    job: &Job,
+    (src, dst): (&OwnedFd, &OwnedFd),
+    cloned: bool,
+) -> Result<()> {
     let p = sh.opts.preserve;
     let m = &job.meta;
     if p.timestamps {
         rustix::fs::futimens(dst, &timestamps(m))?;
     }
-    // Without -p the file was created with its final mode: nothing to compare.
-    let now = if p.mode || p.ownership {
+    // Without -p the file was created with its final mode: nothing to compare (a
+    // clone made by path, as on macOS, has the source's).
+    let now = if p.mode || p.ownership || cloned {
         Some(rustix::fs::fstat(dst)?)
     } else {
         None

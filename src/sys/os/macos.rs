@@ -25,23 +25,34 @@ pub fn copy_file_range<A: AsFd, B: AsFd>(
     Err(SysError::missing("copy_file_range (not on macOS)"))
 }
 
-/// clonefile(2): `dst` must not exist, so the empty file the caller made is removed
-/// first and the clone opened for writing in its place (returned). APFS only; other
-/// filesystems fail with ENOTSUP, reported as unsupported.
+/// clonefile(2), which makes a new name: the clone is made beside `dst` and renamed
+/// over it (the empty file the caller made), then opened for writing and returned for
+/// the caller to use in place of its descriptor. On an error nothing has changed: the
+/// caller's descriptor is still the destination's, to copy into another way. (An
+/// earlier version removed `dst` first, so a refused clone left the caller writing
+/// into a file with no name.) APFS only; other filesystems fail with ENOTSUP, reported
+/// as unsupported.
 pub fn reflink(
     _src_fd: &OwnedFd,
     _dst_fd: &OwnedFd,
     src: &CStr,
     dst: &CStr,
 ) -> SysResult<Option<OwnedFd>> {
-    check("unlink", rustix::fs::unlink(dst))?;
+    let mut name = dst.to_bytes().to_vec();
+    name.extend_from_slice(b".ioprobe-clone");
+    let clone = std::ffi::CString::new(name)
+        .map_err(|_| SysError::new("clonefile", rustix::io::Errno::INVAL))?;
     // SAFETY: both paths are NUL-terminated C strings that outlive the call.
-    let r = unsafe { libc::clonefile(src.as_ptr(), dst.as_ptr(), CLONE_NOFOLLOW) };
+    let r = unsafe { libc::clonefile(src.as_ptr(), clone.as_ptr(), CLONE_NOFOLLOW) };
     if r != 0 {
         return Err(SysError {
             call: "clonefile",
             errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
         });
+    }
+    if let Err(e) = rustix::fs::rename(&clone, dst) {
+        let _ = rustix::fs::unlink(&clone);
+        return Err(SysError::new("rename", e));
     }
     crate::sys::calls::open(dst, OFlags::WRONLY, 0).map(Some)
 }
