@@ -144,22 +144,29 @@ PY
     run_workload "a real tree: target/release ($(du -sh "$work/tree" | cut -f1), $(find "$work/tree" | wc -l) entries)" \
         "$work/tree" 1 "ioprobe:$IOPROBE cp -a" "cp-a:cp -a" "${peers_tree[@]}"
     if [ "$remove" = 1 ]; then rm -rf "$work/tree"; fi
-    # A 1 GiB stream from a pipe, against cat (coreutils' cat uses read/write).
+    # A 1 GiB stream from a pipe, against cat (coreutils' cat uses read/write), and the
+    # floor: the same writer into a pipe whose reader writes nothing (dd to /dev/null). No
+    # copier can finish before the program filling the pipe has written its last byte.
     declare -A pt=()
     for round in $(seq "$ROUNDS"); do
-        for tool in ioprobe cat; do
+        for tool in ioprobe cat pipe; do
             rm -f "$work/stream"; sync
             t0=$(now)
-            if [ "$tool" = ioprobe ]; then head -c 1G /dev/zero | "$IOPROBE" cp - "$work/stream"
-            else head -c 1G /dev/zero | cat > "$work/stream"; fi
+            case $tool in
+                ioprobe) head -c 1G /dev/zero | "$IOPROBE" cp - "$work/stream" ;;
+                cat) head -c 1G /dev/zero | cat > "$work/stream" ;;
+                pipe) head -c 1G /dev/zero | dd of=/dev/null bs=256k status=none ;;
+            esac
             pt[$tool]+="$(($(now) - t0)) "
+            [ "$tool" = pipe ] && continue
             [ "$(stat -c %s "$work/stream")" = 1073741824 ] && cmp -s -n 1073741824 "$work/stream" /dev/zero \
                 || { echo "VERIFY FAILED: stream copy by $tool" >&2; exit 1; }
         done
     done
-    i=$(echo "${pt[ioprobe]}" | tr ' ' '\n' | grep . | median); c=$(echo "${pt[cat]}" | tr ' ' '\n' | grep . | median)
+    mid() { echo "${pt[$1]}" | tr ' ' '\n' | grep . | median; }
+    i=$(mid ioprobe); c=$(mid cat); w=$(mid pipe)
     printf '\na 1 GiB stream from a pipe (median of %s rounds; %s)\n' "$ROUNDS" "$(cat --version | head -1)"
-    awk -v i="$i" -v c="$c" 'BEGIN { printf "  ioprobe cp - dst %8.3f s\n  cat > dst        %8.3f s\n  cat ÷ ioprobe    %8.2f× (the goal: ≥ 2)\n", i/1e9, c/1e9, c/i }'
+    awk -v i="$i" -v c="$c" -v w="$w" 'BEGIN { printf "  ioprobe cp - dst %8.3f s\n  cat > dst        %8.3f s\n  pipe alone       %8.3f s (head | dd of=/dev/null: the writer, nothing written)\n  cat ÷ ioprobe    %8.2f× (the goal: ≥ 2)\n  pipe ÷ ioprobe   %8.2f× (1.00 is the most any reader can reach)\n", i/1e9, c/1e9, w/1e9, c/i, w/i }'
     rm -rf "$work"
     trap - EXIT
 done

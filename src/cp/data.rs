@@ -1,11 +1,11 @@
 //! One file's bytes, moved by the fastest method that works here: FICLONE, then
-//! copy_file_range in a loop, then read/write; splice from a pipe. A method is given up
+//! copy_file_range in a loop, then read/write; read/write from a pipe. A method is given up
 //! for the next only while nothing has been copied: after data has moved, any error is
 //! the file's failure. Sparse sources keep their holes (SEEK_DATA/SEEK_HOLE).
 
 use crate::sys::calls::{self, SysError};
 use crate::sys::os;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::OwnedFd;
 use std::borrow::Cow;
 
 /// Bytes written so far by every copy of this process (for the progress display).
@@ -50,7 +50,7 @@ pub struct Path {
     pub sparse: When,
     /// The read/write buffer.
     pub buffer: usize,
-    /// Bytes per copy_file_range or splice call (also how often an interrupt is seen).
+    /// Bytes per copy_file_range call (also how often an interrupt is seen).
     pub chunk: usize,
     /// Try copy_file_range before the read/write loop (false when a saved copy run
     /// found the loop clearly faster on this filesystem).
@@ -60,7 +60,7 @@ pub struct Path {
 /// How the bytes moved, for `--debug`.
 #[derive(Debug, Clone, Default)]
 pub struct Used {
-    /// The method that moved the data: reflink, copy_file_range, read/write, splice.
+    /// The method that moved the data: reflink, copy_file_range, read/write.
     pub method: &'static str,
     /// Why a faster method was not used.
     pub reflink: Cow<'static, str>,
@@ -331,53 +331,54 @@ fn sparse_copy(
     Ok(())
 }
 
-/// A pipe (stdin, a FIFO) into the new file `dst`: splice with the pipe's capacity
-/// raised to `capacity` (when the pipe allows it), else read/write.
+/// A pipe (stdin, a FIFO) into the new file `dst`: read/write with the pipe's capacity
+/// raised to `capacity` (when the pipe allows it), so the writer runs ahead.
+///
+/// Not splice: splice(2) from a pipe into a file holds the pipe's lock while the file
+/// is written, so the process filling the pipe waits for every write into the file and
+/// the two copies run one after the other. read(2) takes the lock only to copy out of
+/// the pipe, and both run at once (on tmpfs, 1 GiB from `head`: read/write 256 KiB
+/// 0.43 s, splice 0.58 s, `cat` 0.52 s; `bench/cp.sh` measures it).
 pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> anyhow::Result<Used> {
+    let granted = os::set_pipe_capacity(src, capacity);
     let mut used = Used {
+        method: "read/write",
         reflink: "not applicable (pipe)".into(),
         sparse: "no (pipe)".into(),
+        offload: match &granted {
+            Ok(n) => format!(
+                "no (reads of {} from a pipe of {}: splice would stall the pipe's writer)",
+                crate::units::format_size(p.buffer as u64),
+                crate::units::format_size(*n as u64)
+            )
+            .into(),
+            Err(e) => format!(
+                "no (reads of {} from a pipe; its capacity unchanged: {})",
+                crate::units::format_size(p.buffer as u64),
+                e.short()
+            )
+            .into(),
+        },
         ..Used::default()
     };
-    let granted = os::set_pipe_capacity(src, capacity).ok();
-    let chunk = granted.unwrap_or(64 * 1024).max(64 * 1024);
     let mut off = 0u64;
-    // An idle pipe must not hide Ctrl-C: wait for data with a poll that sees the flag.
-    let ready = || -> anyhow::Result<()> {
-        crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
-        interrupted()
-    };
-    loop {
-        ready()?;
-        match os::splice(src.as_fd(), None, dst.as_fd(), Some(&mut off), chunk) {
-            Ok(0) => {
-                used.method = "splice";
-                used.offload = format!(
-                    "yes (splice, pipe capacity {})",
-                    crate::units::format_size(granted.unwrap_or(64 * 1024) as u64)
-                )
-                .into();
+    BUFFER.with_borrow_mut(|big| {
+        if big.len() < p.buffer {
+            *big = vec![0u8; p.buffer];
+        }
+        let buf = &mut big[..p.buffer];
+        loop {
+            // An idle pipe must not hide Ctrl-C: wait for data with a poll that sees the flag.
+            crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
+            interrupted()?;
+            let n = calls::read(src, buf)?;
+            if n == 0 {
                 used.bytes = off;
                 return Ok(used);
             }
-            Ok(n) => moved(n as u64),
-            Err(e) if off == 0 && unsupported(&e) => {
-                used.offload = format!("no (splice: {})", e.short()).into();
-                used.method = "read/write";
-                let mut buf = vec![0u8; p.buffer];
-                loop {
-                    ready()?;
-                    let n = calls::read(src, &mut buf)?;
-                    if n == 0 {
-                        used.bytes = off;
-                        return Ok(used);
-                    }
-                    calls::pwrite_all(dst, &buf[..n], off)?;
-                    off += n as u64;
-                    moved(n as u64);
-                }
-            }
-            Err(e) => return Err(e.into()),
+            calls::pwrite_all(dst, &buf[..n], off)?;
+            off += n as u64;
+            moved(n as u64);
         }
-    }
+    })
 }

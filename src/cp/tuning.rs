@@ -2,7 +2,7 @@
 //! this host on the destination's filesystem type, whether copy_file_range or the
 //! read/write loop is faster (warm source, no fsync, the largest file measured) and the
 //! loop's buffer (the cheapest of the buffers tied with the fastest, as the copy
-//! advice picks it); with a saved pipe run, the pipe capacity for splicing from a pipe.
+//! advice picks it); with a saved pipe run, the capacity to raise a pipe source to.
 //! Without them, GNU cp's order and sizes.
 
 use crate::present::recommend::{Opt, rank};
@@ -16,7 +16,7 @@ use std::path::Path;
 
 /// read/write buffer without a saved run: GNU cp's (at least 256 KiB on Linux).
 pub const DEFAULT_BUFFER: usize = 256 * 1024;
-/// Pipe capacity for splice without a saved run.
+/// Pipe capacity for a pipe source without a saved run.
 pub const DEFAULT_PIPE: usize = 1 << 20;
 /// Largest buffer taken from a run (a 100 MiB buffer per worker is not worth it).
 const MAX_BUFFER: u64 = 8 << 20;
@@ -162,7 +162,7 @@ pub fn copy_choice(rows: &[&Measurement]) -> Option<(usize, bool, String)> {
     Some((buffer, !loop_wins, why))
 }
 
-/// From a pipe run's rows: the capacity to splice through (the larger only when its best
+/// From a pipe run's rows: the capacity to read a pipe source through (the larger only when its best
 /// write-read row beats the default's beyond their intervals), and why.
 pub fn pipe_choice(rows: &[&Measurement]) -> Option<(usize, String)> {
     let typed: Vec<(&Measurement, pipe::Params)> = with_params::<pipe::Params>(rows)
