@@ -362,10 +362,7 @@ fn a_saved_copy_run_for_the_filesystem_sets_the_order_and_debug_says_which() {
     assert!(err.contains("cp: file data: run 1 ("), "{err}");
     assert!(err.contains("the loop first"), "{err}");
     let line = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        line.contains("method: read/write, copy offload: no (reads of 256 KiB from a pipe of"),
-        "{line}"
-    );
+    assert!(line.contains("method: read/write"), "{line}");
     assert!(line.contains("found read/write faster here"), "{line}");
     assert_eq!(std::fs::read(d.join("g1")).unwrap(), vec![7u8; 100_000]);
 }
