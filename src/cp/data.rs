@@ -240,6 +240,16 @@ thread_local! {
     static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Runs `f` with this thread's read/write buffer, `size` bytes long.
+fn with_buffer<R>(size: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    BUFFER.with_borrow_mut(|big| {
+        if big.len() < size {
+            *big = vec![0u8; size];
+        }
+        f(&mut big[..size])
+    })
+}
+
 /// pread at `off`; a pipe or other stream, which has no offsets, is read.
 fn read_at(src: &OwnedFd, buf: &mut [u8], off: u64) -> Result<usize, SysError> {
     calls::pread(src, buf, off).or_else(|e| {
@@ -267,11 +277,7 @@ fn read_write(src: &OwnedFd, dst: &OwnedFd, empty: bool, p: &Path) -> anyhow::Re
         off = n as u64;
         moved(off);
     }
-    BUFFER.with_borrow_mut(|big| {
-        if big.len() < p.buffer {
-            *big = vec![0u8; p.buffer];
-        }
-        let buf = &mut big[..p.buffer];
+    with_buffer(p.buffer, |buf| {
         loop {
             interrupted()?;
             let n = read_at(src, buf, off)?;
@@ -362,11 +368,7 @@ pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> any
         ..Used::default()
     };
     let mut off = 0u64;
-    BUFFER.with_borrow_mut(|big| {
-        if big.len() < p.buffer {
-            *big = vec![0u8; p.buffer];
-        }
-        let buf = &mut big[..p.buffer];
+    with_buffer(p.buffer, |buf| {
         loop {
             // An idle pipe must not hide Ctrl-C: wait for data with a poll that sees the flag.
             crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
