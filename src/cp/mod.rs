@@ -669,6 +669,22 @@ fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
     p
 }
 
+/// openat(2) of `name` in `dir`; an error says "cannot `verb` `shown`: why" in one line.
+fn open_at(
+    (dir, name): (rustix::fd::BorrowedFd, &Path),
+    flags: OFlags,
+    mode: Mode,
+    (verb, shown): (&str, &Path),
+) -> Result<OwnedFd> {
+    rustix::fs::openat(dir, name, flags, mode).map_err(|e| {
+        anyhow!(
+            "cannot {verb} {}: {}",
+            q(shown),
+            crate::error::plain(&e.into())
+        )
+    })
+}
+
 /// Copies the entries of a directory batch that no other worker has taken; returns
 /// how many it copied. The directories are opened once for the batch; where one cannot
 /// be, whole paths are used.
@@ -719,21 +735,12 @@ fn copy_task(sh: &Shared, t: Task, at: Option<At>, bytes: &mut u64) -> Result<()
                 Some(a) => (a.src, Path::new(a.name)),
                 None => (rustix::fs::CWD, t.src.as_path()),
             };
-            let f = std::fs::File::from(
-                rustix::fs::openat(
-                    dir,
-                    name,
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| {
-                    anyhow!(
-                        "cannot open {}: {}",
-                        q(&t.src),
-                        crate::error::plain(&e.into())
-                    )
-                })?,
-            );
+            let f = std::fs::File::from(open_at(
+                (dir, name),
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
+                Mode::empty(),
+                ("open", &t.src),
+            )?);
             let m = f.metadata()?;
             if m.is_file() {
                 *bytes += m.len();
@@ -883,18 +890,12 @@ fn copy_data(
     } else if stdin {
         rustix::io::dup(rustix::stdio::stdin())?
     } else {
-        rustix::fs::open(
-            &job.src,
+        open_at(
+            (rustix::fs::CWD, &job.src),
             OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
             Mode::empty(),
-        )
-        .map_err(|e| {
-            anyhow!(
-                "cannot open {}: {}",
-                q(&job.src),
-                crate::error::plain(&e.into())
-            )
-        })?
+            ("open", &job.src),
+        )?
     };
     // What the source is, from its descriptor: the walk's view when it came from the
     // descriptor already (one fstat saved per file), else a fresh fstat.
@@ -920,19 +921,12 @@ fn copy_data(
         Some(a) if job.fresh => (a.dst, Path::new(a.name)),
         _ => (rustix::fs::CWD, temp),
     };
-    let mut dst = rustix::fs::openat(
-        dir,
-        name,
+    let mut dst = open_at(
+        (dir, name),
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NOFOLLOW,
         Mode::from_raw_mode(create_mode(sh, job) as _),
-    )
-    .map_err(|e| {
-        anyhow!(
-            "cannot create {}: {}",
-            q(temp),
-            crate::error::plain(&e.into())
-        )
-    })?;
+        ("create", temp),
+    )?;
     let kind = rustix::fs::FileType::from_raw_mode(before.mode as _);
     let used = if kind == rustix::fs::FileType::Fifo {
         data::from_pipe(&src, &dst, sh.pipe_capacity, &sh.path)?
