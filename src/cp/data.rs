@@ -277,10 +277,24 @@ fn read_write(src: &OwnedFd, dst: &OwnedFd, empty: bool, p: &Path) -> anyhow::Re
         off = n as u64;
         moved(off);
     }
+    pump(src, dst, off, p, false)
+}
+
+/// read/write in the worker's buffer from `off` to the end of input; returns the
+/// offset reached. A `pipe` is read as it comes, after a poll that sees Ctrl-C (an idle
+/// pipe must not hide it); anything else with pread at the offset.
+fn pump(src: &OwnedFd, dst: &OwnedFd, mut off: u64, p: &Path, pipe: bool) -> anyhow::Result<u64> {
     with_buffer(p.buffer, |buf| {
         loop {
+            if pipe {
+                crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
+            }
             interrupted()?;
-            let n = read_at(src, buf, off)?;
+            let n = if pipe {
+                calls::read(src, buf)?
+            } else {
+                read_at(src, buf, off)?
+            };
             if n == 0 {
                 return Ok(off);
             }
@@ -367,20 +381,6 @@ pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> any
         },
         ..Used::default()
     };
-    let mut off = 0u64;
-    with_buffer(p.buffer, |buf| {
-        loop {
-            // An idle pipe must not hide Ctrl-C: wait for data with a poll that sees the flag.
-            crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
-            interrupted()?;
-            let n = calls::read(src, buf)?;
-            if n == 0 {
-                used.bytes = off;
-                return Ok(used);
-            }
-            calls::pwrite_all(dst, &buf[..n], off)?;
-            off += n as u64;
-            moved(n as u64);
-        }
-    })
+    used.bytes = pump(src, dst, 0, p, true)?;
+    Ok(used)
 }
