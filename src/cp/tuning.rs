@@ -162,8 +162,8 @@ pub fn copy_choice(rows: &[&Measurement]) -> Option<(usize, bool, String)> {
     Some((buffer, !loop_wins, why))
 }
 
-/// From a pipe run's rows: the capacity to read a pipe source through (the larger only when its best
-/// write-read row beats the default's beyond their intervals), and why.
+/// From a pipe run's rows: the capacity to read a pipe source through (the larger only
+/// when its best write-read row beats the default's beyond their intervals), and why.
 pub fn pipe_choice(rows: &[&Measurement]) -> Option<(usize, String)> {
     let typed: Vec<(&Measurement, pipe::Params)> = with_params::<pipe::Params>(rows)
         .into_iter()

@@ -26,8 +26,8 @@ pub fn copy_file_range<A: AsFd, B: AsFd>(
 }
 
 /// clonefile(2), which makes a new name: the clone is made beside `dst` and renamed
-/// over it (the empty file the caller made), then opened for writing and returned for
-/// the caller to use in place of its descriptor. On an error nothing has changed: the
+/// over it (the empty file the caller made), opened for writing before the rename and
+/// returned for the caller to use in place of its descriptor. On an error nothing has changed: the
 /// caller's descriptor is still the destination's, to copy into another way. (An
 /// earlier version removed `dst` first, so a refused clone left the caller writing
 /// into a file with no name.) APFS only; other filesystems fail with ENOTSUP, reported
@@ -50,11 +50,19 @@ pub fn reflink(
             errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
         });
     }
+    // Opened before the rename, so that nothing can fail once `dst` is the clone.
+    let fd = match crate::sys::calls::open(&clone, OFlags::WRONLY, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = rustix::fs::unlink(&clone);
+            return Err(e);
+        }
+    };
     if let Err(e) = rustix::fs::rename(&clone, dst) {
         let _ = rustix::fs::unlink(&clone);
         return Err(SysError::new("rename", e));
     }
-    crate::sys::calls::open(dst, OFlags::WRONLY, 0).map(Some)
+    Ok(Some(fd))
 }
 
 /// <sys/clonefile.h>: do not follow a symbolic link at `src` (not in the libc crate).
