@@ -224,9 +224,9 @@ pub enum Command {
     #[command(after_help = examples_only!(
         "ioprobe cp big.iso /mnt/backup/",
         "ioprobe cp -a -j 4 src/ dst/            a tree, attributes and links kept",
-        "head -c 1G /dev/zero | ioprobe cp - out.bin",
+        "head -c 1G /dev/zero | ioprobe cp /dev/stdin out.bin",
         "ioprobe cp --debug a b                   say which method copied each file",
-    ))]
+    ), args_override_self = true, infer_long_args = true)]
     Cp(CpArgs),
     /// Print the machine facts recorded with every run.
     #[command(after_help = examples_only!(
@@ -405,43 +405,229 @@ impl WhenArg {
     }
 }
 
+/// `ioprobe cp`'s flags: GNU cp 9.1's names and meanings (docs/cp.md lists the few
+/// deliberate differences). As with GNU's getopt, an option may be repeated (the last
+/// of -i/-n, of -L/-H/-P, wins), a long option may be abbreviated, and a usage error
+/// exits 1.
 #[derive(Debug, Args)]
 pub struct CpArgs {
-    /// Copy directories recursively (symlinks inside stay symlinks).
-    #[arg(short = 'r', short_alias = 'R', long = "recursive")]
-    pub recursive: bool,
+    /// Same as -dR --preserve=all.
+    #[arg(short = 'a', long)]
+    pub archive: bool,
+    /// Do not copy the file data, only the attributes.
+    #[arg(long)]
+    pub attributes_only: bool,
+    /// Make a backup of each existing destination file: CONTROL is none/off,
+    /// numbered/t, existing/nil or simple/never (default: $VERSION_CONTROL, else
+    /// existing).
+    #[arg(long, value_name = "CONTROL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "")]
+    pub backup: Option<String>,
+    /// Like --backup, but takes no argument.
+    #[arg(short = 'b')]
+    pub backup_default: bool,
+    /// Copy the contents of special files (FIFOs, devices) when recursive.
+    #[arg(long)]
+    pub copy_contents: bool,
+    /// Same as --no-dereference --preserve=links.
+    #[arg(short = 'd')]
+    pub no_deref_links: bool,
+    /// If an existing destination file cannot be opened, remove it and try again.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// Prompt before overwriting (overrides an earlier -n).
+    #[arg(short = 'i', long, overrides_with = "no_clobber")]
+    pub interactive: bool,
+    /// Follow symbolic links given on the command line.
+    #[arg(short = 'H', overrides_with_all = ["dereference", "no_dereference"])]
+    pub deref_command_line: bool,
+    /// Hard-link files instead of copying.
+    #[arg(short = 'l', long)]
+    pub link: bool,
+    /// Always follow symbolic links in SOURCE.
+    #[arg(short = 'L', long, overrides_with_all = ["deref_command_line", "no_dereference"])]
+    pub dereference: bool,
+    /// Do not overwrite an existing file (overrides an earlier -i).
+    #[arg(short = 'n', long, overrides_with = "interactive")]
+    pub no_clobber: bool,
+    /// Never follow symbolic links in SOURCE.
+    #[arg(short = 'P', long, overrides_with_all = ["deref_command_line", "dereference"])]
+    pub no_dereference: bool,
     /// Same as --preserve=mode,ownership,timestamps.
     #[arg(short = 'p')]
     pub preserve_default: bool,
-    /// Attributes to keep: mode, ownership, timestamps, xattr, all (default: the mode,
-    /// masked by the umask, as cp does).
-    #[arg(long, value_name = "LIST", value_parser = crate::cp::parse_preserve)]
-    pub preserve: Option<crate::cp::Preserve>,
-    /// -r -p, symlinks copied as symlinks, hard links kept, FIFOs and devices made (root).
-    #[arg(short = 'a', long)]
-    pub archive: bool,
-    /// Keep an existing destination.
-    #[arg(short = 'n', long)]
-    pub no_clobber: bool,
-    /// Replace an existing destination: accepted for cp's sake; replacing (by a rename)
-    /// is what happens anyway unless -n.
-    #[arg(short = 'f', long)]
-    pub force: bool,
-    /// FICLONE: auto (try it, then copy), always (fail where it cannot), never.
-    #[arg(long, value_name = "WHEN", default_value = "auto")]
-    pub reflink: WhenArg,
-    /// Keep holes: auto (when the source has fewer blocks than its size), always, never.
-    #[arg(long, value_name = "WHEN", default_value = "auto")]
-    pub sparse: WhenArg,
+    /// Keep these attributes: mode, ownership, timestamps, links, context, xattr, all
+    /// (without LIST: mode,ownership,timestamps).
+    #[arg(long, value_name = "LIST", num_args = 0..=1, require_equals = true,
+          default_missing_value = "mode,ownership,timestamps", action = clap::ArgAction::Append)]
+    pub preserve: Vec<String>,
+    /// Do not keep these attributes.
+    #[arg(long, value_name = "LIST", action = clap::ArgAction::Append)]
+    pub no_preserve: Vec<String>,
+    /// Use the full source file name under DIRECTORY.
+    #[arg(long)]
+    pub parents: bool,
+    /// Copy directories recursively.
+    #[arg(short = 'r', short_alias = 'R', long = "recursive")]
+    pub recursive: bool,
+    /// FICLONE: auto (try it, then copy), always (fail where it cannot; the default
+    /// without WHEN), never.
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "always")]
+    pub reflink: Option<WhenArg>,
+    /// Remove each existing destination file before opening it (contrast --force).
+    #[arg(long)]
+    pub remove_destination: bool,
+    /// Holes: auto (keep the source's), always (also make holes of runs of zeros),
+    /// never.
+    #[arg(long, value_name = "WHEN")]
+    pub sparse: Option<WhenArg>,
+    /// Remove trailing slashes from each SOURCE.
+    #[arg(long)]
+    pub strip_trailing_slashes: bool,
+    /// Make symbolic links instead of copying.
+    #[arg(short = 's', long)]
+    pub symbolic_link: bool,
+    /// The backup suffix (default: $SIMPLE_BACKUP_SUFFIX, else ~); implies a backup.
+    #[arg(short = 'S', long, value_name = "SUFFIX")]
+    pub suffix: Option<std::ffi::OsString>,
+    /// Copy all SOURCE arguments into DIRECTORY.
+    #[arg(short = 't', long, value_name = "DIRECTORY")]
+    pub target_directory: Option<std::ffi::OsString>,
+    /// Treat DEST as a normal file.
+    #[arg(short = 'T', long)]
+    pub no_target_directory: bool,
+    /// Copy only when SOURCE is newer than the destination or it is missing.
+    #[arg(short = 'u', long)]
+    pub update: bool,
+    /// Stay on this file system.
+    #[arg(short = 'x', long)]
+    pub one_file_system: bool,
     /// Files copied at once (default: the number of CPUs).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// One line per file: the method used and why (copy offload, reflink, sparse).
+    /// One line per file: the method used and why (copy offload, reflink, sparse), and
+    /// where the buffer and pipe sizes came from.
     #[arg(long)]
     pub debug: bool,
-    /// The sources (`-` for standard input), then the destination.
-    #[arg(value_name = "SRC… DST", required = true, num_args = 2..)]
+    /// The sources, then the destination (with -t, only sources). `-` is a file name,
+    /// as in GNU cp: read standard input with /dev/stdin.
+    #[arg(value_name = "SOURCE… DEST")]
     pub paths: Vec<std::ffi::OsString>,
+}
+
+impl CpArgs {
+    /// The clap-free options; Err: a usage error (GNU's wording, exit status 1).
+    pub fn options(&self, verbose: bool) -> Result<crate::cp::Options, String> {
+        use crate::cp::{Backup, Deref, Interactive, LinkMode, Options, Preserve};
+        let mut p = Preserve::default();
+        if self.archive {
+            p = Preserve::all();
+        }
+        if self.no_deref_links {
+            p.links = true;
+        }
+        if self.preserve_default {
+            p.mode = true;
+            p.ownership = true;
+            p.timestamps = true;
+        }
+        for l in &self.preserve {
+            p.add(&crate::cp::parse_preserve(l)?);
+        }
+        for l in &self.no_preserve {
+            p.remove(&crate::cp::parse_preserve(l)?);
+        }
+        let deref = if self.dereference {
+            Some(Deref::Always)
+        } else if self.deref_command_line {
+            Some(Deref::CommandLine)
+        } else if self.no_dereference || self.archive || self.no_deref_links {
+            Some(Deref::Never)
+        } else {
+            None
+        };
+        let recursive = self.recursive || self.archive;
+        let link = match (self.link, self.symbolic_link) {
+            (true, true) => return Err("cannot make both hard and symbolic links".into()),
+            (true, false) => LinkMode::Hard,
+            (false, true) => LinkMode::Symbolic,
+            (false, false) => LinkMode::Copy,
+        };
+        let interactive = if self.no_clobber {
+            Interactive::Never
+        } else if self.interactive {
+            Interactive::Ask
+        } else {
+            Interactive::Overwrite
+        };
+        let make_backups = self.backup.is_some() || self.backup_default || self.suffix.is_some();
+        if make_backups && interactive == Interactive::Never {
+            return Err("options --backup and --no-clobber are mutually exclusive".into());
+        }
+        let backup = if make_backups {
+            let control = match self.backup.as_deref() {
+                Some(c) if !c.is_empty() => Some(c.to_string()),
+                _ => std::env::var("VERSION_CONTROL")
+                    .ok()
+                    .filter(|v| !v.is_empty()),
+            };
+            match control {
+                None => Backup::Existing,
+                Some(c) => Backup::parse(&c)?,
+            }
+        } else {
+            Backup::None
+        };
+        let suffix = self
+            .suffix
+            .clone()
+            .or_else(|| std::env::var_os("SIMPLE_BACKUP_SUFFIX").filter(|s| !s.is_empty()))
+            .filter(|s| !s.as_encoded_bytes().contains(&b'/'))
+            .unwrap_or_else(|| "~".into());
+        let reflink = self.reflink.unwrap_or(WhenArg::Auto);
+        let sparse = self.sparse.unwrap_or(WhenArg::Auto);
+        if reflink == WhenArg::Always && sparse != WhenArg::Auto {
+            return Err("--reflink can be used only with --sparse=auto".into());
+        }
+        if p.context {
+            return Err(
+                "cannot preserve security context without an SELinux-enabled kernel".into(),
+            );
+        }
+        Ok(Options {
+            operands: self.paths.clone(),
+            target_directory: self.target_directory.clone(),
+            no_target_directory: self.no_target_directory,
+            recursive,
+            deref: deref.unwrap_or(if recursive && link != LinkMode::Hard {
+                Deref::Never
+            } else {
+                Deref::Always
+            }),
+            preserve: p,
+            interactive,
+            // -n wins over --update, as in GNU cp.
+            update: self.update && interactive != Interactive::Never,
+            force: self.force,
+            remove_destination: self.remove_destination,
+            backup,
+            suffix,
+            link,
+            parents: self.parents,
+            one_file_system: self.one_file_system,
+            attributes_only: self.attributes_only,
+            copy_as_regular: !recursive || self.copy_contents,
+            strip_trailing_slashes: self.strip_trailing_slashes,
+            verbose,
+            debug: self.debug,
+            reflink: reflink.when(),
+            sparse: sparse.when(),
+            jobs: self
+                .jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        })
+    }
 }
 
 #[derive(Debug, Args)]

@@ -68,9 +68,18 @@ fn clap_exit(e: clap::Error) -> i32 {
         }
         _ => {
             eprintln!("ioprobe: error: {}", clap_one_line(&e));
-            2
+            // GNU cp exits 1 on a usage error, and scripts test for it.
+            if is_cp() { 1 } else { 2 }
         }
     }
+}
+
+/// Whether the command line runs `ioprobe cp` (its first word that is not an option).
+fn is_cp() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .is_some_and(|a| a == "cp")
 }
 
 /// clap's message on one line: user values with control characters escaped (a newline
@@ -224,30 +233,9 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
             vec![Box::new(PipeProbe::new(a.options(s.scale)))],
         )?,
         Command::Cp(c) => {
-            let mut paths = c.paths.clone();
-            let dest = paths.pop().unwrap_or_default();
-            let p = c.preserve.unwrap_or_default();
-            let all = c.preserve_default || c.archive;
-            let opts = ioprobe::cp::Options {
-                sources: paths,
-                dest,
-                recursive: c.recursive || c.archive,
-                archive: c.archive,
-                preserve: ioprobe::cp::Preserve {
-                    mode: p.mode || all,
-                    ownership: p.ownership || all,
-                    timestamps: p.timestamps || all,
-                    xattr: p.xattr || c.archive,
-                },
-                no_clobber: c.no_clobber,
-                verbose: s.verbose,
-                debug: c.debug,
-                reflink: c.reflink.when(),
-                sparse: c.sparse.when(),
-                jobs: c
-                    .jobs
-                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
-            };
+            let opts = c
+                .options(s.verbose)
+                .map_err(|m| error::Exit::with(1, format!("cp: {m}")))?;
             return error::Exit::status(ioprobe::cp::run(opts)?);
         }
         Command::Trace(t) => {

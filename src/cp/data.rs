@@ -97,13 +97,15 @@ pub fn regular(
     src: &OwnedFd,
     dst: &mut OwnedFd,
     paths: (&std::path::Path, &std::path::Path),
-    size: u64,
-    blocks: u64,
+    (size, blocks): (u64, u64),
+    created: bool,
     p: &Path,
 ) -> anyhow::Result<Used> {
     let mut used = Used::default();
     let off = REFLINK_OFF.load(std::sync::atomic::Ordering::Relaxed);
-    if off && p.reflink == When::Auto {
+    if !created && os::REFLINK_REPLACES_FILE {
+        used.reflink = "not tried (an existing file is written in place)".into();
+    } else if off && p.reflink == When::Auto {
         used.reflink = "unsupported here (the first attempt of this run failed)".into();
     } else if p.reflink != When::Never && size > 0 {
         // The paths only for clonefile (macOS); made here, not for every file.
@@ -140,12 +142,16 @@ pub fn regular(
         .into();
     }
     let holey = blocks.saturating_mul(512) < size;
-    let sparse = match p.sparse {
-        When::Never => false,
-        When::Always => true,
-        When::Auto => holey,
-    };
-    if sparse {
+    if p.sparse == When::Always {
+        // Holes for every run of zeros, as GNU's --sparse=always: each block read is
+        // written only when it holds a non-zero byte.
+        used.method = "read/write";
+        used.offload = "no (--sparse=always looks at every block)".into();
+        used.sparse = "--sparse=always: runs of zeros made holes".into();
+        used.bytes = pump(src, dst, 0, p, Flow::HOLES)?;
+        return Ok(used);
+    }
+    if p.sparse == When::Auto && holey {
         match sparse_copy(src, dst, size, p, &mut used) {
             Ok(()) => return Ok(used),
             Err(e)
@@ -277,28 +283,140 @@ fn read_write(src: &OwnedFd, dst: &OwnedFd, empty: bool, p: &Path) -> anyhow::Re
         off = n as u64;
         moved(off);
     }
-    pump(src, dst, off, p, false)
+    pump(src, dst, off, p, Flow::FILE)
+}
+
+/// How [`pump`] reads and writes.
+#[derive(Debug, Clone, Copy)]
+pub struct Flow {
+    /// The source is a stream (a pipe, a device): read as it comes, after a poll that
+    /// sees Ctrl-C (an idle pipe must not hide it).
+    pub src_stream: bool,
+    /// The destination is not a regular file (a device, a FIFO): write(2) at its own
+    /// position, waiting (interruptibly) while it is full.
+    pub dst_stream: bool,
+    /// --sparse=always: blocks of zeros are skipped, and the size set at the end.
+    pub holes: bool,
+}
+
+impl Flow {
+    const FILE: Flow = Flow {
+        src_stream: false,
+        dst_stream: false,
+        holes: false,
+    };
+    const HOLES: Flow = Flow {
+        holes: true,
+        ..Flow::FILE
+    };
+}
+
+/// Writes all of `buf` to a stream that may be non-blocking (a FIFO opened so that
+/// its open could not hang): a full stream is waited for with a poll that sees Ctrl-C.
+fn write_stream(dst: &OwnedFd, mut buf: &[u8]) -> anyhow::Result<()> {
+    while !buf.is_empty() {
+        match calls::write(dst, buf) {
+            Ok(0) => anyhow::bail!("write: wrote nothing"),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.errno == rustix::io::Errno::AGAIN.raw_os_error() => {
+                crate::sys::pipes::wait_writable(dst, &crate::harness::interrupt::requested)?;
+                interrupted()?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `buf` at `off`, leaving out the blocks that are all zeros (a hole there).
+fn write_holes(dst: &OwnedFd, buf: &[u8], off: u64) -> anyhow::Result<()> {
+    const BLOCK: usize = 4096;
+    let mut i = 0;
+    while i < buf.len() {
+        let end = (i + BLOCK).min(buf.len());
+        if buf[i..end].iter().all(|&b| b == 0) {
+            i = end;
+            continue;
+        }
+        // A run of non-zero blocks in one write.
+        let mut j = end;
+        while j < buf.len() {
+            let e = (j + BLOCK).min(buf.len());
+            if buf[j..e].iter().all(|&b| b == 0) {
+                break;
+            }
+            j = e;
+        }
+        calls::pwrite_all(dst, &buf[i..j], off + i as u64)?;
+        i = j;
+    }
+    Ok(())
+}
+
+/// Any source read to its end (a pipe, a device, a procfs or sysfs file whose size
+/// is not its content) into `dst`, a new or truncated file or a stream.
+pub fn stream(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    flow: Flow,
+    capacity: usize,
+    p: &Path,
+) -> anyhow::Result<Used> {
+    let fifo = rustix::fs::fstat(src).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode as _) == rustix::fs::FileType::Fifo
+    });
+    if fifo {
+        return from_pipe(src, dst, capacity, flow, p);
+    }
+    let mut used = Used {
+        method: "read/write",
+        reflink: "not applicable (not a regular file, or its size is not its content)".into(),
+        offload: "no (read to end of file)".into(),
+        sparse: if flow.holes {
+            "--sparse=always: runs of zeros made holes"
+        } else {
+            "no (read to end of file)"
+        }
+        .into(),
+        ..Used::default()
+    };
+    used.bytes = pump(src, dst, 0, p, flow)?;
+    Ok(used)
 }
 
 /// read/write in the worker's buffer from `off` to the end of input; returns the
 /// offset reached. A `pipe` is read as it comes, after a poll that sees Ctrl-C (an idle
 /// pipe must not hide it); anything else with pread at the offset.
-fn pump(src: &OwnedFd, dst: &OwnedFd, mut off: u64, p: &Path, pipe: bool) -> anyhow::Result<u64> {
+fn pump(src: &OwnedFd, dst: &OwnedFd, mut off: u64, p: &Path, flow: Flow) -> anyhow::Result<u64> {
     with_buffer(p.buffer, |buf| {
         loop {
-            if pipe {
+            if flow.src_stream {
                 crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
             }
             interrupted()?;
-            let n = if pipe {
-                calls::read(src, buf)?
+            let n = if flow.src_stream {
+                match calls::read(src, buf) {
+                    Ok(n) => n,
+                    // Woken for a reader that went away, or a device with nothing yet.
+                    Err(e) if e.errno == rustix::io::Errno::AGAIN.raw_os_error() => continue,
+                    Err(e) => return Err(e.into()),
+                }
             } else {
                 read_at(src, buf, off)?
             };
             if n == 0 {
+                if flow.holes && !flow.dst_stream {
+                    crate::sys::copyfile::ftruncate(dst, off)?;
+                }
                 return Ok(off);
             }
-            calls::pwrite_all(dst, &buf[..n], off)?;
+            if flow.dst_stream {
+                write_stream(dst, &buf[..n])?;
+            } else if flow.holes {
+                write_holes(dst, &buf[..n], off)?;
+            } else {
+                calls::pwrite_all(dst, &buf[..n], off)?;
+            }
             off += n as u64;
             moved(n as u64);
         }
@@ -359,7 +477,13 @@ fn sparse_copy(
 /// the two copies run one after the other. read(2) takes the lock only to copy out of
 /// the pipe, and both run at once (on tmpfs, 1 GiB from `head`: read/write 256 KiB
 /// 0.43 s, splice 0.58 s, `cat` 0.52 s; `bench/cp.sh` measures it).
-pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> anyhow::Result<Used> {
+fn from_pipe(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    capacity: usize,
+    flow: Flow,
+    p: &Path,
+) -> anyhow::Result<Used> {
     let granted = os::set_pipe_capacity(src, capacity);
     let mut used = Used {
         method: "read/write",
@@ -381,6 +505,15 @@ pub fn from_pipe(src: &OwnedFd, dst: &OwnedFd, capacity: usize, p: &Path) -> any
         },
         ..Used::default()
     };
-    used.bytes = pump(src, dst, 0, p, true)?;
+    used.bytes = pump(
+        src,
+        dst,
+        0,
+        p,
+        Flow {
+            src_stream: true,
+            ..flow
+        },
+    )?;
     Ok(used)
 }

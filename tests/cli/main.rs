@@ -4,6 +4,7 @@
 
 mod copy;
 mod cp;
+mod cp_gnu;
 mod fuzz_regressions;
 mod inputs;
 mod pipe;

@@ -218,3 +218,8 @@ pub fn make_special(_path: &std::path::Path, _kind: &str, _rdev: u64) -> SysResu
         "mknod (cp -a makes special files on Linux only)",
     ))
 }
+
+/// No procfs or sysfs whose sizes lie here.
+pub fn pseudo_fs<Fd: AsFd>(_fd: Fd) -> bool {
+    false
+}

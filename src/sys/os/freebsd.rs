@@ -3,8 +3,8 @@
 
 pub use super::bsd::{
     copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_of,
-    own_fd_table, pipe_capacity, seek_data, seek_hole, sendfile, set_pipe_capacity, splice,
-    vmsplice,
+    own_fd_table, pipe_capacity, pseudo_fs, seek_data, seek_hole, sendfile, set_pipe_capacity,
+    splice, vmsplice,
 };
 use super::bsd::{sysctl_string, sysctl_u64};
 pub use super::linux_freebsd::*;
@@ -80,3 +80,6 @@ pub fn memory_available() -> Option<u64> {
     let inactive = sysctl_u64("vm.stats.vm.v_inactive_count").unwrap_or(0);
     Some((free + inactive) * page)
 }
+
+/// No reflink here at all.
+pub const REFLINK_REPLACES_FILE: bool = false;

@@ -275,3 +275,28 @@ pub fn make_special(path: &std::path::Path, kind: &str, rdev: u64) -> SysResult<
         ),
     )
 }
+
+/// FICLONE clones into the open descriptor: an existing destination keeps its inode.
+pub const REFLINK_REPLACES_FILE: bool = false;
+
+/// Whether `fd` is on a filesystem whose files report a size that is not their content
+/// (procfs, sysfs and the other kernel pseudo-filesystems): such a file is read to
+/// end of file, never trusted to `st_size` nor scanned for holes.
+pub fn pseudo_fs<Fd: AsFd>(fd: Fd) -> bool {
+    const MAGICS: [i64; 11] = [
+        0x9fa0,      // proc
+        0x6265_6572, // sysfs
+        0x6462_6720, // debugfs
+        0x7472_6163, // tracefs
+        0x7363_6673, // securityfs
+        0x6367_7270, // cgroup2
+        0x0027_e0eb, // cgroup
+        0x6263_6673, // bpf
+        0xcafe_4a11, // bpf (BPF_FS_MAGIC)
+        0x6269_6e6d, // binfmt_misc
+        0x6e73_6673, // nsfs
+    ];
+    // f_type is an i32 on 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    rustix::fs::fstatfs(fd).is_ok_and(|s| MAGICS.contains(&(s.f_type as i64)))
+}

@@ -5,8 +5,8 @@
 use super::Advice;
 pub use super::bsd::{
     copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_of,
-    own_fd_table, pipe_capacity, seek_data, seek_hole, sendfile, set_pipe_capacity, splice,
-    vmsplice,
+    own_fd_table, pipe_capacity, pseudo_fs, seek_data, seek_hole, sendfile, set_pipe_capacity,
+    splice, vmsplice,
 };
 use super::bsd::{sysctl_string, sysctl_u64};
 use crate::sys::calls::{SysError, SysResult, check};
@@ -169,3 +169,7 @@ pub fn memory_available() -> Option<u64> {
     let spec = sysctl_u64("vm.page_speculative_count").unwrap_or(0);
     Some((free + spec) * page)
 }
+
+/// clonefile makes a new file renamed over the destination: an existing destination
+/// would lose its inode (its other links, its owner), so it is written in place instead.
+pub const REFLINK_REPLACES_FILE: bool = true;

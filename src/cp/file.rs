@@ -1,0 +1,757 @@
+//! One non-directory, as GNU cp 9.1's copy_internal and copy_reg treat it: what to do
+//! with an existing destination (-n, -i, -u, the same-file and just-created refusals,
+//! backups, removal), hard links kept only to a finished first copy, symlinks and
+//! special files made or read, and a regular file's data written into a new file
+//! (O_EXCL, removed on any failure) or into the existing one in place (its inode, mode,
+//! owner and other links kept, as GNU's O_TRUNC open keeps them).
+
+use super::data::{self, Flow};
+use super::{Backup, Claim, Interactive, LinkMode, Shared, q, same_file, say};
+use crate::sys::os;
+use anyhow::{Result, anyhow, bail};
+use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::fs::Metadata;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A file named in a directory: the *at calls' directories and its name (one path
+/// component looked up per call, not the whole path from the working directory).
+#[derive(Clone, Copy)]
+pub(super) struct At<'a> {
+    pub src: BorrowedFd<'a>,
+    pub dst: BorrowedFd<'a>,
+    pub name: &'a OsStr,
+}
+
+/// One non-directory to copy.
+pub(super) struct Item<'a> {
+    pub src: &'a Path,
+    pub dst: &'a Path,
+    /// A command-line operand.
+    pub top: bool,
+    /// Its directory was made by this run: nothing can be in the way.
+    pub fresh: bool,
+    pub at: Option<At<'a>>,
+}
+
+/// What [`copy_nondir`] made at the destination.
+enum Made {
+    Symlink,
+    HardLink,
+    Special,
+    /// A file with the source's bytes, and how they moved.
+    Data(data::Used),
+}
+
+/// A file this run created: removed on drop unless kept (a failed or interrupted copy
+/// leaves no partial file under the destination's name).
+struct Created<'a> {
+    path: Option<&'a Path>,
+}
+
+impl Drop for Created<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn plain(e: &std::io::Error) -> String {
+    crate::error::plain(e)
+}
+
+fn errno_text(e: Errno) -> String {
+    crate::error::plain(&e.into())
+}
+
+static TEMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A temporary name beside `dst`: same directory, so a rename over `dst` is atomic.
+fn temp_beside(dst: &Path) -> PathBuf {
+    let n = TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = dst
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dst.with_file_name(format!(
+        ".{}.ioprobe-cp-{}-{n}",
+        name.chars().take(100).collect::<String>(),
+        std::process::id()
+    ))
+}
+
+/// Makes `dst` with `make`; where a file is in the way, makes it under a temporary name
+/// and renames it over that file (GNU's force_linkat and force_symlinkat). A rename
+/// between two links of one inode does nothing, so the temporary is removed after it.
+fn replace_with(dst: &Path, make: impl Fn(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
+    match make(dst) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let tmp = temp_beside(dst);
+            make(&tmp)?;
+            let r = std::fs::rename(&tmp, dst);
+            let _ = std::fs::remove_file(&tmp);
+            r
+        }
+        r => r,
+    }
+}
+
+/// Asks whether to overwrite `dst` (-i): a line from stdin starting with y or Y.
+fn ask(sh: &Shared, dst: &Path) -> Result<bool> {
+    let _one = sh.asking.lock().map_err(|_| anyhow!("lock"))?;
+    eprint!("ioprobe: cp: overwrite {}? ", q(dst));
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    Ok(matches!(line.trim_start().chars().next(), Some('y' | 'Y')))
+}
+
+/// Whether `src` is newer than `dst` (-u).
+fn newer(src: &Metadata, dst: &Metadata) -> bool {
+    (src.mtime(), src.mtime_nsec()) > (dst.mtime(), dst.mtime_nsec())
+}
+
+/// Copies one non-directory `it` whose metadata is `meta` (`opened`: its descriptor,
+/// when the caller opened it to read that).
+pub(super) fn copy_nondir(
+    sh: &Shared,
+    it: Item,
+    meta: &Metadata,
+    opened: Option<std::fs::File>,
+) -> Result<()> {
+    crate::harness::interrupt::check()?;
+    let o = &sh.opts;
+    let (src, dst) = (it.src, it.dst);
+    let ft = meta.file_type();
+    let mut new_dst = it.fresh;
+    let mut existing = None;
+    if !it.fresh {
+        // A regular file is written through a symlink at the destination, anything
+        // else replaces what is there: stat for the one, lstat for the other.
+        let use_lstat = (!ft.is_file() && (!o.copy_as_regular || ft.is_symlink()))
+            || o.link != LinkMode::Copy
+            || o.backup != Backup::None
+            || o.remove_destination;
+        let found = if use_lstat {
+            std::fs::symlink_metadata(dst)
+        } else {
+            std::fs::metadata(dst)
+        };
+        match found {
+            Ok(d) => existing = Some(d),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => new_dst = true,
+            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) && o.force => {}
+            Err(e) => bail!("cannot stat {}: {}", q(dst), plain(&e)),
+        }
+    }
+    let mut backup = None;
+    if let Some(d) = &existing {
+        if same_file(d, meta) {
+            if o.link == LinkMode::Hard {
+                return Ok(()); // already that file
+            }
+            if !(o.backup != Backup::None && o.force && ft.is_file()) {
+                bail!("{} and {} are the same file", q(src), q(dst));
+            }
+        }
+        if o.update && !d.is_dir() && !newer(meta, d) {
+            return Ok(());
+        }
+        match o.interactive {
+            Interactive::Never => {
+                if o.debug {
+                    say(format!("{} -> {}: skipped, it exists (-n)", q(src), q(dst)));
+                }
+                return Ok(());
+            }
+            Interactive::Ask if !ask(sh, dst)? => return Ok(()),
+            _ => {}
+        }
+        if d.is_dir() {
+            bail!("cannot overwrite directory {} with non-directory", q(dst));
+        }
+        if it.top
+            && o.backup != Backup::Numbered
+            && let Some(info) = &sh.dest_info
+            && info
+                .lock()
+                .map_err(|_| anyhow!("lock"))?
+                .contains(&(d.dev(), d.ino()))
+        {
+            bail!("will not overwrite just-created {} with {}", q(dst), q(src));
+        }
+        if o.backup != Backup::None {
+            if o.backup != Backup::Numbered
+                && super::backup::source_is_backup(src, meta, dst, &o.suffix)
+            {
+                bail!(
+                    "backing up {} might destroy source;  {} not copied",
+                    q(dst),
+                    q(src)
+                );
+            }
+            match super::backup::rename_aside(dst, o.backup, &o.suffix) {
+                Ok(b) => backup = Some(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => bail!("cannot backup {}: {}", q(dst), plain(&e)),
+            }
+            new_dst = true;
+        } else if o.remove_destination
+            || (!o.attributes_only
+                && ((o.preserve.links && d.nlink() > 1)
+                    || (o.deref == super::Deref::Never && !ft.is_file())))
+        {
+            match std::fs::remove_file(dst) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => bail!("cannot remove {}: {}", q(dst), plain(&e)),
+            }
+            new_dst = true;
+            if o.verbose {
+                say(format!("removed {}", q(dst)));
+            }
+        }
+    }
+    // Never copy through a symlink this run made for another operand.
+    if it.top
+        && o.backup == Backup::None
+        && let Some(info) = &sh.dest_info
+        && let Ok(l) = std::fs::symlink_metadata(dst)
+        && l.file_type().is_symlink()
+        && info
+            .lock()
+            .map_err(|_| anyhow!("lock"))?
+            .contains(&(l.dev(), l.ino()))
+    {
+        bail!(
+            "will not copy {} through just-created symlink {}",
+            q(src),
+            q(dst)
+        );
+    }
+    if o.verbose {
+        let b = backup
+            .as_ref()
+            .map(|b| format!(" (backup: {})", q(b)))
+            .unwrap_or_default();
+        say(format!("{} -> {}{b}", q(src), q(dst)));
+    }
+    // A second name of an inode already copied is linked to that copy, once it is
+    // whole and in place.
+    let mut first = None;
+    if o.preserve.links
+        && o.link == LinkMode::Copy
+        && (meta.nlink() > 1
+            || o.deref == super::Deref::Always
+            || (it.top && o.deref == super::Deref::CommandLine))
+    {
+        match sh.links.claim((meta.dev(), meta.ino()), dst)? {
+            Claim::Link(to) => {
+                replace_with(dst, |d| std::fs::hard_link(&to, d)).map_err(|e| {
+                    anyhow!(
+                        "cannot create hard link {} to {}: {}",
+                        q(dst),
+                        q(&to),
+                        plain(&e)
+                    )
+                })?;
+                finish(sh, &it, Made::HardLink);
+                return Ok(());
+            }
+            Claim::First(f) => first = Some(f),
+        }
+    }
+    let made = if o.link == LinkMode::Symbolic {
+        if src.is_relative() && !in_working_dir(dst) {
+            bail!(
+                "{}: can make relative symbolic links only in current directory",
+                crate::units::escape(&dst.display().to_string())
+            );
+        }
+        let made = if o.force {
+            replace_with(dst, |d| std::os::unix::fs::symlink(src, d))
+        } else {
+            std::os::unix::fs::symlink(src, dst)
+        };
+        made.map_err(|e| {
+            anyhow!(
+                "cannot create symbolic link {} to {}: {}",
+                q(dst),
+                q(src),
+                plain(&e)
+            )
+        })?;
+        Made::Symlink
+    } else if o.link == LinkMode::Hard {
+        let flags = if sh.follows(it.top) {
+            rustix::fs::AtFlags::SYMLINK_FOLLOW
+        } else {
+            rustix::fs::AtFlags::empty()
+        };
+        let link = |d: &Path| -> std::io::Result<()> {
+            rustix::fs::linkat(rustix::fs::CWD, src, rustix::fs::CWD, d, flags).map_err(Into::into)
+        };
+        let made = if o.force {
+            replace_with(dst, link)
+        } else {
+            link(dst)
+        };
+        made.map_err(|e| {
+            anyhow!(
+                "cannot create hard link {} to {}: {}",
+                q(dst),
+                q(src),
+                plain(&e)
+            )
+        })?;
+        Made::HardLink
+    } else if ft.is_symlink() {
+        let target = std::fs::read_link(src)
+            .map_err(|e| anyhow!("cannot read symbolic link {}: {}", q(src), plain(&e)))?;
+        let make = |d: &Path| std::os::unix::fs::symlink(&target, d);
+        let made = if o.force {
+            replace_with(dst, make)
+        } else {
+            make(dst)
+        };
+        made.map_err(|e| anyhow!("cannot create symbolic link {}: {}", q(dst), plain(&e)))?;
+        let mut guard = Created { path: Some(dst) };
+        attributes(sh, src, meta, dst)
+            .map_err(|e| anyhow!("setting the attributes of {}: {e:#}", q(dst)))?;
+        guard.path = None;
+        Made::Symlink
+    } else if ft.is_file() || o.copy_as_regular {
+        Made::Data(copy_reg(sh, &it, meta, opened, existing.as_ref(), new_dst)?)
+    } else {
+        let kind = if ft.is_fifo() {
+            "fifo"
+        } else if ft.is_block_device() {
+            "block"
+        } else if ft.is_char_device() {
+            "char"
+        } else {
+            "socket"
+        };
+        os::make_special(dst, kind, meta.rdev()).map_err(|e| {
+            anyhow!(
+                "cannot create {} {}: {}",
+                if kind == "fifo" {
+                    "fifo"
+                } else {
+                    "special file"
+                },
+                q(dst),
+                errno_text(Errno::from_raw_os_error(e.errno))
+            )
+        })?;
+        let mut guard = Created { path: Some(dst) };
+        attributes(sh, src, meta, dst)
+            .map_err(|e| anyhow!("setting the attributes of {}: {e:#}", q(dst)))?;
+        guard.path = None;
+        Made::Special
+    };
+    if let Some(f) = first {
+        f.publish();
+    }
+    finish(sh, &it, made);
+    Ok(())
+}
+
+/// Whether `dst` names a file in the working directory (-s with a relative source).
+fn in_working_dir(dst: &Path) -> bool {
+    let parent = match dst.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => return true,
+    };
+    match (std::fs::metadata("."), std::fs::metadata(parent)) {
+        (Ok(a), Ok(b)) => same_file(&a, &b),
+        _ => true,
+    }
+}
+
+/// After a copy: noted for the just-created checks, and named with --debug.
+fn finish(sh: &Shared, it: &Item, made: Made) {
+    if it.top
+        && let Some(info) = &sh.dest_info
+        && let Ok(m) = std::fs::symlink_metadata(it.dst)
+        && let Ok(mut i) = info.lock()
+    {
+        i.insert((m.dev(), m.ino()));
+    }
+    if sh.opts.debug {
+        let what = match made {
+            Made::Symlink => "symlink".into(),
+            Made::HardLink => "hard link".into(),
+            Made::Special => "special file".into(),
+            Made::Data(used) => format!(
+                "method: {}, copy offload: {}, reflink: {}, sparse detection: {}",
+                used.method, used.offload, used.reflink, used.sparse
+            ),
+        };
+        say(format!("{} -> {}: {what}", q(it.src), q(it.dst)));
+    }
+}
+
+/// Opens an existing destination for writing in place; a FIFO without a reader is
+/// waited for (interruptibly: a blocking open would ignore Ctrl-C).
+fn open_existing(dst: &Path, flags: OFlags, fifo: bool) -> Result<OwnedFd, Errno> {
+    loop {
+        let f = if fifo {
+            flags | OFlags::NONBLOCK
+        } else {
+            flags
+        };
+        match rustix::fs::open(dst, f, Mode::empty()) {
+            Err(Errno::NXIO) if fifo => {
+                if crate::harness::interrupt::requested() {
+                    return Err(Errno::INTR);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// A regular file's bytes (or, read like one, a FIFO's or a device's) into a new file,
+/// or into the existing destination in place (GNU's copy_reg).
+fn copy_reg(
+    sh: &Shared,
+    it: &Item,
+    meta: &Metadata,
+    opened: Option<std::fs::File>,
+    existing: Option<&Metadata>,
+    new_dst: bool,
+) -> Result<data::Used> {
+    let o = &sh.opts;
+    let (srcp, dstp) = (it.src, it.dst);
+    let stream_src = !meta.is_file();
+    let src: OwnedFd = match opened {
+        Some(f) => OwnedFd::from(f),
+        None => {
+            let (dir, name) = match it.at {
+                Some(a) => (a.src, Path::new(a.name)),
+                None => (rustix::fs::CWD, srcp),
+            };
+            let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+            if !sh.follows(it.top) {
+                flags |= OFlags::NOFOLLOW;
+            }
+            // A FIFO opened without a writer must not hang past Ctrl-C: opened
+            // non-blocking, and every read waits in a poll that sees it.
+            if stream_src {
+                flags |= OFlags::NONBLOCK;
+            }
+            rustix::fs::openat(dir, name, flags, Mode::empty())
+                .map_err(|e| anyhow!("cannot open {} for reading: {}", q(srcp), errno_text(e)))?
+        }
+    };
+    let st = rustix::fs::fstat(&src)?;
+    if (st.st_dev as u64, st.st_ino as u64) != (meta.dev(), meta.ino()) {
+        bail!(
+            "skipping file {}, as it was replaced while being copied",
+            q(srcp)
+        );
+    }
+    // procfs and sysfs files: their size is not their content.
+    let trusted = meta.is_file() && !os::pseudo_fs(&src);
+    let mut dst: Option<OwnedFd> = None;
+    if !new_dst {
+        let mut flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+        if !o.attributes_only {
+            flags |= OFlags::TRUNC;
+        }
+        let fifo = existing.is_some_and(|d| d.file_type().is_fifo());
+        match open_existing(dstp, flags, fifo) {
+            Ok(fd) => dst = Some(fd),
+            // Gone since: made anew below.
+            Err(Errno::NOENT) => {}
+            Err(Errno::INTR) => return Err(crate::error::Interrupted.into()),
+            Err(_) if o.force => {
+                match std::fs::remove_file(dstp) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => bail!("cannot remove {}: {}", q(dstp), plain(&e)),
+                }
+                if o.verbose {
+                    say(format!("removed {}", q(dstp)));
+                }
+            }
+            Err(e) => bail!("cannot create regular file {}: {}", q(dstp), errno_text(e)),
+        }
+    }
+    let mut created = Created { path: None };
+    let mut dst = match dst {
+        Some(d) => d,
+        None => {
+            // In a directory this run made the file is made under its own name, from
+            // the directory's descriptor.
+            let (dir, name) = match it.at {
+                Some(a) if it.fresh => (a.dst, Path::new(a.name)),
+                _ => (rustix::fs::CWD, dstp),
+            };
+            let fd = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+                Mode::from_raw_mode(create_mode(sh, meta, it.fresh) as _),
+            )
+            .map_err(|e| {
+                if e == Errno::EXIST && std::fs::read_link(dstp).is_ok() {
+                    anyhow!("not writing through dangling symlink {}", q(dstp))
+                } else {
+                    anyhow!("cannot create regular file {}: {}", q(dstp), errno_text(e))
+                }
+            })?;
+            created.path = Some(dstp);
+            fd
+        }
+    };
+    let dst_regular = created.path.is_some() || {
+        let d = rustix::fs::fstat(&dst)?;
+        rustix::fs::FileType::from_raw_mode(d.st_mode as _) == rustix::fs::FileType::RegularFile
+    };
+    let used = if o.attributes_only {
+        Ok(data::Used {
+            method: "none (--attributes-only)",
+            reflink: "not needed".into(),
+            offload: "not needed".into(),
+            sparse: "not needed".into(),
+            bytes: 0,
+        })
+    } else if trusted && dst_regular {
+        data::regular(
+            &src,
+            &mut dst,
+            (srcp, dstp),
+            (meta.size(), meta.blocks()),
+            created.path.is_some(),
+            &sh.path,
+        )
+    } else {
+        let flow = Flow {
+            src_stream: stream_src,
+            dst_stream: !dst_regular,
+            holes: o.sparse == data::When::Always && dst_regular,
+        };
+        data::stream(&src, &dst, flow, sh.pipe_capacity, &sh.path)
+    }
+    .map_err(|e| {
+        if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>() {
+            return anyhow!("error copying {} to {}: {}", q(srcp), q(dstp), s.short());
+        }
+        if e.is::<crate::error::Interrupted>() {
+            return e;
+        }
+        anyhow!("error copying {} to {}: {e:#}", q(srcp), q(dstp))
+    })?;
+    // A regular source must come out whole: a short copy reported as success is a
+    // failure here (the size check GNU cp makes).
+    if trusted && dst_regular && !o.attributes_only {
+        let got = if used.method == "reflink" || used.sparse.contains("holes kept") {
+            rustix::fs::fstat(&dst)?.st_size as u64
+        } else {
+            used.bytes
+        };
+        if meta.size() > 0 && got != meta.size() {
+            bail!(
+                "short copy of {}: {} of {} bytes ({})",
+                q(srcp),
+                got,
+                meta.size(),
+                used.method
+            );
+        }
+    }
+    if dst_regular {
+        fd_attributes(
+            sh,
+            meta,
+            (&src, &dst),
+            created.path.is_some(),
+            used.method == "reflink",
+        )
+        .map_err(|e| anyhow!("setting the attributes of {}: {e:#}", q(dstp)))?;
+    }
+    created.path = None;
+    Ok(used)
+}
+
+/// The permissions a new file ends with: the source's (with -p: setuid, setgid and
+/// sticky too), else masked by the umask; 0666 less the umask with
+/// --no-preserve=mode.
+fn new_mode(sh: &Shared, meta: &Metadata) -> u32 {
+    let p = sh.opts.preserve;
+    if p.mode {
+        meta.mode() & 0o7777
+    } else if p.no_mode {
+        0o666 & !sh.umask
+    } else {
+        meta.mode() & 0o777 & !sh.umask
+    }
+}
+
+/// The mode a new file is created with: its final permissions (the kernel applies the
+/// umask), except that, as GNU cp does, group and others get nothing while its owner
+/// may still change (ownership preserved), so that no one reads it under the wrong
+/// owner. In a directory this run made, which stays 0700 until its contents are
+/// written, no one else can reach the file anyway: it gets its final permissions at
+/// once, and most files then need no chmod. setuid, setgid and sticky bits come only
+/// with the final fchmod, after any chown.
+fn create_mode(sh: &Shared, meta: &Metadata, fresh: bool) -> u32 {
+    let omitted = if sh.opts.preserve.ownership && !fresh {
+        0o077
+    } else {
+        0
+    };
+    new_mode(sh, meta) & 0o777 & !omitted
+}
+
+/// The owner of a copy (--preserve=ownership): where the user may not give it away, the
+/// group alone where the user belongs to it (GNU's fallback); silent when refused, as
+/// GNU is without privileges. Returns whether the owner was kept.
+fn chown_fd(dst: &OwnedFd, m: &Metadata) -> Result<bool> {
+    let (uid, gid) = (
+        rustix::fs::Uid::from_raw(m.uid()),
+        rustix::fs::Gid::from_raw(m.gid()),
+    );
+    match rustix::fs::fchown(dst, Some(uid), Some(gid)) {
+        Ok(()) => Ok(true),
+        Err(Errno::PERM | Errno::INVAL) => {
+            let _ = rustix::fs::fchown(dst, None, Some(gid));
+            Ok(false)
+        }
+        Err(e) => bail!("preserving ownership: {}", errno_text(e)),
+    }
+}
+
+/// [`attributes`] on the open descriptors of a copied file, in the same order. Like
+/// GNU cp, it asks the new file what it already is (one fstat) and skips a chown to
+/// the owner it already has and a chmod to the mode it already has: each would be a
+/// journalled inode update on ext4. An existing file written in place keeps its own
+/// mode and owner unless they are preserved.
+fn fd_attributes(
+    sh: &Shared,
+    m: &Metadata,
+    (src, dst): (&OwnedFd, &OwnedFd),
+    created: bool,
+    cloned: bool,
+) -> Result<()> {
+    let p = sh.opts.preserve;
+    if p.timestamps {
+        rustix::fs::futimens(dst, &timestamps(m))?;
+    }
+    // Without -p a new file was created with its final mode: nothing to compare (a
+    // clone made by path, as on macOS, has the source's).
+    let now = if p.mode || p.ownership || cloned {
+        Some(rustix::fs::fstat(dst)?)
+    } else {
+        None
+    };
+    let (mut chowned, mut lost_owner) = (false, false);
+    if p.ownership
+        && let Some(now) = &now
+        && (now.st_uid, now.st_gid) != (m.uid(), m.gid())
+    {
+        if chown_fd(dst, m)? {
+            chowned = true;
+        } else {
+            // Not permitted (not root): the copy stays ours, as with GNU cp, and so
+            // loses setuid and setgid, which would otherwise grant our identity.
+            lost_owner = true;
+        }
+    }
+    if p.xattr
+        && let Err(e) = os::copy_xattrs(src, dst)
+        && !e.is_missing()
+    {
+        return Err(e.into());
+    }
+    if !(created || p.mode) {
+        return Ok(());
+    }
+    let mut mode = new_mode(sh, m);
+    if lost_owner {
+        mode &= !0o6000;
+    }
+    #[allow(clippy::unnecessary_cast)] // st_mode is a u16 on macOS
+    let differs = match &now {
+        Some(now) => now.st_mode as u32 & 0o7777 != mode,
+        None => false,
+    };
+    if chowned || differs {
+        rustix::fs::fchmod(dst, Mode::from_raw_mode(mode as _))?;
+    }
+    Ok(())
+}
+
+/// Sets a symlink's or special file's attributes in cp's order: timestamps, owner,
+/// xattrs, then mode (so a chown cannot clear setuid/setgid bits set before it).
+fn attributes(sh: &Shared, src: &Path, m: &Metadata, path: &Path) -> Result<()> {
+    let p = sh.opts.preserve;
+    if m.file_type().is_symlink() {
+        times_and_owner(p, path, m, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+        return Ok(());
+    }
+    times_and_owner(p, path, m, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+    if p.xattr && m.is_file() {
+        let s = rustix::fs::open(src, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+        let d = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+        )?;
+        if let Err(e) = os::copy_xattrs(&s, &d)
+            && !e.is_missing()
+        {
+            return Err(e.into());
+        }
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(new_mode(sh, m)))?;
+    Ok(())
+}
+
+/// The source's timestamps (with -p) and owner (with --preserve=ownership; refused
+/// quietly when not permitted, as cp does, keeping the group where it can) on `path`,
+/// by path with `flags`.
+pub(super) fn times_and_owner(
+    p: super::Preserve,
+    path: &Path,
+    m: &Metadata,
+    flags: rustix::fs::AtFlags,
+) -> Result<()> {
+    if p.timestamps {
+        rustix::fs::utimensat(rustix::fs::CWD, path, &timestamps(m), flags)?;
+    }
+    if p.ownership {
+        let gid = Some(rustix::fs::Gid::from_raw(m.gid()));
+        match rustix::fs::chownat(
+            rustix::fs::CWD,
+            path,
+            Some(rustix::fs::Uid::from_raw(m.uid())),
+            gid,
+            flags,
+        ) {
+            Ok(()) => {}
+            Err(Errno::PERM | Errno::INVAL) => {
+                let _ = rustix::fs::chownat(rustix::fs::CWD, path, None, gid, flags);
+            }
+            Err(e) => bail!("preserving ownership: {}", errno_text(e)),
+        }
+    }
+    Ok(())
+}
+
+fn timestamps(m: &Metadata) -> rustix::fs::Timestamps {
+    let t = |s: i64, ns: i64| rustix::fs::Timespec {
+        tv_sec: s,
+        tv_nsec: ns as _,
+    };
+    rustix::fs::Timestamps {
+        last_access: t(m.atime(), m.atime_nsec()),
+        last_modification: t(m.mtime(), m.mtime_nsec()),
+    }
+}
