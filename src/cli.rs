@@ -226,7 +226,7 @@ pub enum Command {
         "ioprobe cp -a -j 4 src/ dst/            a tree, attributes and links kept",
         "head -c 1G /dev/zero | ioprobe cp /dev/stdin out.bin",
         "ioprobe cp --debug a b                   say which method copied each file",
-    ), args_override_self = true, infer_long_args = true)]
+    ), version, args_override_self = true, infer_long_args = true)]
     Cp(CpArgs),
     /// Print the machine facts recorded with every run.
     #[command(after_help = examples_only!(
@@ -518,35 +518,104 @@ pub struct CpArgs {
 
 impl CpArgs {
     /// The clap-free options; Err: a usage error (GNU's wording, exit status 1).
-    pub fn options(&self, verbose: bool) -> Result<crate::cp::Options, String> {
+    /// `matches` (cp's own) give the order of the attribute and symlink options: as in
+    /// GNU cp, a later one overrides an earlier (`--no-preserve=mode --preserve=all`
+    /// keeps the mode, `-aL` follows symlinks, `-La` does not). Without them the order
+    /// is -a, -d, -p, --preserve, --no-preserve, then -L/-H/-P.
+    pub fn options(
+        &self,
+        verbose: bool,
+        matches: Option<&clap::ArgMatches>,
+    ) -> Result<crate::cp::Options, String> {
         use crate::cp::{Backup, Deref, Interactive, LinkMode, Options, Preserve};
-        let mut p = Preserve::default();
-        if self.archive {
-            p = Preserve::all();
+        enum Ev<'a> {
+            Archive,
+            NoDerefLinks,
+            PreserveDefault,
+            Preserve(&'a str),
+            NoPreserve(&'a str),
+            Deref(Deref),
         }
-        if self.no_deref_links {
-            p.links = true;
+        let flags = [
+            ("archive", self.archive, Ev::Archive),
+            ("no_deref_links", self.no_deref_links, Ev::NoDerefLinks),
+            (
+                "preserve_default",
+                self.preserve_default,
+                Ev::PreserveDefault,
+            ),
+            ("dereference", self.dereference, Ev::Deref(Deref::Always)),
+            (
+                "deref_command_line",
+                self.deref_command_line,
+                Ev::Deref(Deref::CommandLine),
+            ),
+            (
+                "no_dereference",
+                self.no_dereference,
+                Ev::Deref(Deref::Never),
+            ),
+        ];
+        let mut events: Vec<(usize, Ev)> = Vec::new();
+        let index =
+            |id: &str, fallback: usize| matches.and_then(|m| m.index_of(id)).unwrap_or(fallback);
+        for (i, (id, set, ev)) in flags.into_iter().enumerate() {
+            if set {
+                events.push((index(id, i), ev));
+            }
         }
-        if self.preserve_default {
-            p.mode = true;
-            p.ownership = true;
-            p.timestamps = true;
-        }
-        for l in &self.preserve {
-            p.add(&crate::cp::parse_preserve(l)?);
-        }
-        for l in &self.no_preserve {
-            p.remove(&crate::cp::parse_preserve(l)?);
-        }
-        let deref = if self.dereference {
-            Some(Deref::Always)
-        } else if self.deref_command_line {
-            Some(Deref::CommandLine)
-        } else if self.no_dereference || self.archive || self.no_deref_links {
-            Some(Deref::Never)
-        } else {
-            None
+        let listed = |id: &str, n: usize, base: usize| -> Vec<usize> {
+            let got: Vec<usize> = matches
+                .and_then(|m| m.indices_of(id))
+                .map(|i| i.collect())
+                .unwrap_or_default();
+            (0..n)
+                .map(|k| got.get(k).copied().unwrap_or(base + k))
+                .collect()
         };
+        for (k, i) in listed("preserve", self.preserve.len(), 100)
+            .into_iter()
+            .enumerate()
+        {
+            events.push((i, Ev::Preserve(&self.preserve[k])));
+        }
+        for (k, i) in listed("no_preserve", self.no_preserve.len(), 1000)
+            .into_iter()
+            .enumerate()
+        {
+            events.push((i, Ev::NoPreserve(&self.no_preserve[k])));
+        }
+        // Without matches, -L/-H/-P come last, as before.
+        if matches.is_none() {
+            for e in &mut events {
+                if matches!(e.1, Ev::Deref(_)) {
+                    e.0 += 10_000;
+                }
+            }
+        }
+        events.sort_by_key(|e| e.0);
+        let mut p = Preserve::default();
+        let mut deref = None;
+        for (_, ev) in events {
+            match ev {
+                Ev::Archive => {
+                    p.add(&Preserve::all());
+                    deref = Some(Deref::Never);
+                }
+                Ev::NoDerefLinks => {
+                    p.links = true;
+                    deref = Some(Deref::Never);
+                }
+                Ev::PreserveDefault => {
+                    p.mode = true;
+                    p.ownership = true;
+                    p.timestamps = true;
+                }
+                Ev::Preserve(l) => p.add(&crate::cp::parse_preserve(l)?),
+                Ev::NoPreserve(l) => p.remove(&crate::cp::parse_preserve(l)?),
+                Ev::Deref(d) => deref = Some(d),
+            }
+        }
         let recursive = self.recursive || self.archive;
         let link = match (self.link, self.symbolic_link) {
             (true, true) => return Err("cannot make both hard and symbolic links".into()),
@@ -618,6 +687,7 @@ impl CpArgs {
             one_file_system: self.one_file_system,
             attributes_only: self.attributes_only,
             copy_as_regular: !recursive || self.copy_contents,
+            open_dangling_dest_symlink: std::env::var_os("POSIXLY_CORRECT").is_some(),
             strip_trailing_slashes: self.strip_trailing_slashes,
             verbose,
             debug: self.debug,

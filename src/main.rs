@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use ioprobe::cli::{Cli, Command, Settings};
 use ioprobe::probes::{
     self, Probe, copy::CopyProbe, pipe::PipeProbe, read::ReadProbe, syscalls::Syscalls,
@@ -14,7 +14,13 @@ use ioprobe::{app, commands, error, report};
 use std::io::Write;
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    // The matches are kept: cp applies its attribute and symlink options in the order
+    // given, as GNU's getopt loop does.
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => std::process::exit(clap_exit(e)),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => std::process::exit(clap_exit(e)),
     };
@@ -27,7 +33,7 @@ fn main() {
             cli.command.name()
         ));
     }
-    let code = match execute(&cli, &settings) {
+    let code = match execute(&cli, &settings, &matches) {
         Ok(()) => 0,
         Err(e) => {
             let code = error::exit_code(&e);
@@ -169,7 +175,7 @@ fn measure_run(
     Ok((run, id, text))
 }
 
-fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
+fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Result<()> {
     ioprobe::progress::set_quiet(s.quiet);
     ioprobe::present::grid::set_verbose(s.verbose);
     let terminal = ioprobe::sys::calls::stdout_terminal_width();
@@ -234,7 +240,7 @@ fn execute(cli: &Cli, s: &Settings) -> anyhow::Result<()> {
         )?,
         Command::Cp(c) => {
             let opts = c
-                .options(s.verbose)
+                .options(s.verbose, matches.subcommand_matches("cp"))
                 .map_err(|m| error::Exit::with(1, format!("cp: {m}")))?;
             return error::Exit::status(ioprobe::cp::run(opts)?);
         }

@@ -149,15 +149,28 @@ pub(super) fn copy_nondir(
     }
     let mut backup = None;
     if let Some(d) = &existing {
-        if same_file(d, meta) {
-            if o.link == LinkMode::Hard {
-                return Ok(()); // already that file
-            }
-            if !(o.backup != Backup::None && o.force && ft.is_file()) {
-                bail!("{} and {} are the same file", q(src), q(dst));
+        if o.interactive != Interactive::Never {
+            match same_file_ok(sh, src, meta, dst, d) {
+                SameFile::Refuse => bail!("{} and {} are the same file", q(src), q(dst)),
+                SameFile::Done => return Ok(()),
+                SameFile::Go => {}
             }
         }
         if o.update && !d.is_dir() && !newer(meta, d) {
+            // Not copied, but a later name of the same inode still links to it.
+            if o.preserve.links
+                && meta.nlink() > 1
+                && let Some(to) = sh.links.claim_existing((meta.dev(), meta.ino()), dst)?
+            {
+                replace_with(dst, |p| std::fs::hard_link(&to, p)).map_err(|e| {
+                    anyhow!(
+                        "cannot create hard link {} to {}: {}",
+                        q(dst),
+                        q(&to),
+                        plain(&e)
+                    )
+                })?;
+            }
             return Ok(());
         }
         match o.interactive {
@@ -360,6 +373,133 @@ pub(super) fn copy_nondir(
     Ok(())
 }
 
+/// What GNU's same_file_ok says of a destination that exists.
+enum SameFile {
+    /// Copy.
+    Go,
+    /// Nothing to do (the destination is already what was asked for).
+    Done,
+    /// "are the same file".
+    Refuse,
+}
+
+/// Whether `a` and `b` are one directory entry: the same name in the same directory.
+fn same_name(a: &Path, b: &Path) -> bool {
+    let dir = |p: &Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    a.file_name() == b.file_name()
+        && matches!(
+            (std::fs::metadata(dir(a)), std::fs::metadata(dir(b))),
+            (Ok(x), Ok(y)) if same_file(&x, &y)
+        )
+}
+
+/// GNU cp 9.1's same_file_ok (copy mode): whether copying `src` (`ss`, as followed or
+/// not) onto the existing `dst` (`ds`) may go on. Two names of one file are refused,
+/// except where the copy would not destroy the data: a backup is made first, the
+/// destination is removed before it is written, symlinks are copied as symlinks, or
+/// the link asked for (-l, -s) is already there.
+fn same_file_ok(sh: &Shared, src: &Path, ss: &Metadata, dst: &Path, ds: &Metadata) -> SameFile {
+    let o = &sh.opts;
+    let link = |m: &Metadata| m.file_type().is_symlink();
+    let same = same_file(ss, ds);
+    if same && o.link == LinkMode::Hard {
+        return SameFile::Done;
+    }
+    let (sl, dl, same_link);
+    if o.deref == super::Deref::Never {
+        same_link = same;
+        if link(ss) && link(ds) {
+            let sn = same_name(src, dst);
+            if !sn {
+                if o.backup != Backup::None {
+                    return SameFile::Go;
+                }
+                if same_link {
+                    return SameFile::Done;
+                }
+            }
+            return if sn { SameFile::Refuse } else { SameFile::Go };
+        }
+        (sl, dl) = (ss.clone(), ds.clone());
+    } else {
+        if !same {
+            return SameFile::Go;
+        }
+        let (Ok(d), Ok(s)) = (
+            std::fs::symlink_metadata(dst),
+            std::fs::symlink_metadata(src),
+        ) else {
+            return SameFile::Go;
+        };
+        same_link = same_file(&s, &d);
+        if link(&s) && link(&d) && o.remove_destination {
+            return SameFile::Go;
+        }
+        (sl, dl) = (s, d);
+    }
+    if o.backup != Backup::None {
+        if !same_link {
+            if o.deref != super::Deref::Never && link(&sl) && !link(&dl) {
+                return SameFile::Refuse;
+            }
+            return SameFile::Go;
+        }
+        return if same_name(src, dst) {
+            SameFile::Refuse
+        } else {
+            SameFile::Go
+        };
+    }
+    if o.remove_destination {
+        if link(&dl) {
+            return SameFile::Go;
+        }
+        if same_link && dl.nlink() > 1 && !same_name(src, dst) {
+            return SameFile::Go;
+        }
+    }
+    if !link(&sl) && !link(&dl) {
+        if !same_file(&sl, &dl) {
+            return SameFile::Go;
+        }
+        if o.link == LinkMode::Hard {
+            return SameFile::Done;
+        }
+    }
+    if o.link == LinkMode::Symbolic && link(&dl) {
+        return SameFile::Go;
+    }
+    if o.deref == super::Deref::Never {
+        let ts = if link(&sl) {
+            std::fs::metadata(src)
+        } else {
+            Ok(sl.clone())
+        };
+        let td = if link(&dl) {
+            std::fs::metadata(dst)
+        } else {
+            Ok(dl.clone())
+        };
+        let (Ok(ts), Ok(td)) = (ts, td) else {
+            return SameFile::Go;
+        };
+        if !same_file(&ts, &td) {
+            return SameFile::Go;
+        }
+        if o.link == LinkMode::Hard {
+            return if link(&dl) {
+                SameFile::Go
+            } else {
+                SameFile::Done
+            };
+        }
+    }
+    SameFile::Refuse
+}
+
 /// Whether `dst` names a file in the working directory (-s with a relative source).
 fn in_working_dir(dst: &Path) -> bool {
     let parent = match dst.parent() {
@@ -499,11 +639,27 @@ fn copy_reg(
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
                 Mode::from_raw_mode(create_mode(sh, meta, it.fresh) as _),
             )
-            .map_err(|e| {
+            .or_else(|e| {
                 if e == Errno::EXIST && std::fs::read_link(dstp).is_ok() {
-                    anyhow!("not writing through dangling symlink {}", q(dstp))
+                    // POSIX asks for the historical behaviour, GNU gives it then.
+                    if o.open_dangling_dest_symlink {
+                        return rustix::fs::openat(
+                            dir,
+                            name,
+                            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+                            Mode::from_raw_mode(create_mode(sh, meta, it.fresh) as _),
+                        )
+                        .map_err(|e| {
+                            anyhow!("cannot create regular file {}: {}", q(dstp), errno_text(e))
+                        });
+                    }
+                    Err(anyhow!("not writing through dangling symlink {}", q(dstp)))
                 } else {
-                    anyhow!("cannot create regular file {}: {}", q(dstp), errno_text(e))
+                    Err(anyhow!(
+                        "cannot create regular file {}: {}",
+                        q(dstp),
+                        errno_text(e)
+                    ))
                 }
             })?;
             created.path = Some(dstp);
@@ -642,7 +798,7 @@ fn fd_attributes(
 ) -> Result<()> {
     let p = sh.opts.preserve;
     if p.timestamps {
-        rustix::fs::futimens(dst, &timestamps(m))?;
+        rustix::fs::futimens(dst, &timestamps(&Attrs::of(m)))?;
     }
     // Without -p a new file was created with its final mode: nothing to compare (a
     // clone made by path, as on macOS, has the source's).
@@ -693,10 +849,20 @@ fn fd_attributes(
 fn attributes(sh: &Shared, src: &Path, m: &Metadata, path: &Path) -> Result<()> {
     let p = sh.opts.preserve;
     if m.file_type().is_symlink() {
-        times_and_owner(p, path, m, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+        times_and_owner(
+            p,
+            path,
+            &Attrs::of(m),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )?;
         return Ok(());
     }
-    times_and_owner(p, path, m, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+    times_and_owner(
+        p,
+        path,
+        &Attrs::of(m),
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )?;
     if p.xattr && m.is_file() {
         let s = rustix::fs::open(src, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
         let d = rustix::fs::open(
@@ -714,24 +880,45 @@ fn attributes(sh: &Shared, src: &Path, m: &Metadata, path: &Path) -> Result<()> 
     Ok(())
 }
 
+/// What a directory's or special file's attributes need of its source: kept for every
+/// directory of a tree until its contents are in, so a few words, not a `Metadata`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Attrs {
+    pub mode: u32,
+    uid: u32,
+    gid: u32,
+    times: [(i64, i64); 2],
+}
+
+impl Attrs {
+    pub fn of(m: &Metadata) -> Attrs {
+        Attrs {
+            mode: m.mode(),
+            uid: m.uid(),
+            gid: m.gid(),
+            times: [(m.atime(), m.atime_nsec()), (m.mtime(), m.mtime_nsec())],
+        }
+    }
+}
+
 /// The source's timestamps (with -p) and owner (with --preserve=ownership; refused
 /// quietly when not permitted, as cp does, keeping the group where it can) on `path`,
 /// by path with `flags`.
 pub(super) fn times_and_owner(
     p: super::Preserve,
     path: &Path,
-    m: &Metadata,
+    a: &Attrs,
     flags: rustix::fs::AtFlags,
 ) -> Result<()> {
     if p.timestamps {
-        rustix::fs::utimensat(rustix::fs::CWD, path, &timestamps(m), flags)?;
+        rustix::fs::utimensat(rustix::fs::CWD, path, &timestamps(a), flags)?;
     }
     if p.ownership {
-        let gid = Some(rustix::fs::Gid::from_raw(m.gid()));
+        let gid = Some(rustix::fs::Gid::from_raw(a.gid));
         match rustix::fs::chownat(
             rustix::fs::CWD,
             path,
-            Some(rustix::fs::Uid::from_raw(m.uid())),
+            Some(rustix::fs::Uid::from_raw(a.uid)),
             gid,
             flags,
         ) {
@@ -745,13 +932,13 @@ pub(super) fn times_and_owner(
     Ok(())
 }
 
-fn timestamps(m: &Metadata) -> rustix::fs::Timestamps {
-    let t = |s: i64, ns: i64| rustix::fs::Timespec {
+fn timestamps(a: &Attrs) -> rustix::fs::Timestamps {
+    let t = |(s, ns): (i64, i64)| rustix::fs::Timespec {
         tv_sec: s,
         tv_nsec: ns as _,
     };
     rustix::fs::Timestamps {
-        last_access: t(m.atime(), m.atime_nsec()),
-        last_modification: t(m.mtime(), m.mtime_nsec()),
+        last_access: t(a.times[0]),
+        last_modification: t(a.times[1]),
     }
 }

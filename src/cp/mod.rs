@@ -133,6 +133,9 @@ pub struct Options {
     /// Special files (FIFOs, devices) are read like files, not made (without -r, or
     /// with --copy-contents).
     pub copy_as_regular: bool,
+    /// POSIXLY_CORRECT: a dangling symlink destination is written through (GNU's
+    /// historical behaviour), not refused.
+    pub open_dangling_dest_symlink: bool,
     pub strip_trailing_slashes: bool,
     pub verbose: bool,
     pub debug: bool,
@@ -192,6 +195,18 @@ impl Drop for FirstCopy<'_> {
 }
 
 impl Links {
+    /// For a name of the inode that already exists and is kept (-u): the first copy to
+    /// link it to, or None when it is the first name (then published at once).
+    fn claim_existing(&self, key: (u64, u64), dst: &Path) -> Result<Option<PathBuf>> {
+        Ok(match self.claim(key, dst)? {
+            Claim::First(f) => {
+                f.publish();
+                None
+            }
+            Claim::Link(to) => Some(to),
+        })
+    }
+
     fn claim(&self, key: (u64, u64), dst: &Path) -> Result<Claim<'_>> {
         let mut m = self.map.lock().map_err(|_| anyhow!("lock"))?;
         loop {
@@ -387,12 +402,23 @@ fn operands(o: &Options) -> Result<(Vec<OsString>, Dest)> {
 
 /// Runs the copy; Err only for a usage problem. Per-file failures are reported as they
 /// happen and make the exit status 1, as cp does.
-pub fn run(opts: Options) -> Result<i32> {
+pub fn run(mut opts: Options) -> Result<i32> {
     crate::harness::interrupt::install()?;
     // A write past `ulimit -f` fails with EFBIG (and the file is removed) instead of
     // killing ioprobe with SIGXFSZ.
     crate::sys::signals::install().map_err(|e| anyhow!("cannot set signal dispositions: {e}"))?;
-    let (sources, dest) = operands(&opts)?;
+    let (sources, mut dest) = operands(&opts)?;
+    // `cp --force --backup F F` is `cp F F~` (GNU's do_copy): the backup is the copy.
+    if let Dest::As(d) = &dest
+        && opts.force
+        && opts.backup != Backup::None
+        && sources.len() == 1
+        && sources[0] == d.as_os_str()
+        && std::fs::metadata(d).is_ok_and(|m| m.is_file())
+    {
+        dest = Dest::As(backup::name_for(d, opts.backup, &opts.suffix));
+        opts.backup = Backup::None;
+    }
     // What ioprobe measured on this host and the destination's filesystem, if saved.
     let dest_dir = match &dest {
         Dest::Into(d) => d.clone(),
@@ -451,8 +477,8 @@ pub fn run(opts: Options) -> Result<i32> {
         if let Err(e) = operand(&shared, &src, &dst, several, &mut seen_sources) {
             fail(&shared, format!("{e:#}"));
         }
-        for (d, _, meta) in parents.iter().rev() {
-            if let Err(e) = walk::dir_attributes(&shared, d, meta, true) {
+        for (d, _, meta, made) in parents.iter().rev() {
+            if let Err(e) = walk::dir_attributes(&shared, d, &file::Attrs::of(meta), *made) {
                 fail(&shared, format!("setting attributes of {}: {e:#}", q(d)));
             }
         }

@@ -3,7 +3,7 @@
 //! hands files to a pool of workers in batches, and the directories' attributes once
 //! their contents are in.
 
-use super::file::{self, At, Item};
+use super::file::{self, At, Attrs, Item};
 use super::{Shared, fail, q, say};
 use crate::sys::os;
 use anyhow::{Context, Result, anyhow, bail};
@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, mpsc};
 struct DirDone {
     src: PathBuf,
     dst: PathBuf,
-    meta: Metadata,
+    attrs: Attrs,
     created: bool,
 }
 
@@ -104,13 +104,17 @@ fn make_dir(sh: &Shared, src: &Path, dst: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `--parents`: the directories of `src`'s name under `dir`, made where missing (with
-/// the mode of the source's, private until the copy is done); returns those made.
+/// `--parents`: the directories of `src`'s name under `dir`, made where missing
+/// (private until the copy is done); returns those whose attributes are then set:
+/// the ones made, and with -p the existing ones too (GNU's re_protect), each with its
+/// source's metadata and whether it was made.
 pub(super) fn make_parents(
     sh: &Shared,
     dir: &Path,
     src: &OsStr,
-) -> Result<Vec<(PathBuf, PathBuf, Metadata)>> {
+) -> Result<Vec<(PathBuf, PathBuf, Metadata, bool)>> {
+    let p = sh.opts.preserve;
+    let all = p.mode || p.ownership || p.timestamps;
     let s = super::strip_trailing_slashes(src);
     let b = s.as_bytes();
     let mut made = Vec::new();
@@ -120,18 +124,23 @@ pub(super) fn make_parents(
         }
         let sp = PathBuf::from(OsStr::from_bytes(&b[..i]));
         let dp = super::concat(dir.as_os_str(), sp.as_os_str());
-        match std::fs::metadata(&dp) {
-            Ok(m) if m.is_dir() => continue,
+        let exists = match std::fs::metadata(&dp) {
+            Ok(m) if m.is_dir() => true,
             Ok(_) => bail!("{} exists but is not a directory", q(&dp)),
-            Err(_) => {}
+            Err(_) => false,
+        };
+        if exists && !all {
+            continue;
         }
         let meta = std::fs::metadata(&sp)
             .map_err(|e| anyhow!("cannot stat {}: {}", q(&sp), crate::error::plain(&e)))?;
         if !meta.is_dir() {
             bail!("{} is not a directory", q(&sp));
         }
-        make_dir(sh, &sp, &dp)?;
-        made.push((dp, sp, meta));
+        if !exists {
+            make_dir(sh, &sp, &dp)?;
+        }
+        made.push((dp, sp, meta, !exists));
     }
     Ok(made)
 }
@@ -157,12 +166,16 @@ pub(super) fn tree(sh: &Arc<Shared>, src: &Path, dst: &Path, meta: Metadata) -> 
     // filled the channel at once and then slept and woke once per batch a worker took,
     // 250 context switches for 10,000 files in 100 directories (cpz: 14); now 15.
     let (tx, rx) = mpsc::sync_channel::<Batch>(1024);
+    // -j 1, or a finite address-space limit (`ulimit -v`: each thread's stack and
+    // malloc arena reserve tens of MiB), copies on this thread as the walk goes.
+    let inline = sh.opts.jobs <= 1 || crate::sys::process::address_space_limited();
     let mut queue = Queue {
         tx,
         sent: Vec::new(),
+        inline: inline.then(|| Arc::clone(sh)),
     };
     let rx = Arc::new(Mutex::new(rx));
-    let workers: Vec<_> = (0..sh.opts.jobs.max(1))
+    let workers: Vec<_> = (0..if inline { 0 } else { sh.opts.jobs })
         .map(|_| {
             let rx = Arc::clone(&rx);
             let sh = Arc::clone(sh);
@@ -184,17 +197,22 @@ pub(super) fn tree(sh: &Arc<Shared>, src: &Path, dst: &Path, meta: Metadata) -> 
         let _ = t.join();
     }
     for d in w.dirs.iter().rev() {
-        if let Err(e) = dir_attributes(sh, &d.dst, &d.meta, d.created).and_then(|()| {
-            if sh.opts.preserve.xattr {
-                dir_xattrs(&d.src, &d.dst)
-            } else {
-                Ok(())
-            }
-        }) {
-            fail(sh, format!("setting attributes of {}: {e:#}", q(&d.dst)));
-        }
+        finish_dir(sh, d);
     }
     walked
+}
+
+/// A directory's attributes and (with xattr kept) extended attributes.
+fn finish_dir(sh: &Shared, d: &DirDone) {
+    if let Err(e) = dir_attributes(sh, &d.dst, &d.attrs, d.created).and_then(|()| {
+        if sh.opts.preserve.xattr {
+            dir_xattrs(&d.src, &d.dst)
+        } else {
+            Ok(())
+        }
+    }) {
+        fail(sh, format!("setting attributes of {}: {e:#}", q(&d.dst)));
+    }
 }
 
 /// A worker: takes batches until the walk is over and the channel empty.
@@ -249,6 +267,8 @@ struct Queue {
     tx: mpsc::SyncSender<Batch>,
     /// Directory batches sent and perhaps not finished, to send again at the end.
     sent: Vec<Arc<DirBatch>>,
+    /// No workers: each batch is copied when it is made.
+    inline: Option<Arc<Shared>>,
 }
 
 impl Queue {
@@ -261,6 +281,14 @@ impl Queue {
 
     fn send_dir(&mut self, b: DirBatch) -> Result<()> {
         let b = Arc::new(b);
+        if let Some(sh) = &self.inline {
+            let mut bytes = 0;
+            let n = copy_dir_batch(sh, b, &mut bytes);
+            sh.planned_bytes.fetch_add(bytes, Relaxed);
+            super::data::flush_moved();
+            sh.done_files.fetch_add(n as u64, Relaxed);
+            return Ok(());
+        }
         if self.sent.len() >= 64 {
             self.sent.retain(|b| !b.finished());
         }
@@ -348,7 +376,7 @@ fn plan(
         w.dirs.push(DirDone {
             src: src.to_path_buf(),
             dst: dst.to_path_buf(),
-            meta,
+            attrs: Attrs::of(&meta),
             created,
         });
         return Ok(());
@@ -373,9 +401,10 @@ fn walk_dir(
     w.dirs.push(DirDone {
         src: src.to_path_buf(),
         dst: dst.to_path_buf(),
-        meta,
+        attrs: Attrs::of(&meta),
         created,
     });
+    let mine = w.dirs.len() - 1;
     // Names in order (each name read once: a sort key made per comparison
     // allocated a dozen names per entry).
     let mut entries: Vec<(OsString, Option<std::fs::FileType>)> = std::fs::read_dir(src)
@@ -425,6 +454,14 @@ fn walk_dir(
         }
         if let Err(err) = plan(sh, tx, &src.join(&name), &dst.join(&name), created, w) {
             fail(sh, format!("{err:#}"));
+        }
+    }
+    // Copying on this thread, everything under it is in: its attributes now, as GNU
+    // sets them, so that what is kept grows with the depth, not the number of
+    // directories.
+    if tx.inline.is_some() {
+        for d in w.dirs.drain(mine..).rev() {
+            finish_dir(sh, &d);
         }
     }
     Ok(())
@@ -551,18 +588,18 @@ fn copy_entry(
 /// -p), then mode (the source's with -p; a directory this run made gets the source's
 /// permissions and sticky bit less the umask, as GNU's mkdir gives it; an existing
 /// one keeps its own).
-pub(super) fn dir_attributes(sh: &Shared, dst: &Path, m: &Metadata, created: bool) -> Result<()> {
+pub(super) fn dir_attributes(sh: &Shared, dst: &Path, m: &Attrs, created: bool) -> Result<()> {
     let p = sh.opts.preserve;
     file::times_and_owner(p, dst, m, rustix::fs::AtFlags::empty())?;
     let mode = if p.mode {
-        Some(m.mode() & 0o7777)
+        Some(m.mode & 0o7777)
     } else if created {
         let now = std::fs::symlink_metadata(dst)?.mode();
         Some(if p.no_mode {
             0o777 & !sh.umask
         } else {
             // The setgid bit a new directory inherits from its parent stays.
-            (now & 0o2000) | (m.mode() & 0o1777 & !sh.umask)
+            (now & 0o2000) | (m.mode & 0o1777 & !sh.umask)
         })
     } else {
         None

@@ -120,6 +120,14 @@ fn child_setup(parent: Pid) -> Result<(), ()> {
     Ok(())
 }
 
+/// Whether this process's address space is limited (`ulimit -v`, RLIMIT_AS): threads,
+/// whose stacks and malloc arenas reserve tens of MiB each, would then run it out.
+pub fn address_space_limited() -> bool {
+    rustix::process::getrlimit(rustix::process::Resource::As)
+        .maximum
+        .is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
