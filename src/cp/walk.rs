@@ -88,6 +88,11 @@ fn prepare_dir(sh: &Shared, src: &Path, dst: &Path) -> Result<bool> {
 }
 
 fn make_dir(sh: &Shared, src: &Path, dst: &Path) -> Result<()> {
+    make_dir_said(sh, dst, || format!("{} -> {}", q(src), q(dst)))
+}
+
+/// Makes `dst`, private until its contents are in; -v says `line`.
+fn make_dir_said(sh: &Shared, dst: &Path, line: impl FnOnce() -> String) -> Result<()> {
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(dst)
@@ -99,7 +104,7 @@ fn make_dir(sh: &Shared, src: &Path, dst: &Path) -> Result<()> {
             )
         })?;
     if sh.opts.verbose {
-        say(format!("{} -> {}", q(src), q(dst)));
+        say(line());
     }
     Ok(())
 }
@@ -138,7 +143,8 @@ pub(super) fn make_parents(
             bail!("{} is not a directory", q(&sp));
         }
         if !exists {
-            make_dir(sh, &sp, &dp)?;
+            // -v names these unquoted, as GNU's does.
+            make_dir_said(sh, &dp, || format!("{} -> {}", sp.display(), dp.display()))?;
         }
         made.push((dp, sp, meta, !exists));
     }

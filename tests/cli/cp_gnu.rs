@@ -543,6 +543,97 @@ fn cases() -> Vec<Case> {
             ..case("a directory into itself", "mkdir D; echo x >D/f", "$CP -r D D")
         },
         case("an unreadable file", "echo x >a; chmod 000 a; chown 65534 .", "$CP a b"),
+        nobody(case(
+            "an unreadable file as a user",
+            "echo x >a; chmod 000 a; chown 65534 .",
+            "$CP a b",
+        )),
+        nobody(case(
+            "an unreadable directory in a tree",
+            "mkdir -p d/s; echo x >d/f; echo y >d/s/g; chmod 000 d/s; chown -R 65534 .",
+            "$CP -r d e",
+        )),
+        nobody(case(
+            "an unwritable destination directory",
+            "echo x >a; mkdir d; chmod 555 d; chown 65534 . a d",
+            "$CP a d/",
+        )),
+        // More of what scripts do.
+        case("an empty file", ": >e", "$CP e f"),
+        case("a file into a directory", "echo x >a; mkdir d", "$CP a d"),
+        case("a file to a name ending in /", "echo x >a", "$CP a nodir/"),
+        case("a file onto a file given with /", "echo x >a; echo y >b", "$CP a b/"),
+        case("a directory onto a file given with /", "mkdir d; echo y >b", "$CP -r d b/"),
+        case("-r onto an existing file", "mkdir d; echo y >b", "$CP -r d b"),
+        case("-v on a tree", "mkdir -p d/s; echo x >d/f; echo y >d/s/g", "$CP -rv d e"),
+        case("-v with a backup", "echo new >a; echo old >b", "$CP -v --backup=numbered a b"),
+        case("-v with --remove-destination", "echo new >a; echo old >b", "$CP -v --remove-destination a b"),
+        case("-v --parents", "mkdir -p a/b d; echo x >a/b/f", "$CP -v --parents a/b/f d"),
+        case("-a keeps directory times", "mkdir -p d/s; echo x >d/s/f", "$CP -a d e"),
+        case("-p onto an existing file", "echo x >a; chmod 640 a; echo y >b; chmod 600 b", "$CP -p a b"),
+        after(
+            case("-a with -u and equal times", "echo new >a; echo old >b", "$CP -au a b"),
+            "touch -d @1300000000 a b",
+        ),
+        case("-a of a sparse file", "truncate -s 2M h; printf x >>h", "$CP -a h h2"),
+        case("a large file", "head -c 3M /dev/zero | tr '\\0' x >big", "$CP big big2"),
+        case("-s in a tree", "mkdir -p d/s; echo x >d/f; echo y >d/s/g", "$CP -rs \"$PWD/d\" e"),
+        case("-s of a relative tree", "mkdir -p d; echo x >d/f", "$CP -rs d e"),
+        case("-l of a directory without -r", "mkdir d", "$CP -l d e"),
+        case("--attributes-only -r", "mkdir -p d; echo x >d/f; chmod 600 d/f", "$CP -r --attributes-only d e"),
+        case("--preserve=xattr", "echo x >a; python3 -c 'import os; os.setxattr(\"a\", \"user.k\", b\"v\")' || true", "$CP --preserve=xattr a b"),
+        case("xattrs are not copied by default", "echo x >a; python3 -c 'import os; os.setxattr(\"a\", \"user.k\", b\"v\")' || true", "$CP a b"),
+        case("--no-preserve=ownership", "echo x >a; chown 65534:65534 a", "$CP -a --no-preserve=ownership a b"),
+        case("-a keeps the owner", "echo x >a; chown 65534:100 a; mkdir d; chown 65534:100 d", "$CP -a a b; $CP -a d e"),
+        case("-p keeps setuid as root", "echo x >a; chmod 4755 a", "$CP -p a b"),
+        case("--preserve=mode keeps setgid", "echo x >a; chmod 2755 a", "$CP --preserve=mode a b"),
+        case("-r of a directory with a sticky subdirectory", "mkdir -p d/t; chmod 1777 d/t; echo x >d/t/f", "$CP -r d e"),
+        case("-rp of modes", "mkdir -p d/t; chmod 1750 d/t; echo x >d/t/f; chmod 4711 d/t/f", "$CP -rp d e"),
+        case("-R is -r", "mkdir -p d; echo x >d/f", "$CP -R d e"),
+        case("--recursive --archive", "mkdir -p d; echo x >d/f", "$CP --recursive --archive d e"),
+        case("-rH of a dangling symlink", "ln -s nothing dl", "$CP -rH dl out"),
+        case("-rL of a dangling symlink in a tree", "mkdir d; ln -s nothing d/dl; echo x >d/f", "$CP -rL d out"),
+        case("-L of a symlink to a directory without -r", "mkdir d; ln -s d ld", "$CP -L ld out"),
+        case("-H of a file", "echo x >f; ln -s f l", "$CP -H l out"),
+        case("-a of a symlink to a directory", "mkdir d; echo x >d/f; ln -s d ld", "$CP -a ld out"),
+        case("-a of hard-linked symlinks", "echo x >f; ln -s f l; ln l l2", "$CP -a l l2 . 2>/dev/null; mkdir t; $CP -a l l2 t"),
+        case("-a of a hard link to a FIFO", "mkfifo p; ln p p2; mkdir t", "$CP -a p p2 t"),
+        case("hard links across operands with -a", "echo x >f; ln f g; mkdir t", "$CP -a f g t"),
+        case("hard links across operands with --preserve=links", "echo x >f; ln f g; mkdir t", "$CP --preserve=links f g t"),
+        case("hard links without -a", "mkdir d; echo x >d/f; ln d/f d/g", "$CP -r d e"),
+        case("-d of hard links in a tree", "mkdir d; echo x >d/f; ln d/f d/g", "$CP -rd d e"),
+        case("-H of two symlinks to one file", "echo x >f; ln -s f l1; ln -s f l2; mkdir t", "$CP -H --preserve=links l1 l2 t"),
+        case("-L with --preserve=links", "mkdir d; echo x >d/f; ln -s f d/l", "$CP -rL --preserve=links d e"),
+        case("a file onto its own symlink", "echo x >f; ln -s f l", "$CP f l"),
+        case("a symlink onto its target with -P", "echo x >f; ln -s f l", "$CP -P l f"),
+        case("--remove-destination onto a symlink", "echo x >f; echo y >g; ln -s g l", "$CP --remove-destination f l"),
+        case("-f onto a directory", "echo x >f; mkdir -p d/f", "$CP -f f d"),
+        case("-n into a tree with a directory in the way", "mkdir -p d e/d/f; echo x >d/f", "$CP -rn d e"),
+        case("-u with a newer directory", "mkdir -p d e/d; echo x >d/f", "$CP -ru d e"),
+        case("-b -r into a tree with directories", "mkdir -p d/s e/d/s; echo x >d/s/f; echo y >e/d/s/f", "$CP -rb d e"),
+        case("--backup=numbered twice", "echo 1 >a; echo 2 >b", "$CP --backup=numbered a b; echo 3 >a; $CP --backup=numbered a b"),
+        case("-S with --backup=simple", "echo 1 >a; echo 2 >b", "$CP --backup=simple -S .old a b"),
+        case("VERSION_CONTROL=numbered", "echo 1 >a; echo 2 >b", "VERSION_CONTROL=numbered $CP -b a b"),
+        case("SIMPLE_BACKUP_SUFFIX", "echo 1 >a; echo 2 >b", "SIMPLE_BACKUP_SUFFIX=.s $CP -b a b"),
+        case("-t with -r and several directories", "mkdir -p a b t; echo 1 >a/f; echo 2 >b/g", "$CP -rt t a b"),
+        case("--target-directory=", "echo 1 >a; mkdir t", "$CP --target-directory=t a"),
+        case("-t of a missing directory", "echo 1 >a", "$CP -t nodir a"),
+        case("-T onto a missing name", "mkdir d; echo x >d/f", "$CP -rT d e"),
+        case("-T of a directory onto a directory", "mkdir -p d e; echo x >d/f; echo y >e/g", "$CP -rT d e"),
+        case("-- before operands", "echo x >-a", "$CP -- -a b"),
+        case("an operand that looks like an option", "echo x >-a", "$CP -a b 2>/dev/null; $CP ./-a b"),
+        case("--sparse=bogus", "echo x >a", "$CP --sparse=bogus a b"),
+        case("--reflink=never", "echo x >a", "$CP --reflink=never a b"),
+        case("--reflink=auto", "echo x >a", "$CP --reflink=auto a b"),
+        case("--reflink=always with --sparse=never", "echo x >a", "$CP --reflink=always --sparse=never a b"),
+        case("--copy-contents of a file", "echo x >a", "$CP --copy-contents a b"),
+        case("-x of a file", "echo x >a", "$CP -x a b"),
+        case("--one-file-system in a tree", "mkdir -p d/s; echo x >d/s/f", "$CP -r --one-file-system d e"),
+        case("-n exit status with an existing file in a tree", "mkdir -p d e/d; echo x >d/f; echo y >e/d/f", "$CP -rn d e"),
+        case("/dev/null as source", "", "$CP /dev/null out"),
+        case("a directory source with trailing slash into a directory", "mkdir -p d t; echo x >d/f", "$CP -r d/ t"),
+        case("dot as source", "mkdir -p d t; echo x >d/f", "cd d && $CP -r . ../t"),
+        case("dot-dot as source", "mkdir -p d/s t; echo x >d/f", "cd d/s && $CP -r .. ../../t"),
     ]
     .into_iter()
     .map(|mut c| {
@@ -566,8 +657,9 @@ fn refused_into_itself(d: &Path, st: i32, inner: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `script` with sh in `dir`; returns its status.
-fn sh(dir: &Path, script: &str, user: User, cp: &str) -> (i32, String) {
+/// Runs `script` with sh in `dir`; returns its status, stderr and stdout (its lines
+/// sorted: GNU's order within a directory is the inode order, ioprobe's by name).
+fn sh(dir: &Path, script: &str, user: User, cp: &str) -> (i32, String, Vec<String>) {
     let mut c = match user {
         User::Root => std::process::Command::new("sh"),
         User::Nobody => {
@@ -588,9 +680,15 @@ fn sh(dir: &Path, script: &str, user: User, cp: &str) -> (i32, String) {
         .stdin(Stdio::null())
         .output()
         .expect("sh runs");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
     (
         out.status.code().unwrap_or(128),
         String::from_utf8_lossy(&out.stderr).into_owned(),
+        lines,
     )
 }
 
@@ -737,6 +835,7 @@ fn xattrs_of(p: &Path) -> String {
 struct Side {
     status: i32,
     stderr: String,
+    stdout: Vec<String>,
     tree: Vec<String>,
     dir: PathBuf,
 }
@@ -745,7 +844,7 @@ struct Side {
 fn run_side(root: &Path, side: &str, c: &Case, cp: &str) -> Option<Side> {
     let dir = root.join(side);
     std::fs::create_dir(&dir).unwrap();
-    let (st, err) = sh(&dir, c.setup, User::Root, cp);
+    let (st, err, _) = sh(&dir, c.setup, User::Root, cp);
     if st != 0 {
         assert!(c.optional, "{}: setup failed: {err}", c.name);
         sh(&dir, c.teardown, User::Root, cp);
@@ -753,16 +852,17 @@ fn run_side(root: &Path, side: &str, c: &Case, cp: &str) -> Option<Side> {
     }
     fix_times(&dir);
     if !c.after.is_empty() {
-        let (st, err) = sh(&dir, c.after, User::Root, cp);
+        let (st, err, _) = sh(&dir, c.after, User::Root, cp);
         assert_eq!(st, 0, "{}: after-setup failed: {err}", c.name);
     }
-    let (status, stderr) = sh(&dir, c.cmd, c.user, cp);
+    let (status, stderr, stdout) = sh(&dir, c.cmd, c.user, cp);
     let sparse = c.name.contains("sparse") || c.name.contains("hole");
     let tree = snapshot(&dir, sparse);
     sh(&dir, c.teardown, User::Root, cp);
     Some(Side {
         status,
         stderr,
+        stdout,
         tree,
         dir,
     })
@@ -803,15 +903,17 @@ fn cp_matches_gnu_cp_case_by_case() {
         }
         match c.expect {
             Expect::Same => {
-                if g.status != o.status || g.tree != o.tree {
+                if g.status != o.status || g.tree != o.tree || g.stdout != o.stdout {
                     failures.push(format!(
-                        "{} (`{}`):\n  GNU cp exit {} stderr {:?}\n  ioprobe exit {} stderr {:?}\n{}",
+                        "{} (`{}`):\n  GNU cp exit {} stderr {:?} stdout {:?}\n  ioprobe exit {} stderr {:?} stdout {:?}\n{}",
                         c.name,
                         c.cmd,
                         g.status,
                         g.stderr.trim(),
+                        g.stdout,
                         o.status,
                         o.stderr.trim(),
+                        o.stdout,
                         tree_diff(&g.tree, &o.tree)
                     ));
                 } else {
