@@ -28,14 +28,14 @@ now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # Stream copies of /dev/zero ($1) to $2 through a pipe.
 STREAM=1073741824
-stream_ioprobe() { head -c "$STREAM" "$1" | "$IOPROBE" cp - "$2"; }
+stream_ioprobe() { head -c "$STREAM" "$1" | "$IOPROBE" cp /dev/stdin "$2"; }
 stream_cat() { head -c "$STREAM" "$1" | cat > "$2"; }
 # The writer's own CPU time (user + system, ns) while it fills the pipe for ioprobe:
 # no reader can finish before the program filling the pipe has done its work.
 writer_cpu() {
     local dst=$work/out/writer-cpu
     rm -f "$dst"
-    { TIMEFORMAT='%3U %3S'; time head -c "$STREAM" /dev/zero; } 2>"$work/writer-time" | "$IOPROBE" cp - "$dst"
+    { TIMEFORMAT='%3U %3S'; time head -c "$STREAM" /dev/zero; } 2>"$work/writer-time" | "$IOPROBE" cp /dev/stdin "$dst"
     rm -f "$dst"
     awk '{ printf "%d\n", ($1 + $2) * 1e9 }' "$work/writer-time"
 }
@@ -62,7 +62,7 @@ verify() { # verify SRC DST KEEP_ATTRS: 0 when the copy is right
 run_workload() {
     local name=$1 src=$2 attrs=$3; shift 3
     local tools=("$@")  # copies go under the scratch directory $work
-    declare -A times bad
+    declare -A times cpus bad
     mkdir -p "$work/out"
     local tag; tag=$(basename "$src")
     # One untimed copy first: the source read once more, write-back of its creation done.
@@ -77,28 +77,34 @@ run_workload() {
             local dst; dst="$work/out/$tag-$tool-$round-$(now)"
             sync
             local t0; t0=$(now)
-            eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>"$work/err" || { echo "  $tool failed on $name: $(head -c 300 "$work/err")" >&2; bad[$tool]=1; continue; }
+            # bash's time: the CPU (user + system) of every process of the command.
+            { TIMEFORMAT='%3U %3S'; time { eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>"$work/err"; }; } 2>"$work/cpu" \
+                || { echo "  $tool failed on $name: $(head -c 300 "$work/err")" >&2; bad[$tool]=1; continue; }
             local took=$(($(now) - t0))
+            local cpu; cpu=$(awk '{ printf "%d\n", ($1 + $2) * 1e9 }' "$work/cpu")
             # Modes and times are checked for the tools asked to keep them (ioprobe -a,
             # cp -a); the peers' trees for content, names and sizes.
             local a=0; [[ "$tool" == ioprobe || "$tool" == cp-a ]] && a=$attrs
-            if verify "$src" "$dst" "$a"; then times[$tool]+="$took "
+            if verify "$src" "$dst" "$a"; then times[$tool]+="$took "; cpus[$tool]+="$cpu "
             else echo "  $tool: copy FAILED verification (attributes checked: $a)" >&2; bad[$tool]=1; fi
             if [ "$remove" = 1 ]; then rm -rf "$dst"; fi
         done
     done
     local base; base=$(echo "${times[ioprobe]:-}" | tr ' ' '\n' | grep . | median)
     [ -n "$base" ] || base=0
-    printf '\n%s (median of %s rounds)\n' "$name" "$ROUNDS"
-    printf '  %-12s %10s %17s %14s\n' tool median "range" "ioprobe ÷ tool"
+    local cbase; cbase=$(echo "${cpus[ioprobe]:-}" | tr ' ' '\n' | grep . | median)
+    [ -n "$cbase" ] || cbase=0
+    printf '\n%s (median of %s rounds; CPU = user + system of the whole command)\n' "$name" "$ROUNDS"
+    printf '  %-12s %10s %17s %14s %10s %14s\n' tool median "range" "ioprobe ÷ tool" "CPU" "CPU ioprobe ÷"
     for spec in "${tools[@]}"; do
         local tool=${spec%%:*}
         [ -z "${bad[$tool]:-}" ] && [ -n "${times[$tool]:-}" ] || { printf '  %-12s %10s\n' "$tool" "failed or unverified"; continue; }
         local m; m=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | median)
+        local c; c=$(echo "${cpus[$tool]}" | tr ' ' '\n' | grep . | median)
         local lo hi; lo=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | sort -n | head -1)
         hi=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | sort -n | tail -1)
-        awk -v t="$tool" -v m="$m" -v b="$base" -v lo="$lo" -v hi="$hi" \
-            'BEGIN { printf "  %-12s %8.3f s %7.3f–%.3f s %13.2f×\n", t, m / 1e9, lo / 1e9, hi / 1e9, b / m }'
+        awk -v t="$tool" -v m="$m" -v b="$base" -v lo="$lo" -v hi="$hi" -v c="$c" -v cb="$cbase" \
+            'BEGIN { printf "  %-12s %8.3f s %7.3f–%.3f s %13.2f× %8.3f s %13.2f×\n", t, m / 1e9, lo / 1e9, hi / 1e9, b / m, c / 1e9, (c > 0 ? cb / c : 0) }'
     done
 }
 

@@ -597,7 +597,7 @@ fn copy_reg(
         );
     }
     // procfs and sysfs files: their size is not their content.
-    let trusted = meta.is_file() && !os::pseudo_fs(&src);
+    let trusted = meta.is_file() && !pseudo_fs(&src, meta.dev());
     let mut dst: Option<OwnedFd> = None;
     if !new_dst {
         let mut flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
@@ -734,6 +734,24 @@ fn copy_reg(
     }
     created.path = None;
     Ok(used)
+}
+
+thread_local! {
+    /// Devices already asked whether they are a pseudo-filesystem: one fstatfs per
+    /// filesystem and thread, not per file.
+    static PSEUDO: std::cell::RefCell<Vec<(u64, bool)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether `fd`, on device `dev`, is on a pseudo-filesystem (procfs, sysfs, …).
+fn pseudo_fs(fd: &OwnedFd, dev: u64) -> bool {
+    PSEUDO.with_borrow_mut(|known| {
+        if let Some(&(_, p)) = known.iter().find(|(d, _)| *d == dev) {
+            return p;
+        }
+        let p = os::pseudo_fs(fd);
+        known.push((dev, p));
+        p
+    })
 }
 
 /// The permissions a new file ends with: the source's (with -p: setuid, setgid and
