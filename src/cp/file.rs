@@ -569,6 +569,8 @@ fn copy_reg(
     let o = &sh.opts;
     let (srcp, dstp) = (it.src, it.dst);
     let stream_src = !meta.is_file();
+    // Metadata read from the descriptor itself (a worker's open) needs no second look.
+    let from_fd = opened.is_some();
     let src: OwnedFd = match opened {
         Some(f) => OwnedFd::from(f),
         None => {
@@ -589,12 +591,14 @@ fn copy_reg(
                 .map_err(|e| anyhow!("cannot open {} for reading: {}", q(srcp), errno_text(e)))?
         }
     };
-    let st = rustix::fs::fstat(&src)?;
-    if (st.st_dev as u64, st.st_ino as u64) != (meta.dev(), meta.ino()) {
-        bail!(
-            "skipping file {}, as it was replaced while being copied",
-            q(srcp)
-        );
+    if !from_fd {
+        let st = rustix::fs::fstat(&src)?;
+        if (st.st_dev as u64, st.st_ino as u64) != (meta.dev(), meta.ino()) {
+            bail!(
+                "skipping file {}, as it was replaced while being copied",
+                q(srcp)
+            );
+        }
     }
     // procfs and sysfs files: their size is not their content.
     let trusted = meta.is_file() && !pseudo_fs(&src, meta.dev());
