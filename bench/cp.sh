@@ -37,7 +37,7 @@ writer_cpu() {
     rm -f "$dst"
     { TIMEFORMAT='%3U %3S'; time head -c "$STREAM" /dev/zero; } 2>"$work/writer-time" | "$IOPROBE" cp /dev/stdin "$dst"
     rm -f "$dst"
-    awk '{ printf "%d\n", ($1 + $2) * 1e9 }' "$work/writer-time"
+    awk '{ printf "%.0f\n", ($1 + $2) * 1e9 }' "$work/writer-time"
 }
 
 # What a tree looks like, for verification: relative path, type, mode, size, mtime (ns).
@@ -81,7 +81,7 @@ run_workload() {
             { TIMEFORMAT='%3U %3S'; time { eval "$cmd \"\$src\" \"\$dst\"" >/dev/null 2>"$work/err"; }; } 2>"$work/cpu" \
                 || { echo "  $tool failed on $name: $(head -c 300 "$work/err")" >&2; bad[$tool]=1; continue; }
             local took=$(($(now) - t0))
-            local cpu; cpu=$(awk '{ printf "%d\n", ($1 + $2) * 1e9 }' "$work/cpu")
+            local cpu; cpu=$(awk '{ printf "%.0f\n", ($1 + $2) * 1e9 }' "$work/cpu")
             # Modes and times are checked for the tools asked to keep them (ioprobe -a,
             # cp -a); the peers' trees for content, names and sizes.
             local a=0; [[ "$tool" == ioprobe || "$tool" == cp-a ]] && a=$attrs

@@ -372,9 +372,20 @@ How: CMD runs as a ptrace tracee under a seccomp filter that stops it only at I/
 mmap, stat, getdents64, fcntl F_SETPIPE_SZ, io_uring_enter); forks, threads and execs are
 followed. Calls are priced with the newest saved read, write, pipe, syscalls (and copy)
 runs of this host, never with their traced durations; with none saved, the few cases
-needed are measured first (about 10 s) and saved. CMD keeps its stdin, stdout and stderr
-and its exit status (128+N when signal N ended it); the report goes to stderr or --output.
-Ctrl-C reaches CMD from the terminal; SIGTERM and SIGHUP sent to ioprobe are passed on.
+needed are measured first (about 10 s) and saved, before CMD runs.
+
+CMD runs as it would untraced: its stdin, stdout and stderr as given (a closed one stays
+closed), SIGPIPE at its default, the signal mask it was given; SIGSTOP, SIGTSTP, SIGTTIN
+and SIGTTOU stop it and SIGCONT resumes it (PTRACE_SEIZE with PTRACE_LISTEN); its exit
+status is ioprobe's (128+N when signal N ended it; 127 when it is not found, 126 when it
+cannot be executed, a missing #! interpreter named). Ctrl-C reaches CMD from the terminal;
+SIGTERM and SIGHUP sent to ioprobe are passed on; if ioprobe is killed, even by SIGKILL,
+the kernel kills CMD with it (PTRACE_O_EXITKILL), so it never runs on with its I/O calls
+failing. Everything that could fail afterwards is checked before CMD runs: --output is
+opened, the figures read or measured. The report goes to stderr (coloured only on a
+terminal) or --output (never coloured), and says when CMD ran a 32-bit program (its calls
+are not traced; a 32-bit CMD is refused before it runs), a setuid or file-capability
+program (which ptrace runs without its privileges), or called ptrace itself.
 
 Overhead (bench/trace.sh on a 2-core KVM guest, where each traced call costs about as much
 as under strace): dd if=/dev/zero of=/dev/null bs=1 count=1M 0.22 s untraced, 47 s traced

@@ -13,12 +13,32 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// The scratch directory the SIGBUS handler removes (a leaked C string), or null.
 static SCRATCH: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
 
+/// SIGXFSZ's disposition before [`install`] first changed it (usize::MAX: not yet).
+static ORIGINAL_XFSZ: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// The SIGXFSZ disposition ioprobe was started with, when [`install`] has changed it:
+/// a traced command gets it back.
+pub fn original_xfsz() -> Option<libc::sighandler_t> {
+    match ORIGINAL_XFSZ.load(Ordering::SeqCst) {
+        usize::MAX => None,
+        h => Some(h as libc::sighandler_t),
+    }
+}
+
 /// Installs the dispositions (idempotent).
 pub fn install() -> std::io::Result<()> {
     // SAFETY: SIG_IGN for SIGXFSZ replaces no Rust-visible state; the result is checked.
-    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+    let old = unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    if old == libc::SIG_ERR {
         return Err(std::io::Error::last_os_error());
     }
+    let _ = ORIGINAL_XFSZ.compare_exchange(
+        usize::MAX,
+        old as usize,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
     // SAFETY: a zeroed sigaction is valid; we set a plain handler that only performs
     // async-signal-safe system calls (see on_sigbus), with an empty mask.
     let r = unsafe {

@@ -52,6 +52,9 @@ struct Document<'a> {
     pipe_sizes: Vec<(usize, u64)>,
     counts: &'a std::collections::BTreeMap<&'static str, u64>,
     findings: &'a [Finding],
+    /// How the command ran under trace, where that differs from untraced (a 32-bit
+    /// program, privileges dropped, ptrace refused).
+    notes: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -112,25 +115,15 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect::<Vec<_>>();
-    let before = crate::sys::rusage::getrusage_children()
-        .map(|r| r.user_us as f64 * 1e-6)
-        .unwrap_or(0.0);
-    let start = Instant::now();
-    // Runs to price with are checked before the command runs.
-    for spec in &opts.figures {
-        crate::commands::resolve(settings, spec)?;
-    }
-    let mut tracer = Tracer::spawn(&opts.command).map_err(|e| spawn_error(&shown[0], e))?;
-    let mut prof = Profile::new();
-    while let Some(ev) = tracer.next_event()? {
-        prof.add(&ev);
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    let ended = tracer.ended().unwrap_or(Ended::Code(1));
-    let user = |r: crate::sys::rusage::RawRusage| r.user_us as f64 * 1e-6;
-    let user_cpu = crate::sys::rusage::getrusage_children()
-        .map(|r| user(r) - before)
-        .unwrap_or(0.0);
+    // Everything that could fail after the command is checked before it runs: the
+    // standard descriptors it was given, the report's destination, the program (a
+    // 32-bit one is refused), and the figures (measured first when none are saved).
+    let closed = crate::sys::os::trace::stdio_closed_at_start();
+    let mut out = match &opts.output {
+        Some(path) => Some(open_output(path)?),
+        None => None,
+    };
+    preflight_program(&opts.command[0])?;
     let (figures, measured) = if opts.figures.is_empty() {
         figures(settings)?
     } else {
@@ -141,6 +134,22 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         }
         (Figures::from_runs(&runs), None)
     };
+    let before = crate::sys::rusage::getrusage_children()
+        .map(|r| r.user_us as f64 * 1e-6)
+        .unwrap_or(0.0);
+    let start = Instant::now();
+    let mut tracer =
+        Tracer::spawn(&opts.command, &closed).map_err(|e| spawn_error(&opts.command[0], e))?;
+    let mut prof = Profile::new();
+    while let Some(ev) = tracer.next_event()? {
+        prof.add(&ev);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let ended = tracer.ended().unwrap_or(Ended::Code(1));
+    let user = |r: crate::sys::rusage::RawRusage| r.user_us as f64 * 1e-6;
+    let user_cpu = crate::sys::rusage::getrusage_children()
+        .map(|r| user(r) - before)
+        .unwrap_or(0.0);
     let priced: f64 = prof
         .ops
         .iter()
@@ -170,16 +179,24 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         measured,
         found: &found,
     };
+    // Colour follows the report's destination: never into a file, and into stderr
+    // only when it is a terminal.
+    let mut style = crate::report::table::style();
+    style.color =
+        style.color && out.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    crate::report::table::set_style(style);
     let text = if opts.json {
         report.json()?
     } else {
         report.text()
     };
-    match &opts.output {
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            anyhow::anyhow!("writing {}: {}", path.display(), crate::error::plain(&e))
-        })?,
-        None => eprint!("{text}"),
+    match (&mut out, &opts.output) {
+        (Some(f), Some(path)) => std::io::Write::write_all(f, text.as_bytes())
+            .and_then(|()| f.sync_data().or(Ok(())))
+            .map_err(|e| {
+                anyhow::anyhow!("writing {}: {}", path.display(), crate::error::plain(&e))
+            })?,
+        _ => eprint!("{text}"),
     }
     Ok(match ended {
         Ended::Code(c) => c,
@@ -199,16 +216,121 @@ pub struct Work {
     pub estimate_s: f64,
 }
 
-/// CMD not found or not executable: status 127 as a shell gives; tracing refused: 1,
-/// naming the cause.
-fn spawn_error(prog: &str, e: std::io::Error) -> anyhow::Error {
+/// Opens `--output` for writing before the command runs (created or truncated), so
+/// that a report that could not be written is known before anything happens.
+/// /dev/full, which takes the open but no byte, is refused too.
+fn open_output(path: &std::path::Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::FileTypeExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| {
+            Exit::with(
+                1,
+                format!(
+                    "trace: cannot write the report to {}: {} (the command was not run)",
+                    path.display(),
+                    crate::error::plain(&e)
+                ),
+            )
+        })?;
+    let m = f.metadata()?;
+    if m.file_type().is_char_device() && std::os::unix::fs::MetadataExt::rdev(&m) == libc_full_dev()
+    {
+        return Err(Exit::with(
+            1,
+            format!(
+                "trace: cannot write the report to {}: No space left on device (the command was not run)",
+                path.display()
+            ),
+        )
+        .into());
+    }
+    Ok(f)
+}
+
+/// /dev/full's device number (1, 7), as Linux numbers it.
+fn libc_full_dev() -> u64 {
+    std::fs::metadata("/dev/full").map_or(u64::MAX, |m| std::os::unix::fs::MetadataExt::rdev(&m))
+}
+
+/// Where `prog` would be executed from: itself when it names a path, else the first
+/// PATH entry that has it.
+fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    if prog.as_bytes().contains(&b'/') {
+        return Some(PathBuf::from(prog));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
+}
+
+/// Refuses, before it runs, a program whose calls could not be traced: a 32-bit
+/// (i386 or x32) ELF, whose system calls the filter's architecture check lets through
+/// unseen. Its report would otherwise say "no calls".
+fn preflight_program(prog: &std::ffi::OsStr) -> Result<()> {
+    use std::io::Read;
+    let Some(path) = resolve_program(prog) else {
+        return Ok(()); // the spawn says "command not found"
+    };
+    let mut head = [0u8; 5];
+    let read = std::fs::File::open(&path).and_then(|mut f| f.read_exact(&mut head));
+    if read.is_ok() && head[..4] == *b"\x7fELF" && head[4] == 1 {
+        return Err(Exit::with(
+            1,
+            format!(
+                "trace: {} is a 32-bit program: its system calls cannot be traced (64-bit programs only); it was not run",
+                path.display()
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// CMD not found: 127, as a shell gives; found but not executable (permission, format,
+/// a directory, a missing `#!` interpreter): 126; tracing refused: 1, naming the
+/// cause.
+fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
     use std::io::ErrorKind;
     let why = crate::error::plain(&e);
+    let shown = prog.to_string_lossy();
+    let cause = why.strip_prefix("execvp: ").unwrap_or(&why).to_string();
+    if why.starts_with("execvp") {
+        let found = resolve_program(prog);
+        return match (e.kind(), found) {
+            (ErrorKind::NotFound, None) => {
+                Exit::with(127, format!("{shown}: command not found")).into()
+            }
+            (ErrorKind::NotFound, Some(path)) => {
+                // The file is there: what is missing is its interpreter.
+                let first = std::fs::read(&path).unwrap_or_default();
+                let line = first.split(|&b| b == b'\n').next().unwrap_or_default();
+                match line.strip_prefix(b"#!") {
+                    Some(interp) => {
+                        let interp = String::from_utf8_lossy(interp);
+                        let interp = interp.split_whitespace().next().unwrap_or("").to_string();
+                        Exit::with(
+                            126,
+                            format!("{shown}: bad interpreter {interp}: No such file or directory"),
+                        )
+                        .into()
+                    }
+                    None => Exit::with(
+                        127,
+                        format!("{shown}: cannot execute: required file not found"),
+                    )
+                    .into(),
+                }
+            }
+            _ => Exit::with(126, format!("{shown}: {cause}")).into(),
+        };
+    }
     match e.kind() {
-        ErrorKind::NotFound => Exit::with(127, format!("{prog}: command not found")).into(),
-        ErrorKind::PermissionDenied if !why.contains("ptrace") && !why.contains("seccomp") => {
-            Exit::with(127, format!("{prog}: not executable ({why})")).into()
-        }
         ErrorKind::Unsupported => anyhow::anyhow!("{why}"),
         _ => {
             let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
@@ -221,7 +343,7 @@ fn spawn_error(prog: &str, e: std::io::Error) -> anyhow::Error {
             } else {
                 " (a seccomp policy, a container or Yama forbids ptrace)"
             };
-            anyhow::anyhow!("cannot trace {prog}: {why}{hint}")
+            anyhow::anyhow!("cannot trace {shown}: {why}{hint}")
         }
     }
 }
@@ -326,6 +448,9 @@ impl Report<'_> {
             thousands(p.counts.values().sum()),
             secs(run.priced_calls_s)
         );
+        for n in &p.notes {
+            out.push_str(&format!("  note: {n}\n"));
+        }
         let sources: Vec<String> = f
             .sources
             .iter()
@@ -519,6 +644,7 @@ impl Report<'_> {
             pipe_sizes: p.pipe_sizes.iter().map(|(&t, &b)| (t, b)).collect(),
             counts: &p.counts,
             findings: found,
+            notes: p.notes.iter().map(String::as_str).collect(),
         };
         Ok(serde_json::to_string_pretty(&doc)? + "\n")
     }

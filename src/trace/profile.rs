@@ -134,6 +134,9 @@ pub struct Profile {
     pub pipe_sizes: BTreeMap<usize, u64>,
     /// Calls per system call name (every process and target), to check against strace.
     pub counts: BTreeMap<&'static str, u64>,
+    /// What the report must say about how the command ran under trace: a program whose
+    /// calls could not be seen, privileges dropped, ptrace refused.
+    pub notes: std::collections::BTreeSet<String>,
     names: HashMap<u64, &'static str>,
     by_name: HashMap<String, usize>,
     tgid: HashMap<i32, i32>,
@@ -155,6 +158,39 @@ struct Fd {
     /// Where the last data call on it ended (for sequential or random).
     end: Option<u64>,
     after_lseek: bool,
+}
+
+/// What the program process `pid` has just started means for its trace: a 32-bit
+/// program (its calls pass the filter unseen), or one that is setuid, setgid or has
+/// file capabilities (the kernel runs it without them under ptrace).
+fn exec_note(pid: i32) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let mut head = [0u8; 5];
+    std::fs::File::open(format!("/proc/{pid}/exe"))
+        .and_then(|mut f| f.read_exact(&mut head))
+        .ok()?;
+    if head[..4] == *b"\x7fELF" && head[4] == 1 {
+        return Some(format!(
+            "pid {pid} ran the 32-bit program {}: its system calls were not traced",
+            exe.display()
+        ));
+    }
+    let m = std::fs::metadata(&exe).ok()?;
+    let caps = rustix::fs::getxattr(&exe, "security.capability", &mut [0u8; 64]).is_ok();
+    if m.mode() & 0o6000 != 0 || caps {
+        return Some(format!(
+            "pid {pid} ran {}, which is {}: under ptrace the kernel runs it without those privileges",
+            exe.display(),
+            if caps {
+                "given file capabilities"
+            } else {
+                "setuid or setgid"
+            }
+        ));
+    }
+    None
 }
 
 /// The size bucket (a power of two, 0 for 0) of a request of `n` bytes.
@@ -292,6 +328,9 @@ impl Profile {
             Event::Call { tid, nr, args, ret } => self.call(tid, nr, args, ret),
             Event::Exec { tid } => {
                 let pid = self.pid_of(tid);
+                if let Some(n) = exec_note(pid) {
+                    self.notes.insert(n);
+                }
                 // The new program keeps the descriptors without close-on-exec: learn
                 // them again from /proc when used.
                 self.fds.remove(&pid);
@@ -329,6 +368,12 @@ impl Profile {
         };
         *self.counts.entry(name).or_default() += 1;
         let pid = self.pid_of(tid);
+        if name == "ptrace" {
+            self.notes.insert(format!(
+                "pid {pid} called ptrace, which fails under ioprobe trace (a process has one tracer)"
+            ));
+            return;
+        }
         let fd0 = a[0] as i32;
         let ok = ret >= 0;
         match name {

@@ -3,6 +3,7 @@
 //! findings, bad commands.
 
 use crate::*;
+use std::os::unix::fs::PermissionsExt;
 
 /// Traces `cmd` priced with the fixture's figures; (report JSON, exit code, stderr).
 fn trace(dir: &Path, cmd: &[&str]) -> (Value, i32, String) {
@@ -178,20 +179,30 @@ fn a_program_without_io_gets_no_findings() {
 }
 
 #[test]
-fn a_command_that_cannot_run_gets_one_line_and_127() {
+fn a_command_that_cannot_run_gets_one_line_and_the_shells_status() {
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("plain");
     std::fs::write(&plain, "not a program").unwrap();
-    for (cmd, needle) in [
-        ("no-such-command-here", "command not found"),
-        (plain.to_str().unwrap(), "not executable"),
+    let script = dir.path().join("script");
+    std::fs::write(&script, "#!/no/such/interpreter\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // As bash gives them: 127 not found, 126 found but not executable.
+    for (cmd, needle, code) in [
+        ("no-such-command-here", "command not found", 127),
+        (plain.to_str().unwrap(), "Permission denied", 126),
+        (
+            script.to_str().unwrap(),
+            "bad interpreter /no/such/interpreter",
+            126,
+        ),
+        ("/", "Permission denied", 126),
     ] {
         let out = Command::new(BIN)
             .args(["trace", "--figures", FIXTURE_A, "--store"])
             .arg(dir.path().join("none.db"))
             .args(["--", cmd])
             .assert()
-            .code(127);
+            .code(code);
         let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{err}");
@@ -268,4 +279,223 @@ fn sigterm_reaches_every_traced_process_and_the_report_is_still_written() {
         processes_mentioning("41.5", 0).is_empty(),
         "a traced process was left behind"
     );
+}
+
+/// `ioprobe trace` with the fixture's figures and the report in `dir/report`, as a
+/// std Command (to be run through a shell or spawned).
+fn traced(dir: &Path, cmd: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(BIN);
+    c.args(["trace", "--figures", FIXTURE_A, "--store"])
+        .arg(dir.join("none.db"))
+        .arg("--output")
+        .arg(dir.join("report"))
+        .arg("--")
+        .args(cmd)
+        .current_dir(dir);
+    c
+}
+
+/// The command's signal dispositions and mask are the ones it gets untraced: SIGPIPE
+/// not ignored, nothing blocked or ignored that ioprobe added.
+#[test]
+fn the_command_starts_with_the_signal_state_it_would_have_untraced() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cmd = ["sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"];
+    let plain = std::process::Command::new(cmd[0])
+        .args(&cmd[1..])
+        .output()
+        .unwrap();
+    let under = traced(d, &cmd).output().unwrap();
+    assert!(under.status.success(), "{under:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&under.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    // SIGPIPE kills `yes` quietly, as untraced.
+    let out = traced(d, &["sh", "-c", "yes | head -1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "y\n");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A closed standard descriptor stays closed: echo fails as it does untraced.
+#[test]
+fn closed_stdio_stays_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let report = d.join("report");
+    let run = |prefix: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec >&-; exec {prefix} /bin/echo hi"))
+            .current_dir(d)
+            .output()
+            .unwrap()
+    };
+    let plain = run("");
+    let under = run(&format!(
+        "'{BIN}' trace --figures '{FIXTURE_A}' --store '{}' --output '{}' --",
+        d.join("none.db").display(),
+        report.display()
+    ));
+    assert_eq!(plain.status.code(), Some(1));
+    assert_eq!(under.status.code(), plain.status.code(), "{under:?}");
+    assert!(
+        String::from_utf8_lossy(&under.stderr).contains("echo: write error: Bad file descriptor")
+    );
+    // stdin closed too: `cat` sees it closed.
+    let under = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec <&-; exec '{BIN}' trace --figures '{FIXTURE_A}' --store '{}' --output '{}' -- cat",
+            d.join("none.db").display(),
+            report.display()
+        ))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(under.status.code(), Some(1), "{under:?}");
+}
+
+/// SIGSTOP stops a traced command and SIGCONT resumes it, as untraced.
+#[test]
+fn stop_and_continue_work_as_untraced() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut child = traced(
+        d,
+        &[
+            "sh",
+            "-c",
+            "echo $$ > pid; while :; do echo x >> grow; sleep 0.02; done",
+        ],
+    )
+    .stdout(Stdio::null())
+    .spawn()
+    .unwrap();
+    let t0 = Instant::now();
+    let pid = loop {
+        if let Ok(p) = std::fs::read_to_string(d.join("pid"))
+            && p.ends_with('\n')
+        {
+            break p.trim().to_string();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let size = || std::fs::metadata(d.join("grow")).map_or(0, |m| m.len());
+    let kill = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    kill("-STOP");
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped = size();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(size(), stopped, "the command ran on after SIGSTOP");
+    kill("-CONT");
+    let t1 = Instant::now();
+    while size() == stopped {
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "SIGCONT did not resume it"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill("-TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+}
+
+/// ioprobe killed with SIGKILL takes the command with it (PTRACE_O_EXITKILL): it does
+/// not run on with every traced call failing.
+#[test]
+fn the_command_does_not_outlive_a_killed_ioprobe() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut child = traced(d, &["sh", "-c", "echo $$ > pid; exec sleep 42.25"])
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while processes_mentioning("42.25", 0).is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t1 = Instant::now();
+    while !processes_mentioning("42.25", 0).is_empty() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the command outlived ioprobe"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A report that could not be written is found before the command runs: the command
+/// is not run, and the status is 1.
+#[test]
+fn a_bad_output_stops_before_the_command_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for bad in [
+        d.join("no/such/dir/report"),
+        d.to_path_buf(),
+        "/dev/full".into(),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args(["trace", "--figures", FIXTURE_A, "--store"])
+            .arg(d.join("none.db"))
+            .arg("--output")
+            .arg(&bad)
+            .args(["--", "touch", "made"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bad:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("not run"), "{err}");
+        assert!(!d.join("made").exists(), "{bad:?}: the command ran");
+    }
+}
+
+/// No colour into --output, even when asked for on the terminal.
+#[test]
+fn no_colour_goes_into_the_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = std::process::Command::new(BIN)
+        .args([
+            "--color",
+            "always",
+            "trace",
+            "--figures",
+            FIXTURE_A,
+            "--store",
+        ])
+        .arg(d.join("none.db"))
+        .arg("--output")
+        .arg(d.join("report"))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6 7 8; do echo $i; done > f",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report = std::fs::read_to_string(d.join("report")).unwrap();
+    assert!(!report.contains('\x1b'), "{report}");
 }

@@ -47,6 +47,8 @@ pub fn traced_calls() -> Vec<(u64, &'static str)> {
         (libc::SYS_io_uring_enter, "io_uring_enter"),
         (libc::SYS_dup, "dup"),
         (libc::SYS_dup3, "dup3"),
+        // Not I/O: stopped at so that the report can say it fails under trace.
+        (libc::SYS_ptrace, "ptrace"),
     ];
     #[cfg(target_arch = "x86_64")]
     v.extend([
@@ -112,9 +114,8 @@ static MAIN: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0)
 pub struct Tracer {
     main: i32,
     ended: Option<Ended>,
-    /// Tasks seen, and those whose first (attach) SIGSTOP is still to come.
+    /// Tasks seen.
     known: HashSet<i32>,
-    fresh: HashSet<i32>,
     /// Calls stopped at seccomp, waiting for their exit stop.
     pending: HashMap<i32, (u64, [u64; 6])>,
     /// The child has stopped itself and has its options.
@@ -173,14 +174,21 @@ fn syscall_info(tid: i32) -> io::Result<(u8, u64, [u64; 6], i64)> {
 
 impl Tracer {
     /// Starts `argv` (the program, found in PATH, and its arguments) traced. Its
-    /// stdin, stdout and stderr stay its own. Err: it could not be started (not found:
-    /// ErrorKind::NotFound; not executable: PermissionDenied), or tracing is not
-    /// permitted (the message names the call that failed).
+    /// stdin, stdout and stderr stay its own, the descriptors in `close` (standard
+    /// descriptors ioprobe was started without) are closed again, SIGPIPE and SIGXFSZ
+    /// get back the dispositions a program is started with, and the signal mask is
+    /// ioprobe's own (as it was given). Err: it could not be started (the message
+    /// names the step: `execvp` with the errno a shell maps to 126 or 127), or tracing
+    /// is not permitted (the message names the call that failed).
     ///
-    /// The child stops itself before installing its seccomp filter, so that the
-    /// tracer can turn on PTRACE_O_TRACESECCOMP first: a filter that returns
-    /// SECCOMP_RET_TRACE with no such tracer fails those calls with ENOSYS.
-    pub fn spawn(argv: &[std::ffi::OsString]) -> io::Result<Tracer> {
+    /// The child stops itself before installing its seccomp filter; ioprobe seizes it
+    /// there (PTRACE_SEIZE: group-stops are reported and kept, so SIGSTOP and SIGTSTP
+    /// stop the command as they would untraced) with PTRACE_O_TRACESECCOMP (a filter
+    /// that returns SECCOMP_RET_TRACE with no such tracer fails those calls with
+    /// ENOSYS) and PTRACE_O_EXITKILL (if ioprobe dies, even by SIGKILL, the kernel
+    /// kills the command rather than leave it running with its I/O calls failing),
+    /// then lets it go on with SIGCONT.
+    pub fn spawn(argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Tracer> {
         use std::os::unix::ffi::OsStrExt;
         let args: Vec<std::ffi::CString> = argv
             .iter()
@@ -205,6 +213,8 @@ impl Tracer {
             return Err(io::Error::last_os_error()).map_err(os("pipe2"));
         }
         let (rd, wr) = (fds[0], fds[1]);
+        let xfsz = crate::sys::signals::original_xfsz();
+        let close_ptr: Vec<libc::c_int> = close.to_vec();
         // Before the fork, so that no signal finds ioprobe without its handlers.
         forward_signals()?;
         // SAFETY: ioprobe runs no other thread here; the child only makes
@@ -226,8 +236,14 @@ impl Tracer {
                 for sig in LEFT_TO_TERMINAL.iter().chain(&PASSED_ON) {
                     libc::signal(*sig, libc::SIG_DFL);
                 }
-                if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
-                    fail(1);
+                // Rust's runtime ignores SIGPIPE at start (std's Command restores it
+                // for children the same way); ioprobe's own SIGXFSZ is undone.
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                if let Some(h) = xfsz {
+                    libc::signal(libc::SIGXFSZ, h);
+                }
+                for &fd in close_ptr.iter() {
+                    libc::close(fd);
                 }
                 libc::raise(libc::SIGSTOP);
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
@@ -249,7 +265,7 @@ impl Tracer {
         MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
-        let result = Tracer::start(pid);
+        let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid));
         let mut e = [0i32; 2];
         // SAFETY: reads at most 8 bytes into a local array; the descriptor is ours.
         let n = unsafe { libc::read(rd, e.as_mut_ptr() as *mut libc::c_void, 8) };
@@ -260,7 +276,7 @@ impl Tracer {
             let err = io::Error::from_raw_os_error(e[1]);
             let step = [
                 "",
-                "ptrace(PTRACE_TRACEME)",
+                "ptrace",
                 "prctl(PR_SET_NO_NEW_PRIVS)",
                 "seccomp(SECCOMP_SET_MODE_FILTER)",
                 "execvp",
@@ -271,14 +287,48 @@ impl Tracer {
         Ok(tracer)
     }
 
-    /// Drives the child from its self-stop to its execve: options on, then resumed;
-    /// the calls it makes before the exec (an error report) are let through.
+    /// Waits for the child's self-stop, seizes it with the options, and resumes it.
+    fn seize(pid: i32) -> io::Result<()> {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a local integer.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+            if r == -1 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(e).map_err(os("waitpid"));
+            }
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                return Err(io::Error::other(
+                    "the command ended before it could be traced",
+                ));
+            }
+            if libc::WIFSTOPPED(status) {
+                break;
+            }
+        }
+        let opts = libc::PTRACE_O_TRACESYSGOOD
+            | libc::PTRACE_O_TRACEFORK
+            | libc::PTRACE_O_TRACEVFORK
+            | libc::PTRACE_O_TRACECLONE
+            | libc::PTRACE_O_TRACEEXEC
+            | libc::PTRACE_O_TRACESECCOMP
+            | libc::PTRACE_O_EXITKILL;
+        ptrace(libc::PTRACE_SEIZE, pid, 0, opts as usize).map_err(os("ptrace(PTRACE_SEIZE)"))?;
+        // SAFETY: kill(2) on our own child, stopped above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        Ok(())
+    }
+
+    /// Drives the seized child to its execve; the calls it makes before the exec (an
+    /// error report) are let through.
     fn start(pid: i32) -> io::Result<Tracer> {
         let mut t = Tracer {
             main: pid,
             ended: None,
             known: HashSet::from([pid]),
-            fresh: HashSet::new(),
             pending: HashMap::new(),
             started: false,
             held: None,
@@ -301,16 +351,11 @@ impl Tracer {
             }
             let sig = libc::WSTOPSIG(status);
             let event = status >> 16;
-            if !t.started && sig == libc::SIGSTOP {
+            if event == libc::PTRACE_EVENT_STOP
+                || (!t.started && (sig == libc::SIGCONT || sig == libc::SIGSTOP))
+            {
+                // The self-stop seen as seized, and the SIGCONT that ends it.
                 t.started = true;
-                let opts = libc::PTRACE_O_TRACESYSGOOD
-                    | libc::PTRACE_O_TRACEFORK
-                    | libc::PTRACE_O_TRACEVFORK
-                    | libc::PTRACE_O_TRACECLONE
-                    | libc::PTRACE_O_TRACEEXEC
-                    | libc::PTRACE_O_TRACESECCOMP;
-                ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as usize)
-                    .map_err(os("ptrace(PTRACE_SETOPTIONS)"))?;
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
@@ -390,13 +435,16 @@ impl Tracer {
             }
             let sig = libc::WSTOPSIG(status);
             let event = status >> 16;
-            if self.known.insert(tid) && sig == libc::SIGSTOP {
-                // A new task's attach stop, seen before its parent's event.
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
-                continue;
-            }
-            if sig == libc::SIGSTOP && self.fresh.remove(&tid) {
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
+            self.known.insert(tid);
+            if event == libc::PTRACE_EVENT_STOP {
+                if [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&sig) {
+                    // A group-stop: the task stays stopped (its parent sees it stopped)
+                    // until a SIGCONT, as untraced.
+                    self.resume(libc::PTRACE_LISTEN, tid, 0)?;
+                } else {
+                    // A new task's first stop, or the wake-up after a group-stop.
+                    self.resume(libc::PTRACE_CONT, tid, 0)?;
+                }
                 continue;
             }
             if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
@@ -435,9 +483,7 @@ impl Tracer {
                 )
                 .map_err(os("ptrace(PTRACE_GETEVENTMSG)"))?;
                 let child = msg as i32;
-                if self.known.insert(child) {
-                    self.fresh.insert(child);
-                }
+                self.known.insert(child);
                 self.resume(libc::PTRACE_CONT, tid, 0)?;
                 return Ok(Some(Event::Task {
                     tid: child,
@@ -453,16 +499,9 @@ impl Tracer {
                 self.resume(libc::PTRACE_CONT, tid, 0)?;
                 continue;
             }
-            // A signal for the task: deliver it. A group-stop (GETSIGINFO fails) is
-            // resumed without one, as ptrace without PTRACE_SEIZE must.
-            // SAFETY: siginfo_t is plain data; all-zero is a valid value.
-            let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let deliver = match ptrace(libc::PTRACE_GETSIGINFO, tid, 0, &mut si as *mut _ as usize)
-            {
-                Ok(_) => sig,
-                Err(_) => 0,
-            };
-            self.resume(libc::PTRACE_CONT, tid, deliver)?;
+            // A signal for the task (under PTRACE_SEIZE group-stops come as
+            // PTRACE_EVENT_STOP above): deliver it.
+            self.resume(libc::PTRACE_CONT, tid, sig)?;
         }
     }
 }
@@ -491,6 +530,29 @@ fn forward_signals() -> io::Result<()> {
         }?;
     }
     Ok(())
+}
+
+/// The standard descriptors (0, 1, 2) ioprobe was started without. Rust's runtime
+/// opens /dev/null read-write on each one closed at start, before `main`; a shell's
+/// `</dev/null` or `>/dev/null` opens it for reading or for writing, so /dev/null open
+/// read-write on a standard descriptor is taken as one that was closed (`<>/dev/null`
+/// is the one case read wrongly: the command then gets it closed).
+pub fn stdio_closed_at_start() -> Vec<i32> {
+    (0..3)
+        .filter(|fd| {
+            let null = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+                .is_ok_and(|p| p == std::path::Path::new("/dev/null"));
+            let rdwr = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("flags:"))
+                        .and_then(|v| i64::from_str_radix(v.trim(), 8).ok())
+                })
+                .is_some_and(|f| f & 3 == libc::O_RDWR as i64);
+            null && rdwr
+        })
+        .collect()
 }
 
 /// Reads a NUL-terminated string (a path argument) from a stopped tracee's memory.
