@@ -369,8 +369,12 @@ pub enum Command {
 const TRACE_HELP: &str = "\
 How: CMD runs as a ptrace tracee under a seccomp filter that stops it only at I/O calls
 (read/write and their p/v forms, lseek, open/close, fsync, sendfile/splice/copy_file_range,
-mmap, stat, getdents64, fcntl F_SETPIPE_SZ, io_uring_enter); forks, threads and execs are
-followed. Calls are priced with the newest saved read, write, pipe, syscalls (and copy)
+mmap, stat, getdents64, fcntl, io_uring_enter; socket data: sendto/recvfrom, sendmsg/
+recvmsg, sendmmsg/recvmmsg; Linux AIO: io_submit (each iocb's bytes), io_getevents;
+fadvise64, readahead, fallocate, ftruncate/truncate, sync/syncfs, ioctl, flock; rename,
+unlink, mkdir, rmdir, link, symlink and their *at forms; utimensat, chmod, chown, the
+xattr calls, readlink, access, statfs), each attributed to its file, socket or pipe;
+forks, threads and execs are followed. Calls are priced with the newest saved read, write, pipe, syscalls (and copy)
 runs of this host, never with their traced durations; with none saved, the few cases
 needed are measured first (about 10 s) and saved, before CMD runs.
 

@@ -5,7 +5,7 @@
 //! copies, pipe capacities). Built from [`Event`]s; names no probe.
 
 use crate::sys::os::Event;
-use crate::sys::os::trace::{FCNTL, read_string, traced_calls};
+use crate::sys::os::trace::{read_string, traced_calls};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -358,13 +358,8 @@ impl Profile {
     }
 
     fn call(&mut self, tid: i32, nr: u64, a: [u64; 6], ret: i64) {
-        let name = if nr == FCNTL {
-            "fcntl(F_SETPIPE_SZ)"
-        } else {
-            match self.names.get(&nr) {
-                Some(n) => n,
-                None => return,
-            }
+        let Some(&name) = self.names.get(&nr) else {
+            return;
         };
         *self.counts.entry(name).or_default() += 1;
         let pid = self.pid_of(tid);
@@ -561,7 +556,26 @@ impl Profile {
                 s.bytes += a[1];
                 s.errors += u64::from(!ok);
             }
-            "fstat" | "getdents64" | "io_uring_enter" | "fcntl(F_SETPIPE_SZ)" => {
+            "fcntl" => {
+                // F_SETPIPE_SZ keeps its own row (pricing reads the pipe's size from it).
+                const F_SETPIPE_SZ: u64 = 1031;
+                let op = if a[1] == F_SETPIPE_SZ {
+                    "fcntl(F_SETPIPE_SZ)"
+                } else {
+                    "fcntl"
+                };
+                if let Some(f) = self.fd(pid, fd0) {
+                    let s = self.op(pid, f.target, op);
+                    s.calls += 1;
+                    s.errors += u64::from(!ok);
+                    if op != "fcntl" && ok {
+                        self.pipe_sizes.insert(f.target, ret as u64);
+                    }
+                }
+            }
+            "fstat" | "getdents64" | "io_uring_enter" | "fadvise64" | "readahead" | "fallocate"
+            | "ftruncate" | "syncfs" | "ioctl" | "flock" | "fchmod" | "fchown" | "fsetxattr"
+            | "fgetxattr" | "flistxattr" | "fremovexattr" | "fstatfs" => {
                 if let Some(f) = self.fd(pid, fd0) {
                     let s = self.op(pid, f.target, name);
                     s.calls += 1;
@@ -569,10 +583,85 @@ impl Profile {
                     if name == "getdents64" && ok {
                         s.bytes += ret as u64;
                     }
-                    if name == "fcntl(F_SETPIPE_SZ)" && ok {
-                        self.pipe_sizes.insert(f.target, ret as u64);
+                    if name == "fallocate" {
+                        s.bytes += a[3];
                     }
                 }
+            }
+            "sendto" | "recvfrom" | "sendmsg" | "recvmsg" | "sendmmsg" | "recvmmsg" => {
+                // What each call asked to move, and what it moved.
+                let (asked, moved) = match name {
+                    "sendto" | "recvfrom" => (a[2], if ok { ret as u64 } else { 0 }),
+                    "sendmsg" | "recvmsg" => {
+                        let (iov, n) = msghdr_iov(tid, a[1]);
+                        (iov_total(tid, iov, n), if ok { ret as u64 } else { 0 })
+                    }
+                    // The messages sent or received: each mmsghdr's msg_len.
+                    _ => {
+                        let got = mmsg_total(tid, a[1], if ok { ret as u64 } else { 0 });
+                        (got, got)
+                    }
+                };
+                if let Some(f) = self.fd(pid, fd0) {
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                    s.bytes += moved;
+                    s.errors += u64::from(!ok);
+                    *s.sizes.entry(bucket(asked)).or_default() += 1;
+                }
+            }
+            "io_submit" => {
+                // Each submitted iocb on its own descriptor: reads, writes, syncs.
+                let n = if ok { ret as u64 } else { 0 };
+                for (fd, op, bytes) in iocbs(tid, a[2], n) {
+                    if let Some(f) = self.fd(pid, fd) {
+                        let s = self.op(pid, f.target, op);
+                        s.calls += 1;
+                        s.bytes += bytes;
+                        *s.sizes.entry(bucket(bytes)).or_default() += 1;
+                    }
+                }
+                let t = self.target("aio context");
+                let s = self.op(pid, t, name);
+                s.calls += 1;
+                s.errors += u64::from(!ok);
+            }
+            "io_getevents" | "sync" => {
+                let t = self.target(if name == "sync" {
+                    "every filesystem"
+                } else {
+                    "aio context"
+                });
+                let s = self.op(pid, t, name);
+                s.calls += 1;
+                s.errors += u64::from(!ok);
+            }
+            "truncate" | "rename" | "renameat" | "renameat2" | "unlink" | "unlinkat" | "mkdir"
+            | "mkdirat" | "rmdir" | "link" | "linkat" | "symlink" | "symlinkat" | "utimensat"
+            | "chmod" | "fchmodat" | "chown" | "lchown" | "fchownat" | "setxattr" | "lsetxattr"
+            | "getxattr" | "lgetxattr" | "listxattr" | "llistxattr" | "removexattr"
+            | "lremovexattr" | "readlink" | "readlinkat" | "access" | "faccessat"
+            | "faccessat2" | "statfs" => {
+                // The path the call names (for a rename or a link, the existing one).
+                let addr = match name {
+                    "symlink" => a[1],
+                    "symlinkat" => a[2],
+                    "renameat" | "renameat2" | "unlinkat" | "mkdirat" | "linkat" | "utimensat"
+                    | "fchmodat" | "fchownat" | "readlinkat" | "faccessat" | "faccessat2" => a[1],
+                    _ => a[0],
+                };
+                let path = if addr == 0 {
+                    // utimensat(fd, NULL, …): the descriptor itself.
+                    self.fd(pid, fd0)
+                        .map(|f| self.targets[f.target].name.clone())
+                        .unwrap_or_else(|| "?".into())
+                } else {
+                    read_string(tid, addr).unwrap_or_else(|| "?".into())
+                };
+                let t = self.target(&path);
+                let s = self.op(pid, t, name);
+                s.calls += 1;
+                s.errors += u64::from(!ok);
             }
             "stat" | "lstat" | "newfstatat" | "statx" => {
                 let addr = if name == "stat" || name == "lstat" {
@@ -598,6 +687,65 @@ impl Profile {
             _ => {}
         }
     }
+}
+
+/// `len` bytes of task `tid`'s memory at `addr`.
+fn peek(tid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
+    let mut buf = vec![0u8; len];
+    mem.read_exact_at(&mut buf, addr).ok()?;
+    Some(buf)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+/// A struct msghdr's iovec array and count (x86-64 and aarch64 layout: msg_iov at 16,
+/// msg_iovlen at 24).
+fn msghdr_iov(tid: i32, addr: u64) -> (u64, u64) {
+    peek(tid, addr, 56).map_or((0, 0), |b| (u64_at(&b, 16), u64_at(&b, 24)))
+}
+
+/// The bytes of the first `n` messages of a struct mmsghdr array at `addr` (64 bytes
+/// each: a msghdr, then msg_len).
+fn mmsg_total(tid: i32, addr: u64, n: u64) -> u64 {
+    let n = n.min(1024) as usize;
+    peek(tid, addr, 64 * n).map_or(0, |b| {
+        b.chunks_exact(64)
+            .map(|c| u32::from_ne_bytes(c[56..60].try_into().unwrap_or([0; 4])) as u64)
+            .sum()
+    })
+}
+
+/// The first `n` iocbs of an io_submit array of pointers at `addr`: (descriptor,
+/// operation, bytes asked) each.
+fn iocbs(tid: i32, addr: u64, n: u64) -> Vec<(i32, &'static str, u64)> {
+    let n = n.min(1024) as usize;
+    let Some(ptrs) = peek(tid, addr, 8 * n) else {
+        return Vec::new();
+    };
+    (0..n)
+        .filter_map(|i| {
+            let cb = peek(tid, u64_at(&ptrs, 8 * i), 64)?;
+            let opcode = u16::from_ne_bytes(cb[16..18].try_into().ok()?);
+            let fd = u32::from_ne_bytes(cb[20..24].try_into().ok()?) as i32;
+            let nbytes = u64_at(&cb, 32);
+            let (op, bytes) = match opcode {
+                0 => ("aio pread", nbytes),
+                1 => ("aio pwrite", nbytes),
+                7 => ("aio preadv", iov_total(tid, u64_at(&cb, 24), nbytes)),
+                8 => ("aio pwritev", iov_total(tid, u64_at(&cb, 24), nbytes)),
+                2 => ("aio fsync", 0),
+                3 => ("aio fdsync", 0),
+                _ => ("aio other", 0),
+            };
+            Some((fd, op, bytes))
+        })
+        .collect()
 }
 
 /// The total length of the `n` iovecs at `addr` in task `tid`'s memory.

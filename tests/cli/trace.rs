@@ -45,6 +45,7 @@ fn strace_counts(dir: &Path, cmd: &[&str]) -> Option<std::collections::BTreeMap<
         .args(["-f", "-c", "-o"])
         .arg(&out)
         .args(cmd)
+        .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -498,4 +499,154 @@ fn no_colour_goes_into_the_output_file() {
     assert!(out.status.success(), "{out:?}");
     let report = std::fs::read_to_string(d.join("report")).unwrap();
     assert!(!report.contains('\x1b'), "{report}");
+}
+
+/// Every call family beyond read/write (socket data, AIO with its iocbs, hints and
+/// space, locks, ioctl, the namespace, metadata) is traced, attributed to its target,
+/// and counted as strace -f -c counts it.
+#[test]
+fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = d.join("trace_calls");
+    let built = std::process::Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/trace_calls.c"
+        ))
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no gcc to build the fixture program");
+        return;
+    }
+    let run_dir = d.join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let p = prog.to_str().unwrap();
+    let (doc, code, err) = {
+        let out = d.join("trace.json");
+        let a = Command::new(BIN)
+            .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+            .arg(d.join("none.db"))
+            .arg("--output")
+            .arg(&out)
+            .args(["--", p])
+            .current_dir(&run_dir)
+            .assert();
+        let o = a.get_output();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        (
+            doc,
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert_eq!(code, 0, "{err}");
+    let counts = doc["counts"].as_object().unwrap();
+    for (name, n) in [
+        ("sendto", 3),
+        ("recvfrom", 3),
+        ("sendmsg", 1),
+        ("recvmsg", 1),
+        ("sendmmsg", 1),
+        ("recvmmsg", 1),
+        ("io_submit", 1),
+        ("io_getevents", 1),
+        ("fadvise64", 1),
+        ("readahead", 1),
+        ("fallocate", 1),
+        ("ftruncate", 1),
+        ("truncate", 1),
+        ("sync", 1),
+        ("syncfs", 1),
+        ("flock", 2),
+        ("fchmod", 1),
+        ("fchown", 1),
+        ("fsetxattr", 1),
+        ("fgetxattr", 1),
+        ("flistxattr", 1),
+        ("fremovexattr", 1),
+        ("fstatfs", 1),
+        ("statfs", 1),
+        ("mkdir", 1),
+        ("rename", 1),
+        ("link", 1),
+        ("symlink", 1),
+        ("readlink", 1),
+        ("chmod", 1),
+        ("utimensat", 1),
+        ("setxattr", 1),
+        ("getxattr", 1),
+        ("listxattr", 1),
+        ("removexattr", 1),
+        ("unlink", 3),
+        ("rmdir", 1),
+    ] {
+        assert_eq!(
+            counts.get(name).and_then(Value::as_u64),
+            Some(n),
+            "{name}: {counts:?}"
+        );
+    }
+    assert!(counts.get("ioctl").and_then(Value::as_u64).unwrap_or(0) >= 1);
+    assert!(counts.get("fcntl").and_then(Value::as_u64).unwrap_or(0) >= 1);
+    // Attributed: the AIO read to the file with its 4 KiB, socket bytes to the socket.
+    let rows = doc["rows"].as_array().unwrap();
+    let bytes = |op: &str| -> u64 {
+        rows.iter()
+            .filter(|r| r["op"] == op)
+            .map(|r| r["bytes"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
+    assert_eq!(bytes("sendto"), 300);
+    assert_eq!(bytes("sendmsg"), 30);
+    assert_eq!(bytes("sendmmsg"), 60);
+    // And each count is strace's.
+    let strace_dir = d.join("strace");
+    std::fs::create_dir(&strace_dir).unwrap();
+    if let Some(st) = strace_counts(&strace_dir, &[p]) {
+        for (name, n) in counts {
+            if let Some(&s) = st.get(name) {
+                assert_eq!(n.as_u64(), Some(s), "{name}: ioprobe {n}, strace {s}");
+            }
+        }
+    }
+}
+
+/// A 32-bit program's calls pass the filter's architecture check unseen: as CMD it is
+/// refused before it runs; run by a traced 64-bit program, the report names it.
+#[test]
+fn a_32_bit_program_is_refused_or_named_never_silently_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("m32.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(void){FILE*f=fopen(\"ran\",\"w\");return f?0:1;}\n",
+    )
+    .unwrap();
+    let built = std::process::Command::new("gcc")
+        .args(["-m32", "-o"])
+        .arg(d.join("m32"))
+        .arg(&src)
+        .stderr(Stdio::null())
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: gcc -m32 cannot build here (gcc-multilib missing)");
+        return;
+    }
+    let out = traced(d, &["./m32"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is a 32-bit program") && err.contains("not run"),
+        "{err}"
+    );
+    assert!(!d.join("ran").exists(), "the 32-bit program ran");
+    let out = traced(d, &["sh", "-c", "./m32"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report = std::fs::read_to_string(d.join("report")).unwrap();
+    assert!(report.contains("ran the 32-bit program"), "{report}");
 }
