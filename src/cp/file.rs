@@ -100,6 +100,18 @@ fn replace_with(dst: &Path, make: impl Fn(&Path) -> std::io::Result<()>) -> std:
     }
 }
 
+/// `dst` made a hard link to `to` (a first copy), replacing what is there.
+fn link_to(to: &Path, dst: &Path) -> Result<()> {
+    replace_with(dst, |d| std::fs::hard_link(to, d)).map_err(|e| {
+        anyhow!(
+            "cannot create hard link {} to {}: {}",
+            q(dst),
+            q(to),
+            plain(&e)
+        )
+    })
+}
+
 /// Asks whether to overwrite `dst` (-i): a line from stdin starting with y or Y.
 fn ask(sh: &Shared, dst: &Path) -> Result<bool> {
     let _one = sh.asking.lock().map_err(|_| anyhow!("lock"))?;
@@ -162,14 +174,7 @@ pub(super) fn copy_nondir(
                 && meta.nlink() > 1
                 && let Some(to) = sh.links.claim_existing((meta.dev(), meta.ino()), dst)?
             {
-                replace_with(dst, |p| std::fs::hard_link(&to, p)).map_err(|e| {
-                    anyhow!(
-                        "cannot create hard link {} to {}: {}",
-                        q(dst),
-                        q(&to),
-                        plain(&e)
-                    )
-                })?;
+                link_to(&to, dst)?;
             }
             return Ok(());
         }
@@ -263,14 +268,7 @@ pub(super) fn copy_nondir(
     {
         match sh.links.claim((meta.dev(), meta.ino()), dst)? {
             Claim::Link(to) => {
-                replace_with(dst, |d| std::fs::hard_link(&to, d)).map_err(|e| {
-                    anyhow!(
-                        "cannot create hard link {} to {}: {}",
-                        q(dst),
-                        q(&to),
-                        plain(&e)
-                    )
-                })?;
+                link_to(&to, dst)?;
                 finish(sh, &it, Made::HardLink);
                 return Ok(());
             }

@@ -12,37 +12,28 @@ pub use super::os::{
 /// Waits until `fd` is readable (data or end of file). Signals interrupt the wait; it
 /// then returns `Ok(false)` if `stop()` says to give up, and waits again otherwise.
 pub fn wait_readable<Fd: AsFd>(fd: Fd, stop: &dyn Fn() -> bool) -> SysResult<bool> {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    loop {
-        if stop() {
-            return Ok(false);
-        }
-        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-        // A timeout too: a signal that arrives between `stop()` and the poll does not
-        // interrupt it.
-        let t = Timespec {
-            tv_sec: 0,
-            tv_nsec: 100_000_000,
-        };
-        match poll(&mut fds, Some(&t)) {
-            Ok(0) => continue,
-            Ok(_) => return Ok(true),
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(SysError::new("poll", e)),
-        }
-    }
+    wait_for(fd, rustix::event::PollFlags::IN, stop)
 }
 
 /// Waits until `fd` takes a write without blocking (or its reader is gone), as
 /// [`wait_readable`] does for reading.
 pub fn wait_writable<Fd: AsFd>(fd: Fd, stop: &dyn Fn() -> bool) -> SysResult<bool> {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    wait_for(fd, rustix::event::PollFlags::OUT, stop)
+}
+
+/// Polls `fd` for `what`, with a timeout too: a signal that arrives between `stop()`
+/// and the poll does not interrupt it.
+fn wait_for<Fd: AsFd>(
+    fd: Fd,
+    what: rustix::event::PollFlags,
+    stop: &dyn Fn() -> bool,
+) -> SysResult<bool> {
+    use rustix::event::{PollFd, Timespec, poll};
     loop {
         if stop() {
             return Ok(false);
         }
-        let mut fds = [PollFd::new(&fd, PollFlags::OUT)];
-        // A timeout too, for a signal that arrives before the poll starts.
+        let mut fds = [PollFd::new(&fd, what)];
         let t = Timespec {
             tv_sec: 0,
             tv_nsec: 100_000_000,

@@ -209,6 +209,22 @@ fn ptrace(req: libc::c_uint, pid: i32, addr: usize, data: usize) -> io::Result<l
     }
 }
 
+/// waitpid(pid, flags) until it answers (EINTR retried): the status.
+fn wait_status(pid: i32, flags: libc::c_int) -> io::Result<libc::c_int> {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a local integer.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r != -1 {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e).map_err(os("waitpid"));
+        }
+    }
+}
+
 /// The ptrace stop's syscall information: (op, nr, args, ret).
 fn syscall_info(tid: i32) -> io::Result<(u8, u64, [u64; 6], i64)> {
     // SAFETY: ptrace_syscall_info is plain data; all-zero is a valid value.
@@ -351,16 +367,7 @@ impl Tracer {
     /// Waits for the child's self-stop, seizes it with the options, and resumes it.
     fn seize(pid: i32) -> io::Result<()> {
         loop {
-            let mut status = 0;
-            // SAFETY: waitpid writes the status into a local integer.
-            let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
-            if r == -1 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(e).map_err(os("waitpid"));
-            }
+            let status = wait_status(pid, libc::WUNTRACED)?;
             if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
                 return Err(io::Error::other(
                     "the command ended before it could be traced",
@@ -395,16 +402,7 @@ impl Tracer {
             held: None,
         };
         loop {
-            let mut status = 0;
-            // SAFETY: waitpid writes the status into a local integer.
-            let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
-            if r == -1 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(e).map_err(os("waitpid"));
-            }
+            let status = wait_status(pid, libc::__WALL)?;
             if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
                 // It never reached exec; the pipe says why.
                 t.ended = Some(Ended::Code(127));
