@@ -5,7 +5,7 @@
 //! copies, pipe capacities). Built from [`Event`]s; names no probe.
 
 use crate::sys::os::Event;
-use crate::sys::os::trace::{read_string, traced_calls};
+use crate::sys::os::trace::{exec_note, read_string, traced_calls};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -158,39 +158,6 @@ struct Fd {
     /// Where the last data call on it ended (for sequential or random).
     end: Option<u64>,
     after_lseek: bool,
-}
-
-/// What the program process `pid` has just started means for its trace: a 32-bit
-/// program (its calls pass the filter unseen), or one that is setuid, setgid or has
-/// file capabilities (the kernel runs it without them under ptrace).
-fn exec_note(pid: i32) -> Option<String> {
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
-    let mut head = [0u8; 5];
-    std::fs::File::open(format!("/proc/{pid}/exe"))
-        .and_then(|mut f| f.read_exact(&mut head))
-        .ok()?;
-    if head[..4] == *b"\x7fELF" && head[4] == 1 {
-        return Some(format!(
-            "pid {pid} ran the 32-bit program {}: its system calls were not traced",
-            exe.display()
-        ));
-    }
-    let m = std::fs::metadata(&exe).ok()?;
-    let caps = rustix::fs::getxattr(&exe, "security.capability", &mut [0u8; 64]).is_ok();
-    if m.mode() & 0o6000 != 0 || caps {
-        return Some(format!(
-            "pid {pid} ran {}, which is {}: under ptrace the kernel runs it without those privileges",
-            exe.display(),
-            if caps {
-                "given file capabilities"
-            } else {
-                "setuid or setgid"
-            }
-        ));
-    }
-    None
 }
 
 /// The size bucket (a power of two, 0 for 0) of a request of `n` bytes.

@@ -175,6 +175,11 @@ pub mod trace {
         Vec::new()
     }
 
+    /// Nothing to say here: tracing is Linux-only.
+    pub fn exec_note(_pid: i32) -> Option<String> {
+        None
+    }
+
     /// Never made: [`Tracer::spawn`] says tracing is Linux-only.
     pub struct Tracer(());
 

@@ -591,6 +591,39 @@ fn forward_signals() -> io::Result<()> {
     Ok(())
 }
 
+/// What the program process `pid` has just started means for its trace: a 32-bit
+/// program (its calls pass the filter unseen), or one that is setuid, setgid or has
+/// file capabilities (the kernel runs it without them under ptrace).
+pub fn exec_note(pid: i32) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let mut head = [0u8; 5];
+    std::fs::File::open(format!("/proc/{pid}/exe"))
+        .and_then(|mut f| f.read_exact(&mut head))
+        .ok()?;
+    if head[..4] == *b"\x7fELF" && head[4] == 1 {
+        return Some(format!(
+            "pid {pid} ran the 32-bit program {}: its system calls were not traced",
+            exe.display()
+        ));
+    }
+    let m = std::fs::metadata(&exe).ok()?;
+    let caps = rustix::fs::getxattr(&exe, "security.capability", &mut [0u8; 64]).is_ok();
+    if m.mode() & 0o6000 != 0 || caps {
+        return Some(format!(
+            "pid {pid} ran {}, which is {}: under ptrace the kernel runs it without those privileges",
+            exe.display(),
+            if caps {
+                "given file capabilities"
+            } else {
+                "setuid or setgid"
+            }
+        ));
+    }
+    None
+}
+
 /// The standard descriptors (0, 1, 2) ioprobe was started without. Rust's runtime
 /// opens /dev/null read-write on each one closed at start, before `main`; a shell's
 /// `</dev/null` or `>/dev/null` opens it for reading or for writing, so /dev/null open
