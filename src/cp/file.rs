@@ -851,7 +851,9 @@ fn fd_attributes(
     }
     let mut mode = new_mode(sh, m);
     if lost_owner {
-        mode &= !0o6000;
+        // GNU's rule: a file whose owner could not be kept loses setuid, setgid and
+        // the sticky bit.
+        mode &= !0o7000;
     }
     #[allow(clippy::unnecessary_cast)] // st_mode is a u16 on macOS
     let differs = match &now {
@@ -924,12 +926,13 @@ impl Attrs {
 /// The source's timestamps (with -p) and owner (with --preserve=ownership; refused
 /// quietly when not permitted, as cp does, keeping the group where it can) on `path`,
 /// by path with `flags`.
+/// Ok(false): the owner was to be kept and could not be.
 pub(super) fn times_and_owner(
     p: super::Preserve,
     path: &Path,
     a: &Attrs,
     flags: rustix::fs::AtFlags,
-) -> Result<()> {
+) -> Result<bool> {
     if p.timestamps {
         rustix::fs::utimensat(rustix::fs::CWD, path, &timestamps(a), flags)?;
     }
@@ -945,11 +948,12 @@ pub(super) fn times_and_owner(
             Ok(()) => {}
             Err(Errno::PERM | Errno::INVAL) => {
                 let _ = rustix::fs::chownat(rustix::fs::CWD, path, None, gid, flags);
+                return Ok(false);
             }
             Err(e) => bail!("preserving ownership: {}", errno_text(e)),
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 fn timestamps(a: &Attrs) -> rustix::fs::Timestamps {

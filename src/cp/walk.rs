@@ -596,9 +596,11 @@ fn copy_entry(
 /// one keeps its own).
 pub(super) fn dir_attributes(sh: &Shared, dst: &Path, m: &Attrs, created: bool) -> Result<()> {
     let p = sh.opts.preserve;
-    file::times_and_owner(p, dst, m, rustix::fs::AtFlags::empty())?;
+    let owned = file::times_and_owner(p, dst, m, rustix::fs::AtFlags::empty())?;
     let mode = if p.mode {
-        Some(m.mode & 0o7777)
+        // A directory whose owner could not be kept loses setuid and setgid (GNU
+        // keeps its sticky bit).
+        Some(m.mode & if owned { 0o7777 } else { 0o1777 })
     } else if created {
         let now = std::fs::symlink_metadata(dst)?.mode();
         Some(if p.no_mode {
