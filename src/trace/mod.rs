@@ -415,6 +415,70 @@ fn elide(s: &str, max: usize) -> String {
     format!("{head}…{tail}")
 }
 
+/// Findings listed one per line: the first [`LISTED`] that matter, then the rest
+/// grouped by kind, each group one line with its count and total saving. Nothing is
+/// dropped without saying how much: `--json` keeps every finding.
+fn findings_text(found: &[Finding], work: f64) -> String {
+    const LISTED: usize = 20;
+    let mut out = String::new();
+    let mut n = 0;
+    let (matter, minor): (Vec<&Finding>, Vec<&Finding>) = found.iter().partition(|f| f.matters);
+    for x in matter.iter().take(LISTED) {
+        n += 1;
+        out.push_str(&format!("  {n}. {}\n", x.text));
+    }
+    // The rest, by kind, largest total saving first.
+    let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
+    for x in matter.iter().skip(LISTED).chain(minor.iter()) {
+        match groups.iter_mut().find(|g| g.0 == x.kind) {
+            Some(g) => g.1.push(x),
+            None => groups.push((x.kind, vec![x])),
+        }
+    }
+    let total = |g: &[&Finding]| g.iter().filter_map(|f| f.saving_s).sum::<f64>();
+    groups.sort_by(|a, b| total(&b.1).total_cmp(&total(&a.1)));
+    for (kind, g) in groups {
+        n += 1;
+        if g.len() == 1 {
+            out.push_str(&format!("  {n}. {}\n", g[0].text));
+            continue;
+        }
+        let saving = total(&g);
+        let targets: std::collections::BTreeSet<&str> =
+            g.iter().map(|f| f.target.as_str()).collect();
+        let share = saving / work.max(1e-9);
+        let priced = if g.iter().all(|f| f.saving_s.is_none()) {
+            "not priced (no saved figures for them on this host)".to_string()
+        } else {
+            format!(
+                "saving ≈{} of ≈{} of work together ({}%){}",
+                secs(saving),
+                secs(work),
+                crate::units::sig3(share * 100.0),
+                if share >= 0.01 {
+                    ""
+                } else {
+                    ", which does not matter here"
+                }
+            )
+        };
+        out.push_str(&format!(
+            "  {n}. {} {}findings of one kind ({kind}) on {} targets, {priced}; the largest: {}\n",
+            thousands(g.len() as u64),
+            if n > 1 { "more " } else { "" },
+            thousands(targets.len() as u64),
+            g[0].text
+        ));
+    }
+    if n < found.len() {
+        out.push_str(&format!(
+            "  ({} findings in all; --json lists each)\n",
+            thousands(found.len() as u64)
+        ));
+    }
+    out
+}
+
 /// What a report is made of.
 struct Report<'a> {
     cmd: &'a [String],
@@ -557,9 +621,7 @@ impl Report<'_> {
             out.push_str("\nno findings: nothing in these calls is worth changing\n");
         } else {
             out.push_str("\nfindings, largest saving first:\n");
-            for (i, x) in found.iter().enumerate() {
-                out.push_str(&format!("  {}. {}\n", i + 1, x.text));
-            }
+            out.push_str(&findings_text(found, run.estimate_s));
         }
         crate::report::table::fit_text(&out)
     }

@@ -650,3 +650,59 @@ fn a_32_bit_program_is_refused_or_named_never_silently_empty() {
     let report = std::fs::read_to_string(d.join("report")).unwrap();
     assert!(report.contains("ran the 32-bit program"), "{report}");
 }
+
+/// The same finding on many targets is one line with a count and a total; the JSON
+/// keeps each.
+#[test]
+fn findings_of_one_kind_on_many_targets_are_grouped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..30 {
+        std::fs::write(d.join(format!("f{i:02}")), vec![b'x'; 100_000]).unwrap();
+    }
+    let cmd = [
+        "sh",
+        "-c",
+        "for f in f*; do dd if=$f of=/dev/null bs=512 2>/dev/null; done",
+    ];
+    let out = traced(d, &cmd).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report = std::fs::read_to_string(d.join("report")).unwrap();
+    let findings = report
+        .split("findings, largest saving first:")
+        .nth(1)
+        .unwrap_or("");
+    let lines = findings
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .count();
+    assert!(lines <= 5, "{report}");
+    assert!(
+        report.contains("findings of one kind (small_requests) on 30 targets"),
+        "{report}"
+    );
+    assert!(
+        report.contains("findings in all; --json lists each"),
+        "{report}"
+    );
+    let out = std::process::Command::new(BIN)
+        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+        .arg(d.join("none.db"))
+        .arg("--output")
+        .arg(d.join("report.json"))
+        .arg("--")
+        .args(cmd)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    let small = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "small_requests")
+        .count();
+    assert_eq!(small, 30);
+}
