@@ -169,6 +169,29 @@ impl Figures {
         self.calls_ns.get(case).copied()
     }
 
+    /// What one data call costs here at the least, however few bytes it moves: the
+    /// syscalls probe's small pread or pwrite (else its null call), in seconds.
+    fn floor_s(&self, reading: bool) -> Option<f64> {
+        let case = if reading { "pread" } else { "pwrite" };
+        self.ns(case).or_else(|| self.ns("null")).map(|n| n * 1e-9)
+    }
+
+    /// `calls` data calls moving `bytes` in requests of `size` along `c`: the bytes at
+    /// the curve's rate, but never less than each call's floor (a 1-byte write costs a
+    /// system call, not a 4-KiB write's 1/4096th).
+    fn data_time(
+        &self,
+        c: &Curve,
+        reading: bool,
+        bytes: u64,
+        calls: u64,
+        size: u64,
+    ) -> Option<f64> {
+        let by_rate = bytes as f64 / c.rate(size)?;
+        let floor = self.floor_s(reading).map_or(0.0, |f| f * calls as f64);
+        Some(by_rate.max(floor))
+    }
+
     /// The extra cost of one call over `base` (say lseek_read over pread), in seconds.
     fn extra(&self, case: &str, base: &str) -> Option<f64> {
         Some(((self.ns(case)? - self.ns(base)?) * 1e-9).max(0.0))
@@ -209,7 +232,8 @@ pub fn time_here(f: &Figures, kind: Kind, op: &str, s: &OpStats, large_pipe: boo
         if let Some((c, _)) = curve_for(f, kind, reading, large_pipe)
             && s.bytes > 0
         {
-            return Some(s.bytes as f64 / c.rate(s.typical_size().unwrap_or(s.bytes))?);
+            let size = s.typical_size().unwrap_or(s.bytes);
+            return f.data_time(c, reading, s.bytes, s.calls, size);
         }
         return f.ns("null").map(|ns| s.calls as f64 * ns * 1e-9);
     }
@@ -298,13 +322,18 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
         if let (Some((c, curve_name)), Some(size)) =
             (curve_for(f, target.kind, reading, large), s.typical_size())
             && let Some(best) = c.best_size()
-            && s.bytes >= 64 * 1024
+            // Enough bytes or calls for the size to matter at all (the share of the
+            // run's work then says whether it does here).
+            && (s.bytes >= 64 * 1024 || s.calls >= 1000)
             && s.calls >= 16
-            && let (Some(now), Some(then)) = (c.rate(size), c.rate(best))
             && size < best
-            && now < 0.97 * then
+            && let calls_then = s.bytes.div_ceil(best)
+            && let (Some(now), Some(then)) = (
+                f.data_time(c, reading, s.bytes, s.calls, size),
+                f.data_time(c, reading, s.bytes, calls_then, best),
+            )
+            && then < 0.97 * now
         {
-            let calls_then = s.bytes.div_ceil(best);
             let how = if reading { "reads" } else { "writes" };
             let priced = if target.kind == Kind::Socket {
                 " (priced with the pipe figures)"
@@ -321,14 +350,14 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                     target.label(),
                     format_size(size),
                     super::thousands(s.calls),
-                    secs(s.bytes as f64 / now),
+                    secs(now),
                     format_size(best),
                     curve_name,
                     super::thousands(calls_then),
-                    secs(s.bytes as f64 / then)
+                    secs(then)
                 ),
-                Some(s.bytes as f64 / now),
-                Some(s.bytes as f64 / then),
+                Some(now),
+                Some(then),
             );
         }
         // lseek then read/write: pread/pwrite would do it in one call.
@@ -538,6 +567,39 @@ mod tests {
             sizes: [(size, calls)].into_iter().collect(),
             ..OpStats::default()
         }
+    }
+
+    /// A 1-byte write costs a system call here, not 1/4096th of a 4 KiB write: the
+    /// call's floor (the syscalls probe's pwrite, else its null call) prices it.
+    #[test]
+    fn tiny_calls_cost_at_least_a_system_call() {
+        let mut f = figures();
+        f.calls_ns.insert("pwrite".into(), 1200.0);
+        let tiny = stats(200_000, 200_000, 1);
+        let t = time_here(&f, Kind::File, "write", &tiny, false).unwrap();
+        assert!((t - 200_000.0 * 1200e-9).abs() < 1e-9, "{t}");
+        // Without pwrite's figure the null call is the floor.
+        let t = time_here(&figures(), Kind::File, "write", &tiny, false).unwrap();
+        assert!((t - 200_000.0 * 80e-9).abs() < 1e-9, "{t}");
+        // Large requests are priced by their bytes, above the floor.
+        let big = stats(16, 16 << 20, 1 << 20);
+        let t = time_here(&f, Kind::File, "write", &big, false).unwrap();
+        assert!((t - (16u64 << 20) as f64 / 16e9).abs() < 1e-9, "{t}");
+        // And the finding for the tiny writes saves nearly all of it.
+        let mut p = app();
+        p.targets.push(Target {
+            name: "/tmp/out".into(),
+            kind: Kind::File,
+            fs: None,
+        });
+        let t = p.targets.len() - 1;
+        p.ops.insert((1, t, "write"), tiny);
+        let found = findings(&p, &f, 1.0);
+        let small = found
+            .iter()
+            .find(|x| x.kind == "small_requests")
+            .expect("found");
+        assert!(small.saving_s.unwrap() > 0.2, "{small:?}");
     }
 
     /// A profile with one process, "app".
