@@ -97,6 +97,8 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
             cases: vec![
                 syscalls::Case::Null,
                 syscalls::Case::Pread,
+                syscalls::Case::Pwrite,
+                syscalls::Case::Lseek,
                 syscalls::Case::LseekRead,
                 syscalls::Case::OpenReadClose,
                 syscalls::Case::Stat,

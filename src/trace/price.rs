@@ -238,7 +238,12 @@ pub fn time_here(f: &Figures, kind: Kind, op: &str, s: &OpStats, large_pipe: boo
         return f.ns("null").map(|ns| s.calls as f64 * ns * 1e-9);
     }
     let per_call = match op {
-        "lseek" => f.extra("lseek_read", "pread"),
+        // lseek alone, as the syscalls probe measures it; older runs without that
+        // case: what it adds to a read.
+        "lseek" => f
+            .ns("lseek")
+            .map(|n| n * 1e-9)
+            .or_else(|| f.extra("lseek_read", "pread")),
         "open" | "openat" | "openat2" | "creat" => f.extra("open_read_close", "pread"),
         "close" => Some(0.0),
         "stat" => f.ns("stat").map(|n| n * 1e-9),
@@ -362,7 +367,10 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
         }
         // lseek then read/write: pread/pwrite would do it in one call.
         if s.after_lseek >= 10 {
-            let per = f.extra("lseek_read", "pread");
+            let per = f
+                .ns("lseek")
+                .map(|n| n * 1e-9)
+                .or_else(|| f.extra("lseek_read", "pread"));
             push(
                 "lseek_then_io",
                 pid,

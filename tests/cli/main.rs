@@ -104,11 +104,12 @@ fn run_json(out: &[u8]) -> Value {
     v
 }
 
-const CASES: [&str; 12] = [
+const CASES: [&str; 13] = [
     "null",
     "open_close",
     "open_write_close",
     "open_read_close",
+    "lseek",
     "lseek_write",
     "lseek_read",
     "pwrite",

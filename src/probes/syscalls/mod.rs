@@ -31,6 +31,7 @@ pub enum Case {
     OpenClose,
     OpenWriteClose,
     OpenReadClose,
+    Lseek,
     LseekWrite,
     LseekRead,
     Pwrite,
@@ -47,6 +48,7 @@ impl Named for Case {
         Case::OpenClose,
         Case::OpenWriteClose,
         Case::OpenReadClose,
+        Case::Lseek,
         Case::LseekWrite,
         Case::LseekRead,
         Case::Pwrite,
@@ -64,6 +66,7 @@ impl Named for Case {
             Case::OpenClose => "open_close",
             Case::OpenWriteClose => "open_write_close",
             Case::OpenReadClose => "open_read_close",
+            Case::Lseek => "lseek",
             Case::LseekWrite => "lseek_write",
             Case::LseekRead => "lseek_read",
             Case::Pwrite => "pwrite",
@@ -84,6 +87,10 @@ impl Case {
             Case::OpenClose => "open(O_RDWR) + close, result of each checked".into(),
             Case::OpenWriteClose => format!("open(O_RDWR) + write {io} B at offset 0 + close"),
             Case::OpenReadClose => format!("open(O_RDWR) + read {io} B at offset 0 + close"),
+            Case::Lseek => {
+                "lseek(0) alone on a reused descriptor: what an lseek adds to a read or write"
+                    .into()
+            }
             Case::LseekWrite => format!("lseek(0) + write {io} B on a reused descriptor"),
             Case::LseekRead => format!("lseek(0) + read {io} B on a reused descriptor"),
             Case::Pwrite => format!("pwrite {io} B at offset 0"),
@@ -247,6 +254,12 @@ impl Workload for CaseRun<'_> {
                     Self::check_len("read", n, io)?;
                     black_box(&mut self.buf);
                     calls::close(fd)?;
+                }
+            }
+            Case::Lseek => {
+                for _ in 0..iters {
+                    let off = calls::lseek_set(self.fd, 0)?;
+                    Self::check_len("lseek", off as usize, 0)?;
                 }
             }
             Case::LseekWrite => {
