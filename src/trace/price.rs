@@ -317,11 +317,33 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             matters,
         });
     };
+    // Relays (a process writing what it read, in the same request size, as dd does):
+    // the writes' side is priced with the reads' finding, since one change (the
+    // request size) changes both. (pid, destination) → its write rows.
+    let relayed: std::collections::BTreeSet<(i32, usize)> = p
+        .copies
+        .iter()
+        .filter(|&(_, &(pairs, _))| pairs >= 16)
+        .filter(|&(&(pid, src, dst), _)| {
+            let size = |t: usize, reading: bool| {
+                p.ops
+                    .range((pid, t, "")..)
+                    .take_while(|&(&(q, x, _), _)| q == pid && x == t)
+                    .filter(|&(&(_, _, op), _)| direction(op) == Some(reading))
+                    .find_map(|(_, s)| s.typical_size())
+            };
+            size(src, true).is_some() && size(src, true) == size(dst, false)
+        })
+        .map(|(&(pid, _, dst), _)| (pid, dst))
+        .collect();
     for (&(pid, t, op), s) in &p.ops {
         let target = &p.targets[t];
         let Some(reading) = direction(op) else {
             continue;
         };
+        if !reading && relayed.contains(&(pid, t)) {
+            continue; // priced with the reads it relays
+        }
         let large = p.pipe_sizes.contains_key(&t);
         // Small requests, priced with the curve for this kind of target.
         if let (Some((c, curve_name)), Some(size)) =
@@ -339,6 +361,43 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             )
             && then < 0.97 * now
         {
+            // The writes this process relays from here change with the reads.
+            let (mut now, mut then) = (now, then);
+            let mut relay = String::new();
+            if reading {
+                for (&(_, _, dst), _) in p.copies.range((pid, t, 0)..=(pid, t, usize::MAX)) {
+                    if !relayed.contains(&(pid, dst)) {
+                        continue;
+                    }
+                    let dst_t = &p.targets[dst];
+                    let rows = p
+                        .ops
+                        .range((pid, dst, "")..)
+                        .take_while(|&(&(q, x, _), _)| q == pid && x == dst);
+                    for (&(_, _, wop), w) in rows {
+                        if direction(wop) != Some(false) {
+                            continue;
+                        }
+                        let w_then = w.bytes.div_ceil(best).max(1);
+                        let wsize = w.typical_size().unwrap_or(size);
+                        let cost =
+                            |calls: u64, sz: u64| match curve_for(f, dst_t.kind, false, false) {
+                                Some((wc, _)) => f.data_time(wc, false, w.bytes, calls, sz),
+                                None => f.floor_s(false).map(|x| x * calls as f64),
+                            };
+                        if let (Some(a), Some(b)) = (cost(w.calls, wsize), cost(w_then, best)) {
+                            now += a;
+                            then += b;
+                            relay.push_str(&format!(
+                                ", and its {} {wop}s to {} with them (≈{} here)",
+                                super::thousands(w.calls),
+                                dst_t.label(),
+                                secs(a)
+                            ));
+                        }
+                    }
+                }
+            }
             let how = if reading { "reads" } else { "writes" };
             let priced = if target.kind == Kind::Socket {
                 " (priced with the pipe figures)"
@@ -350,7 +409,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                 pid,
                 target.label(),
                 format!(
-                    "{} {op} {} with {} {how}: {} calls, ≈{} here{priced}; with {} {how} ({} curve's knee), {} calls (≈{})",
+                    "{} {op} {} with {} {how}: {} calls{relay}, ≈{} here{priced}; with {} {how} ({} curve's knee), {} calls (≈{})",
                     comm(pid),
                     target.label(),
                     format_size(size),
@@ -620,6 +679,43 @@ mod tests {
         };
         p.processes.insert(1, process);
         p
+    }
+
+    /// dd bs=512: the request size changes its reads and the writes that relay them,
+    /// so one finding prices both, and the writes get no finding of their own.
+    #[test]
+    fn a_relay_prices_its_writes_with_its_reads() {
+        let relay = |copies: bool| {
+            let mut p = app();
+            for (name, kind) in [("/f", Kind::File), ("/dev/null", Kind::DevNull)] {
+                p.targets.push(Target {
+                    name: name.into(),
+                    kind,
+                    fs: None,
+                });
+            }
+            p.ops.insert((1, 0, "read"), stats(1000, 512_000, 512));
+            p.ops.insert((1, 1, "write"), stats(1000, 512_000, 512));
+            if copies {
+                p.copies.insert((1, 0, 1), (1000, 512_000));
+            }
+            findings(&p, &figures(), 1.0)
+        };
+        let alone = relay(false);
+        let both = relay(true);
+        let small = |f: &[Finding]| {
+            f.iter()
+                .filter(|x| x.kind == "small_requests")
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(small(&both).len(), 1, "{both:?}");
+        let (a, b) = (&small(&alone)[0], &small(&both)[0]);
+        assert!(b.text.contains("1,000 writes to /dev/null"), "{}", b.text);
+        // The writes' calls at the null call's 80 ns, less the 8 left at the read
+        // curve's knee (64 KiB: 512,000 bytes in 8 calls).
+        let extra = b.saving_s.unwrap() - a.saving_s.unwrap();
+        assert!((extra - 992.0 * 80e-9).abs() < 1e-12, "{extra}");
     }
 
     #[test]
