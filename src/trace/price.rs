@@ -198,6 +198,18 @@ impl Figures {
     }
 }
 
+/// Where the fsync price comes from, said with it: one measurement of this disk, at
+/// that time (a disk busy with another process's writes costs several times more).
+fn fsync_source(f: &Figures) -> String {
+    match (f.fsync_s, f.sources.iter().find(|(p, _)| p == "write")) {
+        (Some(c), Some((_, id))) => format!(
+            " (an fsync priced at {}, as write run {id} measured this disk then: a disk busy with other writes costs more; --figures picks another run)",
+            format_ns(c * 1e9)
+        ),
+        _ => String::new(),
+    }
+}
+
 /// Whether `op` moves data from the target (true) or to it (false); None: not data.
 fn direction(op: &str) -> Option<bool> {
     match op {
@@ -531,12 +543,13 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                 pid,
                 p.targets[t].label(),
                 format!(
-                    "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch",
+                    "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch{}",
                     comm(pid),
                     p.targets[t].label(),
                     super::thousands(y.syncs),
                     crate::units::sig3(y.writes as f64 / y.syncs as f64),
-                    format_size(y.bytes / y.syncs.max(1))
+                    format_size(y.bytes / y.syncs.max(1)),
+                    fsync_source(f)
                 ),
                 f.fsync_s.map(|c| c * y.syncs as f64),
                 f.fsync_s,
@@ -785,6 +798,17 @@ mod tests {
         assert!((lseek.saving_s.unwrap() - 500.0 * 90e-9).abs() < 1e-12);
         let sync = found.iter().find(|x| x.kind == "fsync_per_write").unwrap();
         assert!((sync.saving_s.unwrap() - 19.0 * 100e-6).abs() < 1e-12);
+        // The fsync price says which measurement it is, when the run is known.
+        let mut dated = figures();
+        dated.sources.push(("write".into(), 7));
+        let again = findings(&p, &dated, 0.01);
+        let sync = again.iter().find(|x| x.kind == "fsync_per_write").unwrap();
+        assert!(
+            sync.text
+                .contains("an fsync priced at 100 µs, as write run 7 measured this disk then"),
+            "{}",
+            sync.text
+        );
         // Shares are of the work given; under 1% does not matter.
         for x in &found {
             assert_eq!(x.matters, x.saving_s.unwrap() / 0.05 >= 0.01, "{}", x.text);
