@@ -536,6 +536,55 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             );
         }
     }
+    // A process that only moves a file's bytes into a pipe (`cat f | prog`): the next
+    // process could read the file itself, and this one, with its every call, goes.
+    for (&(pid, src, dst), &(_, bytes)) in &p.copies {
+        let (s_t, d_t) = (&p.targets[src], &p.targets[dst]);
+        if s_t.kind != Kind::File || d_t.kind != Kind::Pipe || bytes < 1 << 20 {
+            continue;
+        }
+        let rows: Vec<(usize, &'static str, &OpStats)> = p
+            .ops
+            .iter()
+            .filter(|&(&(q, _, op), _)| q == pid && direction(op).is_some())
+            .map(|(&(_, t, op), s)| (t, op, s))
+            .collect();
+        // The relay is (nearly) all the data it moves: loading its program and
+        // libraries reads a few KiB besides.
+        let relay = |&&(t, op, _): &&(usize, &'static str, &OpStats)| {
+            (t == src && direction(op) == Some(true)) || (t == dst && direction(op) == Some(false))
+        };
+        let all: u64 = rows.iter().map(|r| r.2.bytes).sum();
+        let relayed: u64 = rows.iter().filter(relay).map(|r| r.2.bytes).sum();
+        if relayed * 10 < all * 9 {
+            continue;
+        }
+        let time: Option<f64> = rows
+            .iter()
+            .filter(relay)
+            .map(|&(t, op, s)| {
+                time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t))
+            })
+            .sum();
+        let calls: u64 = rows.iter().filter(relay).map(|r| r.2.calls).sum();
+        push(
+            "pipe_relay",
+            pid,
+            format!("{} → {}", s_t.label(), d_t.label()),
+            format!(
+                "{} only copies {} from {} into {} ({} calls): the process reading the pipe could read the file itself (`prog < {}` instead of `cat {} | prog`), and this process and its copy would go",
+                comm(pid),
+                format_size(bytes),
+                s_t.label(),
+                d_t.label(),
+                super::thousands(calls),
+                s_t.name,
+                s_t.name
+            ),
+            time,
+            time.map(|_| 0.0),
+        );
+    }
     for (&(pid, t), y) in &p.syncs {
         if y.syncs >= 10 && y.writes <= 8 * y.syncs && y.bytes / y.syncs.max(1) < 64 * 1024 {
             push(
@@ -729,6 +778,42 @@ mod tests {
         // curve's knee (64 KiB: 512,000 bytes in 8 calls).
         let extra = b.saving_s.unwrap() - a.saving_s.unwrap();
         assert!((extra - 992.0 * 80e-9).abs() < 1e-12, "{extra}");
+    }
+
+    /// `cat f | prog`: a process that only moves a file into a pipe is a finding, its
+    /// whole priced time the saving; a process that also does other work is not.
+    #[test]
+    fn a_process_that_only_pipes_a_file_is_a_finding() {
+        let with = |extra: bool| {
+            let mut p = app();
+            for (name, kind) in [
+                ("/f", Kind::File),
+                ("pipe:[9]", Kind::Pipe),
+                ("/lib.so", Kind::File),
+            ] {
+                p.targets.push(Target {
+                    name: name.into(),
+                    kind,
+                    fs: None,
+                });
+            }
+            p.ops.insert((1, 0, "read"), stats(64, 8 << 20, 128 << 10));
+            p.ops.insert((1, 1, "write"), stats(64, 8 << 20, 128 << 10));
+            // Loading its libraries reads a little; other work reads much more.
+            let lib = if extra { 4 << 20 } else { 832 };
+            p.ops.insert((1, 2, "read"), stats(1, lib, lib));
+            p.copies.insert((1, 0, 1), (64, 8 << 20));
+            findings(&p, &figures(), 1.0)
+        };
+        let found = with(false);
+        let relay = found
+            .iter()
+            .find(|x| x.kind == "pipe_relay")
+            .expect("a finding");
+        assert!(relay.text.contains("prog < /f"), "{}", relay.text);
+        assert_eq!(relay.better_s, Some(0.0));
+        assert!(relay.saving_s.unwrap() > 0.0);
+        assert!(!with(true).iter().any(|x| x.kind == "pipe_relay"));
     }
 
     #[test]
