@@ -144,6 +144,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     while let Some(ev) = tracer.next_event()? {
         prof.add(&ev);
     }
+    prof.finish();
     let elapsed = start.elapsed().as_secs_f64();
     let ended = tracer.ended().unwrap_or(Ended::Code(1));
     let user = |r: crate::sys::rusage::RawRusage| r.user_us as f64 * 1e-6;

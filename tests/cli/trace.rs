@@ -706,3 +706,60 @@ fn findings_of_one_kind_on_many_targets_are_grouped() {
         .count();
     assert_eq!(small, 30);
 }
+
+/// Past a few thousand distinct files, the profile folds further files into one row
+/// per directory and says so: memory and the JSON stay bounded, the counts exact.
+#[test]
+fn many_files_are_folded_into_per_directory_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("many")).unwrap();
+    for i in 0..4200 {
+        std::fs::write(d.join(format!("many/f{i:04}")), "x").unwrap();
+    }
+    let out = std::process::Command::new(BIN)
+        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+        .arg(d.join("none.db"))
+        .arg("--output")
+        .arg(d.join("report.json"))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "find many -type f -exec cat {} + > /dev/null",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    let targets = doc["targets"].as_array().unwrap();
+    assert!(targets.len() <= 4097, "{}", targets.len());
+    let folded = targets
+        .iter()
+        .position(|t| {
+            t["name"]
+                .as_str()
+                .unwrap()
+                .ends_with("many/* (more files, folded)")
+        })
+        .expect("a folded row");
+    let notes = doc["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("more files were folded")),
+        "{notes:?}"
+    );
+    // Every file's open is still counted, the folded ones on their directory's row.
+    let opened: u64 = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["op"] == "openat" && r["target"] == folded)
+        .map(|r| r["calls"].as_u64().unwrap())
+        .sum();
+    assert!(opened >= 100, "{opened}");
+    assert!(doc["counts"]["openat"].as_u64().unwrap() >= 4200);
+}
