@@ -5,7 +5,8 @@
 use crate::*;
 use std::os::unix::fs::PermissionsExt;
 
-/// Traces `cmd` priced with the fixture's figures; (report JSON, exit code, stderr).
+/// Traces `cmd`, run in `dir`, priced with the fixture's figures; (report JSON, exit
+/// code, stderr).
 fn trace(dir: &Path, cmd: &[&str]) -> (Value, i32, String) {
     let out = dir.join("trace.json");
     let a = Command::new(BIN)
@@ -15,6 +16,7 @@ fn trace(dir: &Path, cmd: &[&str]) -> (Value, i32, String) {
         .arg(&out)
         .arg("--")
         .args(cmd)
+        .current_dir(dir)
         .assert();
     let o = a.get_output();
     let code = o.status.code().unwrap_or(-1);
@@ -524,24 +526,7 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
     let run_dir = d.join("run");
     std::fs::create_dir(&run_dir).unwrap();
     let p = prog.to_str().unwrap();
-    let (doc, code, err) = {
-        let out = d.join("trace.json");
-        let a = Command::new(BIN)
-            .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
-            .arg(d.join("none.db"))
-            .arg("--output")
-            .arg(&out)
-            .args(["--", p])
-            .current_dir(&run_dir)
-            .assert();
-        let o = a.get_output();
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        (
-            doc,
-            o.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    };
+    let (doc, code, err) = trace(&run_dir, &[p]);
     assert_eq!(code, 0, "{err}");
     let counts = doc["counts"].as_object().unwrap();
     for (name, n) in [
@@ -685,19 +670,8 @@ fn findings_of_one_kind_on_many_targets_are_grouped() {
         report.contains("findings in all; --json lists each"),
         "{report}"
     );
-    let out = std::process::Command::new(BIN)
-        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
-        .arg(d.join("none.db"))
-        .arg("--output")
-        .arg(d.join("report.json"))
-        .arg("--")
-        .args(cmd)
-        .current_dir(d)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    let (doc, code, err) = trace(d, &cmd);
+    assert_eq!(code, 0, "{err}");
     let small = doc["findings"]
         .as_array()
         .unwrap()
@@ -717,23 +691,11 @@ fn many_files_are_folded_into_per_directory_rows() {
     for i in 0..4200 {
         std::fs::write(d.join(format!("many/f{i:04}")), "x").unwrap();
     }
-    let out = std::process::Command::new(BIN)
-        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
-        .arg(d.join("none.db"))
-        .arg("--output")
-        .arg(d.join("report.json"))
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "find many -type f -exec cat {} + > /dev/null",
-        ])
-        .current_dir(d)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap();
+    let (doc, code, err) = trace(
+        d,
+        &["sh", "-c", "find many -type f -exec cat {} + > /dev/null"],
+    );
+    assert_eq!(code, 0, "{err}");
     let targets = doc["targets"].as_array().unwrap();
     assert!(targets.len() <= 4097, "{}", targets.len());
     let folded = targets
