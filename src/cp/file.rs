@@ -126,6 +126,16 @@ fn newer(src: &Metadata, dst: &Metadata) -> bool {
     (src.mtime(), src.mtime_nsec()) > (dst.mtime(), dst.mtime_nsec())
 }
 
+/// What the rules for an existing destination decided.
+enum Settled {
+    /// Nothing to do (-n, -i answered no, -u with a newer destination, already it).
+    Skip,
+    /// Copy into it in place.
+    Keep,
+    /// It is gone (removed, or renamed to this backup): make a new one.
+    Gone(Option<PathBuf>),
+}
+
 /// Copies one non-directory `it` whose metadata is `meta` (`opened`: its descriptor,
 /// when the caller opened it to read that).
 pub(super) fn copy_nondir(
@@ -137,99 +147,15 @@ pub(super) fn copy_nondir(
     crate::harness::interrupt::check()?;
     let o = &sh.opts;
     let (src, dst) = (it.src, it.dst);
-    let ft = meta.file_type();
-    let mut new_dst = it.fresh;
-    let mut existing = None;
-    if !it.fresh {
-        // A regular file is written through a symlink at the destination, anything
-        // else replaces what is there: stat for the one, lstat for the other.
-        let use_lstat = (!ft.is_file() && (!o.copy_as_regular || ft.is_symlink()))
-            || o.link != LinkMode::Copy
-            || o.backup != Backup::None
-            || o.remove_destination;
-        let found = if use_lstat {
-            std::fs::symlink_metadata(dst)
-        } else {
-            std::fs::metadata(dst)
-        };
-        match found {
-            Ok(d) => existing = Some(d),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => new_dst = true,
-            Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) && o.force => {}
-            Err(e) => bail!("cannot stat {}: {}", q(dst), plain(&e)),
-        }
-    }
+    let (existing, mut new_dst) = find_existing(sh, &it, meta)?;
     let mut backup = None;
     if let Some(d) = &existing {
-        if o.interactive != Interactive::Never {
-            match same_file_ok(sh, src, meta, dst, d) {
-                SameFile::Refuse => bail!("{} and {} are the same file", q(src), q(dst)),
-                SameFile::Done => return Ok(()),
-                SameFile::Go => {}
-            }
-        }
-        if o.update && !d.is_dir() && !newer(meta, d) {
-            // Not copied, but a later name of the same inode still links to it.
-            if o.preserve.links
-                && meta.nlink() > 1
-                && let Some(to) = sh.links.claim_existing((meta.dev(), meta.ino()), dst)?
-            {
-                link_to(&to, dst)?;
-            }
-            return Ok(());
-        }
-        match o.interactive {
-            Interactive::Never => {
-                if o.debug {
-                    say(format!("{} -> {}: skipped, it exists (-n)", q(src), q(dst)));
-                }
-                return Ok(());
-            }
-            Interactive::Ask if !ask(sh, dst)? => return Ok(()),
-            _ => {}
-        }
-        if d.is_dir() {
-            bail!("cannot overwrite directory {} with non-directory", q(dst));
-        }
-        if it.top
-            && o.backup != Backup::Numbered
-            && let Some(info) = &sh.dest_info
-            && info
-                .lock()
-                .map_err(|_| anyhow!("lock"))?
-                .contains(&(d.dev(), d.ino()))
-        {
-            bail!("will not overwrite just-created {} with {}", q(dst), q(src));
-        }
-        if o.backup != Backup::None {
-            if o.backup != Backup::Numbered
-                && super::backup::source_is_backup(src, meta, dst, &o.suffix)
-            {
-                bail!(
-                    "backing up {} might destroy source;  {} not copied",
-                    q(dst),
-                    q(src)
-                );
-            }
-            match super::backup::rename_aside(dst, o.backup, &o.suffix) {
-                Ok(b) => backup = Some(b),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => bail!("cannot backup {}: {}", q(dst), plain(&e)),
-            }
-            new_dst = true;
-        } else if o.remove_destination
-            || (!o.attributes_only
-                && ((o.preserve.links && d.nlink() > 1)
-                    || (o.deref == super::Deref::Never && !ft.is_file())))
-        {
-            match std::fs::remove_file(dst) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => bail!("cannot remove {}: {}", q(dst), plain(&e)),
-            }
-            new_dst = true;
-            if o.verbose {
-                say(format!("removed {}", q(dst)));
+        match settle_existing(sh, &it, meta, d)? {
+            Settled::Skip => return Ok(()),
+            Settled::Keep => {}
+            Settled::Gone(b) => {
+                backup = b;
+                new_dst = true;
             }
         }
     }
@@ -275,19 +201,163 @@ pub(super) fn copy_nondir(
             Claim::First(f) => first = Some(f),
         }
     }
-    let made = if o.link == LinkMode::Symbolic {
+    let made = make(sh, &it, meta, opened, existing.as_ref(), new_dst)?;
+    if let Some(f) = first {
+        f.publish();
+    }
+    finish(sh, &it, made);
+    Ok(())
+}
+
+/// The destination, if something is there: (its metadata, whether it is to be made
+/// new). A regular file is written through a symlink at the destination, anything else
+/// replaces what is there: stat for the one, lstat for the other.
+fn find_existing(sh: &Shared, it: &Item, meta: &Metadata) -> Result<(Option<Metadata>, bool)> {
+    if it.fresh {
+        return Ok((None, true));
+    }
+    let o = &sh.opts;
+    let ft = meta.file_type();
+    let use_lstat = (!ft.is_file() && (!o.copy_as_regular || ft.is_symlink()))
+        || o.link != LinkMode::Copy
+        || o.backup != Backup::None
+        || o.remove_destination;
+    let found = if use_lstat {
+        std::fs::symlink_metadata(it.dst)
+    } else {
+        std::fs::metadata(it.dst)
+    };
+    match found {
+        Ok(d) => Ok((Some(d), false)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((None, true)),
+        // A symlink loop: -f removes it when the open fails.
+        Err(e) if e.raw_os_error() == Some(Errno::LOOP.raw_os_error()) && o.force => {
+            Ok((None, false))
+        }
+        Err(e) => bail!("cannot stat {}: {}", q(it.dst), plain(&e)),
+    }
+}
+
+/// GNU's rules for an existing destination `d`, in its order: same file, -u, -n/-i,
+/// a directory in the way, just-created, then a backup or a removal.
+fn settle_existing(sh: &Shared, it: &Item, meta: &Metadata, d: &Metadata) -> Result<Settled> {
+    let o = &sh.opts;
+    let (src, dst) = (it.src, it.dst);
+    if o.interactive != Interactive::Never {
+        match same_file_ok(sh, src, meta, dst, d) {
+            SameFile::Refuse => bail!("{} and {} are the same file", q(src), q(dst)),
+            SameFile::Done => return Ok(Settled::Skip),
+            SameFile::Go => {}
+        }
+    }
+    if o.update && !d.is_dir() && !newer(meta, d) {
+        // Not copied, but a later name of the same inode still links to it.
+        if o.preserve.links
+            && meta.nlink() > 1
+            && let Some(to) = sh.links.claim_existing((meta.dev(), meta.ino()), dst)?
+        {
+            link_to(&to, dst)?;
+        }
+        return Ok(Settled::Skip);
+    }
+    match o.interactive {
+        Interactive::Never => {
+            if o.debug {
+                say(format!("{} -> {}: skipped, it exists (-n)", q(src), q(dst)));
+            }
+            return Ok(Settled::Skip);
+        }
+        Interactive::Ask if !ask(sh, dst)? => return Ok(Settled::Skip),
+        _ => {}
+    }
+    if d.is_dir() {
+        bail!("cannot overwrite directory {} with non-directory", q(dst));
+    }
+    if it.top
+        && o.backup != Backup::Numbered
+        && let Some(info) = &sh.dest_info
+        && info
+            .lock()
+            .map_err(|_| anyhow!("lock"))?
+            .contains(&(d.dev(), d.ino()))
+    {
+        bail!("will not overwrite just-created {} with {}", q(dst), q(src));
+    }
+    if o.backup != Backup::None {
+        if o.backup != Backup::Numbered
+            && super::backup::source_is_backup(src, meta, dst, &o.suffix)
+        {
+            bail!(
+                "backing up {} might destroy source;  {} not copied",
+                q(dst),
+                q(src)
+            );
+        }
+        return match super::backup::rename_aside(dst, o.backup, &o.suffix) {
+            Ok(b) => Ok(Settled::Gone(Some(b))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settled::Gone(None)),
+            Err(e) => bail!("cannot backup {}: {}", q(dst), plain(&e)),
+        };
+    }
+    if o.remove_destination
+        || (!o.attributes_only
+            && ((o.preserve.links && d.nlink() > 1)
+                || (o.deref == super::Deref::Never && !meta.file_type().is_file())))
+    {
+        remove_said(sh, dst)?;
+        return Ok(Settled::Gone(None));
+    }
+    Ok(Settled::Keep)
+}
+
+/// Removes `dst` (gone already is fine); -v says so.
+fn remove_said(sh: &Shared, dst: &Path) -> Result<()> {
+    match std::fs::remove_file(dst) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            bail!("cannot remove {}: {}", q(dst), plain(&e))
+        }
+        _ => {}
+    }
+    if sh.opts.verbose {
+        say(format!("removed {}", q(dst)));
+    }
+    Ok(())
+}
+
+/// `make(dst)`, or with -f over whatever is there.
+fn make_at(
+    dst: &Path,
+    force: bool,
+    make: impl Fn(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    if force {
+        replace_with(dst, make)
+    } else {
+        make(dst)
+    }
+}
+
+/// Makes the destination: a symbolic or hard link (-s, -l), a copy of a symlink, a
+/// regular file's data, or a special file.
+fn make(
+    sh: &Shared,
+    it: &Item,
+    meta: &Metadata,
+    opened: Option<std::fs::File>,
+    existing: Option<&Metadata>,
+    new_dst: bool,
+) -> Result<Made> {
+    let o = &sh.opts;
+    let (src, dst) = (it.src, it.dst);
+    let ft = meta.file_type();
+    if o.link == LinkMode::Symbolic {
         if src.is_relative() && !in_working_dir(dst) {
             bail!(
                 "{}: can make relative symbolic links only in current directory",
                 crate::units::escape(&dst.display().to_string())
             );
         }
-        let made = if o.force {
-            replace_with(dst, |d| std::os::unix::fs::symlink(src, d))
-        } else {
-            std::os::unix::fs::symlink(src, dst)
-        };
-        made.map_err(|e| {
+        make_at(dst, o.force, |d| std::os::unix::fs::symlink(src, d)).map_err(|e| {
             anyhow!(
                 "cannot create symbolic link {} to {}: {}",
                 q(dst),
@@ -295,22 +365,18 @@ pub(super) fn copy_nondir(
                 plain(&e)
             )
         })?;
-        Made::Symlink
-    } else if o.link == LinkMode::Hard {
+        return Ok(Made::Symlink);
+    }
+    if o.link == LinkMode::Hard {
         let flags = if sh.follows(it.top) {
             rustix::fs::AtFlags::SYMLINK_FOLLOW
         } else {
             rustix::fs::AtFlags::empty()
         };
-        let link = |d: &Path| -> std::io::Result<()> {
+        make_at(dst, o.force, |d| {
             rustix::fs::linkat(rustix::fs::CWD, src, rustix::fs::CWD, d, flags).map_err(Into::into)
-        };
-        let made = if o.force {
-            replace_with(dst, link)
-        } else {
-            link(dst)
-        };
-        made.map_err(|e| {
+        })
+        .map_err(|e| {
             anyhow!(
                 "cannot create hard link {} to {}: {}",
                 q(dst),
@@ -318,56 +384,53 @@ pub(super) fn copy_nondir(
                 plain(&e)
             )
         })?;
-        Made::HardLink
-    } else if ft.is_symlink() {
+        return Ok(Made::HardLink);
+    }
+    if ft.is_symlink() {
         let target = std::fs::read_link(src)
             .map_err(|e| anyhow!("cannot read symbolic link {}: {}", q(src), plain(&e)))?;
-        let make = |d: &Path| std::os::unix::fs::symlink(&target, d);
-        let made = if o.force {
-            replace_with(dst, make)
-        } else {
-            make(dst)
-        };
-        made.map_err(|e| anyhow!("cannot create symbolic link {}: {}", q(dst), plain(&e)))?;
-        let mut guard = Created { path: Some(dst) };
-        attributes(sh, src, meta, dst)
-            .map_err(|e| anyhow!("setting the attributes of {}: {e:#}", q(dst)))?;
-        guard.path = None;
-        Made::Symlink
-    } else if ft.is_file() || o.copy_as_regular {
-        Made::Data(copy_reg(sh, &it, meta, opened, existing.as_ref(), new_dst)?)
-    } else {
-        let kind = if ft.is_fifo() {
-            "fifo"
-        } else if ft.is_block_device() {
-            "block"
-        } else if ft.is_char_device() {
-            "char"
-        } else {
-            "socket"
-        };
-        os::make_special(dst, kind, meta.rdev()).map_err(|e| {
-            anyhow!(
-                "cannot create {} {}: {}",
-                if kind == "fifo" {
-                    "fifo"
-                } else {
-                    "special file"
-                },
-                q(dst),
-                errno_text(Errno::from_raw_os_error(e.errno))
-            )
-        })?;
-        let mut guard = Created { path: Some(dst) };
-        attributes(sh, src, meta, dst)
-            .map_err(|e| anyhow!("setting the attributes of {}: {e:#}", q(dst)))?;
-        guard.path = None;
-        Made::Special
-    };
-    if let Some(f) = first {
-        f.publish();
+        make_at(dst, o.force, |d| std::os::unix::fs::symlink(&target, d))
+            .map_err(|e| anyhow!("cannot create symbolic link {}: {}", q(dst), plain(&e)))?;
+        made_attributes(sh, src, meta, dst)?;
+        return Ok(Made::Symlink);
     }
-    finish(sh, &it, made);
+    if ft.is_file() || o.copy_as_regular {
+        return Ok(Made::Data(copy_reg(
+            sh, it, meta, opened, existing, new_dst,
+        )?));
+    }
+    let kind = if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_block_device() {
+        "block"
+    } else if ft.is_char_device() {
+        "char"
+    } else {
+        "socket"
+    };
+    os::make_special(dst, kind, meta.rdev()).map_err(|e| {
+        anyhow!(
+            "cannot create {} {}: {}",
+            if kind == "fifo" {
+                "fifo"
+            } else {
+                "special file"
+            },
+            q(dst),
+            errno_text(Errno::from_raw_os_error(e.errno))
+        )
+    })?;
+    made_attributes(sh, src, meta, dst)?;
+    Ok(Made::Special)
+}
+
+/// The attributes of a symlink or special file just made at `dst`, which is removed if
+/// they cannot be set.
+fn made_attributes(sh: &Shared, src: &Path, meta: &Metadata, dst: &Path) -> Result<()> {
+    let mut guard = Created { path: Some(dst) };
+    attributes(sh, src, meta, dst)
+        .map_err(|e| anyhow!("setting the attributes of {}: {e:#}", q(dst)))?;
+    guard.path = None;
     Ok(())
 }
 
@@ -554,6 +617,105 @@ fn open_existing(dst: &Path, flags: OFlags, fifo: bool) -> Result<OwnedFd, Errno
     }
 }
 
+/// The source, open for reading (from the descriptor the caller opened, else opened
+/// here and checked to be the file its metadata came from).
+fn open_src(
+    sh: &Shared,
+    it: &Item,
+    meta: &Metadata,
+    opened: Option<std::fs::File>,
+) -> Result<OwnedFd> {
+    // Metadata read from the descriptor itself (a worker's open) needs no second look.
+    if let Some(f) = opened {
+        return Ok(OwnedFd::from(f));
+    }
+    let (dir, name) = match it.at {
+        Some(a) => (a.src, Path::new(a.name)),
+        None => (rustix::fs::CWD, it.src),
+    };
+    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+    if !sh.follows(it.top) {
+        flags |= OFlags::NOFOLLOW;
+    }
+    // A FIFO opened without a writer must not hang past Ctrl-C: opened non-blocking,
+    // and every read waits in a poll that sees it.
+    if !meta.is_file() {
+        flags |= OFlags::NONBLOCK;
+    }
+    let src = rustix::fs::openat(dir, name, flags, Mode::empty())
+        .map_err(|e| anyhow!("cannot open {} for reading: {}", q(it.src), errno_text(e)))?;
+    let st = rustix::fs::fstat(&src)?;
+    if (st.st_dev as u64, st.st_ino as u64) != (meta.dev(), meta.ino()) {
+        bail!(
+            "skipping file {}, as it was replaced while being copied",
+            q(it.src)
+        );
+    }
+    Ok(src)
+}
+
+/// The destination, open for writing: the existing file in place (truncated unless
+/// --attributes-only; with -f removed and made anew when it cannot be opened), else a
+/// new file made with O_EXCL. Returns whether this run made it.
+fn open_dst(
+    sh: &Shared,
+    it: &Item,
+    meta: &Metadata,
+    existing: Option<&Metadata>,
+    new_dst: bool,
+) -> Result<(OwnedFd, bool)> {
+    let o = &sh.opts;
+    let dstp = it.dst;
+    if !new_dst {
+        let mut flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+        if !o.attributes_only {
+            flags |= OFlags::TRUNC;
+        }
+        let fifo = existing.is_some_and(|d| d.file_type().is_fifo());
+        match open_existing(dstp, flags, fifo) {
+            Ok(fd) => return Ok((fd, false)),
+            // Gone since: made anew below.
+            Err(Errno::NOENT) => {}
+            Err(Errno::INTR) => return Err(crate::error::Interrupted.into()),
+            Err(_) if o.force => remove_said(sh, dstp)?,
+            Err(e) => bail!("cannot create regular file {}: {}", q(dstp), errno_text(e)),
+        }
+    }
+    // In a directory this run made the file is made under its own name, from the
+    // directory's descriptor.
+    let (dir, name) = match it.at {
+        Some(a) if it.fresh => (a.dst, Path::new(a.name)),
+        _ => (rustix::fs::CWD, dstp),
+    };
+    let mode = Mode::from_raw_mode(create_mode(sh, meta, it.fresh) as _);
+    let cannot = |e: Errno| anyhow!("cannot create regular file {}: {}", q(dstp), errno_text(e));
+    match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        mode,
+    ) {
+        Ok(fd) => Ok((fd, true)),
+        Err(Errno::EXIST) if std::fs::read_link(dstp).is_ok() => {
+            // A dangling symlink. POSIX asks for the historical behaviour (write
+            // through it), and GNU gives it then; the file it makes is not ours to
+            // remove, the symlink still names it.
+            if !o.open_dangling_dest_symlink {
+                bail!("not writing through dangling symlink {}", q(dstp));
+            }
+            let fd = rustix::fs::openat(
+                dir,
+                name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+                mode,
+            )
+            .map_err(cannot)?;
+            Ok((fd, false))
+        }
+        Err(e) => Err(cannot(e)),
+    }
+}
+
 /// A regular file's bytes (or, read like one, a FIFO's or a device's) into a new file,
 /// or into the existing destination in place (GNU's copy_reg).
 fn copy_reg(
@@ -567,106 +729,12 @@ fn copy_reg(
     let o = &sh.opts;
     let (srcp, dstp) = (it.src, it.dst);
     let stream_src = !meta.is_file();
-    // Metadata read from the descriptor itself (a worker's open) needs no second look.
-    let from_fd = opened.is_some();
-    let src: OwnedFd = match opened {
-        Some(f) => OwnedFd::from(f),
-        None => {
-            let (dir, name) = match it.at {
-                Some(a) => (a.src, Path::new(a.name)),
-                None => (rustix::fs::CWD, srcp),
-            };
-            let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-            if !sh.follows(it.top) {
-                flags |= OFlags::NOFOLLOW;
-            }
-            // A FIFO opened without a writer must not hang past Ctrl-C: opened
-            // non-blocking, and every read waits in a poll that sees it.
-            if stream_src {
-                flags |= OFlags::NONBLOCK;
-            }
-            rustix::fs::openat(dir, name, flags, Mode::empty())
-                .map_err(|e| anyhow!("cannot open {} for reading: {}", q(srcp), errno_text(e)))?
-        }
-    };
-    if !from_fd {
-        let st = rustix::fs::fstat(&src)?;
-        if (st.st_dev as u64, st.st_ino as u64) != (meta.dev(), meta.ino()) {
-            bail!(
-                "skipping file {}, as it was replaced while being copied",
-                q(srcp)
-            );
-        }
-    }
+    let src = open_src(sh, it, meta, opened)?;
     // procfs and sysfs files: their size is not their content.
     let trusted = meta.is_file() && !pseudo_fs(&src, meta.dev());
-    let mut dst: Option<OwnedFd> = None;
-    if !new_dst {
-        let mut flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-        if !o.attributes_only {
-            flags |= OFlags::TRUNC;
-        }
-        let fifo = existing.is_some_and(|d| d.file_type().is_fifo());
-        match open_existing(dstp, flags, fifo) {
-            Ok(fd) => dst = Some(fd),
-            // Gone since: made anew below.
-            Err(Errno::NOENT) => {}
-            Err(Errno::INTR) => return Err(crate::error::Interrupted.into()),
-            Err(_) if o.force => {
-                match std::fs::remove_file(dstp) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => bail!("cannot remove {}: {}", q(dstp), plain(&e)),
-                }
-                if o.verbose {
-                    say(format!("removed {}", q(dstp)));
-                }
-            }
-            Err(e) => bail!("cannot create regular file {}: {}", q(dstp), errno_text(e)),
-        }
-    }
-    let mut created = Created { path: None };
-    let mut dst = match dst {
-        Some(d) => d,
-        None => {
-            // In a directory this run made the file is made under its own name, from
-            // the directory's descriptor.
-            let (dir, name) = match it.at {
-                Some(a) if it.fresh => (a.dst, Path::new(a.name)),
-                _ => (rustix::fs::CWD, dstp),
-            };
-            let fd = rustix::fs::openat(
-                dir,
-                name,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                Mode::from_raw_mode(create_mode(sh, meta, it.fresh) as _),
-            )
-            .or_else(|e| {
-                if e == Errno::EXIST && std::fs::read_link(dstp).is_ok() {
-                    // POSIX asks for the historical behaviour, GNU gives it then.
-                    if o.open_dangling_dest_symlink {
-                        return rustix::fs::openat(
-                            dir,
-                            name,
-                            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
-                            Mode::from_raw_mode(create_mode(sh, meta, it.fresh) as _),
-                        )
-                        .map_err(|e| {
-                            anyhow!("cannot create regular file {}: {}", q(dstp), errno_text(e))
-                        });
-                    }
-                    Err(anyhow!("not writing through dangling symlink {}", q(dstp)))
-                } else {
-                    Err(anyhow!(
-                        "cannot create regular file {}: {}",
-                        q(dstp),
-                        errno_text(e)
-                    ))
-                }
-            })?;
-            created.path = Some(dstp);
-            fd
-        }
+    let (mut dst, made) = open_dst(sh, it, meta, existing, new_dst)?;
+    let mut created = Created {
+        path: made.then_some(dstp),
     };
     let dst_regular = created.path.is_some() || {
         let d = rustix::fs::fstat(&dst)?;
