@@ -151,6 +151,84 @@ pub struct Profile {
     unsynced: HashMap<(i32, usize), (u64, u64)>,
 }
 
+impl Profile {
+    /// The path at `addr` in task `tid`, or, where there is none (NULL or "":
+    /// AT_EMPTY_PATH, utimensat(fd, NULL)), the target of descriptor `fd`.
+    fn named(&mut self, pid: i32, tid: i32, addr: u64, fd: i32) -> String {
+        let path = if addr == 0 {
+            String::new()
+        } else {
+            read_string(tid, addr).unwrap_or_default()
+        };
+        if !path.is_empty() {
+            return path;
+        }
+        self.fd(pid, fd)
+            .map(|f| self.targets[f.target].name.clone())
+            .unwrap_or_else(|| "?".into())
+    }
+
+    /// Socket data: what each call asked to move (its size bucket) and what it moved.
+    fn socket_data(&mut self, pid: i32, tid: i32, name: &'static str, a: [u64; 6], ret: i64) {
+        let ok = ret >= 0;
+        let done = if ok { ret as u64 } else { 0 };
+        let (asked, moved) = match name {
+            "sendto" | "recvfrom" => (a[2], done),
+            "sendmsg" | "recvmsg" => {
+                let (iov, n) = msghdr_iov(tid, a[1]);
+                (iov_total(tid, iov, n), done)
+            }
+            // The messages sent or received: each mmsghdr's msg_len.
+            _ => {
+                let got = mmsg_total(tid, a[1], done);
+                (got, got)
+            }
+        };
+        if let Some(f) = self.fd(pid, a[0] as i32) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.bytes += moved;
+            s.errors += u64::from(!ok);
+            *s.sizes.entry(bucket(asked)).or_default() += 1;
+        }
+    }
+
+    /// io_submit: each submitted iocb on its own descriptor (reads, writes, syncs),
+    /// and the call itself on the AIO context.
+    fn aio_submit(&mut self, pid: i32, tid: i32, a: [u64; 6], ret: i64) {
+        let ok = ret >= 0;
+        for (fd, op, bytes) in iocbs(tid, a[2], if ok { ret as u64 } else { 0 }) {
+            if let Some(f) = self.fd(pid, fd) {
+                let s = self.op(pid, f.target, op);
+                s.calls += 1;
+                s.bytes += bytes;
+                *s.sizes.entry(bucket(bytes)).or_default() += 1;
+            }
+        }
+        let t = self.target("aio context");
+        let s = self.op(pid, t, "io_submit");
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+
+    /// A namespace or metadata call, on the path it names (for a rename or a link, the
+    /// existing one).
+    fn path_call(&mut self, pid: i32, tid: i32, name: &'static str, a: [u64; 6], ok: bool) {
+        let addr = match name {
+            "symlink" => a[1],
+            "symlinkat" => a[2],
+            "renameat" | "renameat2" | "unlinkat" | "mkdirat" | "linkat" | "utimensat"
+            | "fchmodat" | "fchownat" | "readlinkat" | "faccessat" | "faccessat2" => a[1],
+            _ => a[0],
+        };
+        let path = self.named(pid, tid, addr, a[0] as i32);
+        let t = self.target(&path);
+        let s = self.op(pid, t, name);
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+}
+
 /// Distinct targets kept one row each; past them, files get a row per directory
 /// (50,000 files took 226 MB and a 100 MB JSON with a row each).
 pub const TARGETS: usize = 4096;
@@ -605,43 +683,9 @@ impl Profile {
                 }
             }
             "sendto" | "recvfrom" | "sendmsg" | "recvmsg" | "sendmmsg" | "recvmmsg" => {
-                // What each call asked to move, and what it moved.
-                let (asked, moved) = match name {
-                    "sendto" | "recvfrom" => (a[2], if ok { ret as u64 } else { 0 }),
-                    "sendmsg" | "recvmsg" => {
-                        let (iov, n) = msghdr_iov(tid, a[1]);
-                        (iov_total(tid, iov, n), if ok { ret as u64 } else { 0 })
-                    }
-                    // The messages sent or received: each mmsghdr's msg_len.
-                    _ => {
-                        let got = mmsg_total(tid, a[1], if ok { ret as u64 } else { 0 });
-                        (got, got)
-                    }
-                };
-                if let Some(f) = self.fd(pid, fd0) {
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                    s.bytes += moved;
-                    s.errors += u64::from(!ok);
-                    *s.sizes.entry(bucket(asked)).or_default() += 1;
-                }
+                self.socket_data(pid, tid, name, a, ret)
             }
-            "io_submit" => {
-                // Each submitted iocb on its own descriptor: reads, writes, syncs.
-                let n = if ok { ret as u64 } else { 0 };
-                for (fd, op, bytes) in iocbs(tid, a[2], n) {
-                    if let Some(f) = self.fd(pid, fd) {
-                        let s = self.op(pid, f.target, op);
-                        s.calls += 1;
-                        s.bytes += bytes;
-                        *s.sizes.entry(bucket(bytes)).or_default() += 1;
-                    }
-                }
-                let t = self.target("aio context");
-                let s = self.op(pid, t, name);
-                s.calls += 1;
-                s.errors += u64::from(!ok);
-            }
+            "io_submit" => self.aio_submit(pid, tid, a, ret),
             "io_getevents" | "sync" => {
                 let t = self.target(if name == "sync" {
                     "every filesystem"
@@ -658,26 +702,7 @@ impl Profile {
             | "getxattr" | "lgetxattr" | "listxattr" | "llistxattr" | "removexattr"
             | "lremovexattr" | "readlink" | "readlinkat" | "access" | "faccessat"
             | "faccessat2" | "statfs" => {
-                // The path the call names (for a rename or a link, the existing one).
-                let addr = match name {
-                    "symlink" => a[1],
-                    "symlinkat" => a[2],
-                    "renameat" | "renameat2" | "unlinkat" | "mkdirat" | "linkat" | "utimensat"
-                    | "fchmodat" | "fchownat" | "readlinkat" | "faccessat" | "faccessat2" => a[1],
-                    _ => a[0],
-                };
-                let path = if addr == 0 {
-                    // utimensat(fd, NULL, …): the descriptor itself.
-                    self.fd(pid, fd0)
-                        .map(|f| self.targets[f.target].name.clone())
-                        .unwrap_or_else(|| "?".into())
-                } else {
-                    read_string(tid, addr).unwrap_or_else(|| "?".into())
-                };
-                let t = self.target(&path);
-                let s = self.op(pid, t, name);
-                s.calls += 1;
-                s.errors += u64::from(!ok);
+                self.path_call(pid, tid, name, a, ok);
             }
             "stat" | "lstat" | "newfstatat" | "statx" => {
                 let addr = if name == "stat" || name == "lstat" {
@@ -685,15 +710,7 @@ impl Profile {
                 } else {
                     a[1]
                 };
-                let path = read_string(tid, addr).unwrap_or_default();
-                let path = if path.is_empty() {
-                    // AT_EMPTY_PATH: the descriptor itself.
-                    self.fd(pid, fd0)
-                        .map(|f| self.targets[f.target].name.clone())
-                        .unwrap_or_else(|| "?".into())
-                } else {
-                    path
-                };
+                let path = self.named(pid, tid, addr, fd0);
                 let t = self.target(&path);
                 if !self.folded.contains_key(&t) {
                     *self.stats.entry((pid, path.clone())).or_default() += 1;
