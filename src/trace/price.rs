@@ -198,6 +198,104 @@ impl Figures {
     }
 }
 
+/// The rows of process `pid` on target `t`.
+fn rows_of(p: &Profile, pid: i32, t: usize) -> impl Iterator<Item = (&'static str, &OpStats)> {
+    p.ops
+        .range((pid, t, "")..)
+        .take_while(move |&(&(q, x, _), _)| q == pid && x == t)
+        .map(|(&(_, _, op), s)| (op, s))
+}
+
+/// Relays (a process writing what it read, in the same request size, as dd does):
+/// their writes are priced with the reads' finding, since one change (the request
+/// size) changes both. The (pid, destination) of each.
+fn relayed_destinations(p: &Profile) -> std::collections::BTreeSet<(i32, usize)> {
+    let size = |pid: i32, t: usize, reading: bool| {
+        rows_of(p, pid, t)
+            .filter(|&(op, _)| direction(op) == Some(reading))
+            .find_map(|(_, s)| s.typical_size())
+    };
+    p.copies
+        .iter()
+        .filter(|&(_, &(pairs, _))| pairs >= 16)
+        .filter(|&(&(pid, src, dst), _)| {
+            size(pid, src, true).is_some() && size(pid, src, true) == size(pid, dst, false)
+        })
+        .map(|(&(pid, _, dst), _)| (pid, dst))
+        .collect()
+}
+
+/// The writes that `pid` relays from `src`, at their request size now and at `best`:
+/// (time now, time then, the finding's words for them).
+fn relayed_writes(
+    p: &Profile,
+    f: &Figures,
+    (pid, src): (i32, usize),
+    (size, best): (u64, u64),
+    relayed: &std::collections::BTreeSet<(i32, usize)>,
+) -> (f64, f64, String) {
+    let (mut now, mut then, mut text) = (0.0, 0.0, String::new());
+    for (&(_, _, dst), _) in p.copies.range((pid, src, 0)..=(pid, src, usize::MAX)) {
+        if !relayed.contains(&(pid, dst)) {
+            continue;
+        }
+        let dst_t = &p.targets[dst];
+        for (wop, w) in rows_of(p, pid, dst).filter(|&(op, _)| direction(op) == Some(false)) {
+            let cost = |calls: u64, sz: u64| match curve_for(f, dst_t.kind, false, false) {
+                Some((wc, _)) => f.data_time(wc, false, w.bytes, calls, sz),
+                None => f.floor_s(false).map(|x| x * calls as f64),
+            };
+            let wsize = w.typical_size().unwrap_or(size);
+            if let (Some(a), Some(b)) = (
+                cost(w.calls, wsize),
+                cost(w.bytes.div_ceil(best).max(1), best),
+            ) {
+                now += a;
+                then += b;
+                text.push_str(&format!(
+                    ", and its {} {wop}s to {} with them (≈{} here)",
+                    super::thousands(w.calls),
+                    dst_t.label(),
+                    secs(a)
+                ));
+            }
+        }
+    }
+    (now, then, text)
+}
+
+/// `pid` as a `cat f | prog` relay from file `src` into pipe `dst`: its relay's priced
+/// time and calls, when the relay is (nearly) all the data it moves (loading its
+/// program and libraries reads a few KiB besides); None otherwise.
+fn pipe_relay(
+    p: &Profile,
+    f: &Figures,
+    pid: i32,
+    src: usize,
+    dst: usize,
+) -> Option<(Option<f64>, u64)> {
+    let rows: Vec<(usize, &'static str, &OpStats)> = p
+        .ops
+        .iter()
+        .filter(|&(&(q, _, op), _)| q == pid && direction(op).is_some())
+        .map(|(&(_, t, op), s)| (t, op, s))
+        .collect();
+    let relay = |&&(t, op, _): &&(usize, &'static str, &OpStats)| {
+        (t == src && direction(op) == Some(true)) || (t == dst && direction(op) == Some(false))
+    };
+    let all: u64 = rows.iter().map(|r| r.2.bytes).sum();
+    let moved: u64 = rows.iter().filter(relay).map(|r| r.2.bytes).sum();
+    if moved * 10 < all * 9 {
+        return None;
+    }
+    let time: Option<f64> = rows
+        .iter()
+        .filter(relay)
+        .map(|&(t, op, s)| time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t)))
+        .sum();
+    Some((time, rows.iter().filter(relay).map(|r| r.2.calls).sum()))
+}
+
 /// Where the fsync price comes from, said with it: one measurement of this disk, at
 /// that time (a disk busy with another process's writes costs several times more).
 fn fsync_source(f: &Figures) -> String {
@@ -329,25 +427,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             matters,
         });
     };
-    // Relays (a process writing what it read, in the same request size, as dd does):
-    // the writes' side is priced with the reads' finding, since one change (the
-    // request size) changes both. (pid, destination) → its write rows.
-    let relayed: std::collections::BTreeSet<(i32, usize)> = p
-        .copies
-        .iter()
-        .filter(|&(_, &(pairs, _))| pairs >= 16)
-        .filter(|&(&(pid, src, dst), _)| {
-            let size = |t: usize, reading: bool| {
-                p.ops
-                    .range((pid, t, "")..)
-                    .take_while(|&(&(q, x, _), _)| q == pid && x == t)
-                    .filter(|&(&(_, _, op), _)| direction(op) == Some(reading))
-                    .find_map(|(_, s)| s.typical_size())
-            };
-            size(src, true).is_some() && size(src, true) == size(dst, false)
-        })
-        .map(|(&(pid, _, dst), _)| (pid, dst))
-        .collect();
+    let relayed = relayed_destinations(p);
     for (&(pid, t, op), s) in &p.ops {
         let target = &p.targets[t];
         let Some(reading) = direction(op) else {
@@ -377,38 +457,8 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             let (mut now, mut then) = (now, then);
             let mut relay = String::new();
             if reading {
-                for (&(_, _, dst), _) in p.copies.range((pid, t, 0)..=(pid, t, usize::MAX)) {
-                    if !relayed.contains(&(pid, dst)) {
-                        continue;
-                    }
-                    let dst_t = &p.targets[dst];
-                    let rows = p
-                        .ops
-                        .range((pid, dst, "")..)
-                        .take_while(|&(&(q, x, _), _)| q == pid && x == dst);
-                    for (&(_, _, wop), w) in rows {
-                        if direction(wop) != Some(false) {
-                            continue;
-                        }
-                        let w_then = w.bytes.div_ceil(best).max(1);
-                        let wsize = w.typical_size().unwrap_or(size);
-                        let cost =
-                            |calls: u64, sz: u64| match curve_for(f, dst_t.kind, false, false) {
-                                Some((wc, _)) => f.data_time(wc, false, w.bytes, calls, sz),
-                                None => f.floor_s(false).map(|x| x * calls as f64),
-                            };
-                        if let (Some(a), Some(b)) = (cost(w.calls, wsize), cost(w_then, best)) {
-                            now += a;
-                            then += b;
-                            relay.push_str(&format!(
-                                ", and its {} {wop}s to {} with them (≈{} here)",
-                                super::thousands(w.calls),
-                                dst_t.label(),
-                                secs(a)
-                            ));
-                        }
-                    }
-                }
+                let (a, b, text) = relayed_writes(p, f, (pid, t), (size, best), &relayed);
+                (now, then, relay) = (now + a, then + b, text);
             }
             let how = if reading { "reads" } else { "writes" };
             let priced = if target.kind == Kind::Socket {
@@ -543,30 +593,9 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
         if s_t.kind != Kind::File || d_t.kind != Kind::Pipe || bytes < 1 << 20 {
             continue;
         }
-        let rows: Vec<(usize, &'static str, &OpStats)> = p
-            .ops
-            .iter()
-            .filter(|&(&(q, _, op), _)| q == pid && direction(op).is_some())
-            .map(|(&(_, t, op), s)| (t, op, s))
-            .collect();
-        // The relay is (nearly) all the data it moves: loading its program and
-        // libraries reads a few KiB besides.
-        let relay = |&&(t, op, _): &&(usize, &'static str, &OpStats)| {
-            (t == src && direction(op) == Some(true)) || (t == dst && direction(op) == Some(false))
-        };
-        let all: u64 = rows.iter().map(|r| r.2.bytes).sum();
-        let relayed: u64 = rows.iter().filter(relay).map(|r| r.2.bytes).sum();
-        if relayed * 10 < all * 9 {
+        let Some((time, calls)) = pipe_relay(p, f, pid, src, dst) else {
             continue;
-        }
-        let time: Option<f64> = rows
-            .iter()
-            .filter(relay)
-            .map(|&(t, op, s)| {
-                time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t))
-            })
-            .sum();
-        let calls: u64 = rows.iter().filter(relay).map(|r| r.2.calls).sum();
+        };
         push(
             "pipe_relay",
             pid,
