@@ -363,6 +363,19 @@ fn closed_stdio_stays_closed() {
         .output()
         .unwrap();
     assert_eq!(under.status.code(), Some(1), "{under:?}");
+    // /dev/null open read-write (Python's subprocess.DEVNULL, `1<>/dev/null`) is a
+    // descriptor like any other: the command writes to it and succeeds.
+    let under = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 1<>/dev/null 0<>/dev/null; exec '{BIN}' trace --figures '{FIXTURE_A}' --store '{}' --output '{}' -- sh -c 'echo hi && cat'",
+            d.join("none.db").display(),
+            report.display()
+        ))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(under.status.code(), Some(0), "{under:?}");
 }
 
 /// SIGSTOP stops a traced command and SIGCONT resumes it, as untraced.

@@ -624,27 +624,35 @@ pub fn exec_note(pid: i32) -> Option<String> {
     None
 }
 
-/// The standard descriptors (0, 1, 2) ioprobe was started without. Rust's runtime
-/// opens /dev/null read-write on each one closed at start, before `main`; a shell's
-/// `</dev/null` or `>/dev/null` opens it for reading or for writing, so /dev/null open
-/// read-write on a standard descriptor is taken as one that was closed (`<>/dev/null`
-/// is the one case read wrongly: the command then gets it closed).
+/// Bit N set: standard descriptor N was closed when the process started, as recorded
+/// by [`record_closed_stdio`] before Rust's runtime opens /dev/null on it.
+static CLOSED_AT_START: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Runs from `.init_array`, before libc calls `main` and so before Rust's runtime
+/// replaces a closed standard descriptor with /dev/null: records which were closed.
+extern "C" fn record_closed_stdio() {
+    let mut bits = 0u8;
+    for fd in 0..3 {
+        // SAFETY: F_GETFD only reads the descriptor table; no memory is passed.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            bits |= 1 << fd;
+        }
+    }
+    CLOSED_AT_START.store(bits, std::sync::atomic::Ordering::Relaxed);
+}
+
+// SAFETY: an ELF constructor with the signature the dynamic loader calls; the function
+// makes only async-signal-safe calls and touches nothing Rust initialises.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static RECORD_CLOSED_STDIO: extern "C" fn() = record_closed_stdio;
+
+/// The standard descriptors (0, 1, 2) ioprobe was started without, as seen before
+/// Rust's runtime reopened them on /dev/null. (Telling them apart afterwards is not
+/// possible: a caller's `subprocess.DEVNULL` is /dev/null open read-write too.)
 pub fn stdio_closed_at_start() -> Vec<i32> {
-    (0..3)
-        .filter(|fd| {
-            let null = std::fs::read_link(format!("/proc/self/fd/{fd}"))
-                .is_ok_and(|p| p == std::path::Path::new("/dev/null"));
-            let rdwr = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find_map(|l| l.strip_prefix("flags:"))
-                        .and_then(|v| i64::from_str_radix(v.trim(), 8).ok())
-                })
-                .is_some_and(|f| f & 3 == libc::O_RDWR as i64);
-            null && rdwr
-        })
-        .collect()
+    let bits = CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed);
+    (0..3).filter(|fd| bits & (1 << fd) != 0).collect()
 }
 
 /// Reads a NUL-terminated string (a path argument) from a stopped tracee's memory.
