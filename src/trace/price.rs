@@ -52,6 +52,8 @@ pub struct Figures {
     /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
     /// block against no durability).
     pub fsync_s: Option<f64>,
+    /// When the run that measured `fsync_s` started (UTC, RFC 3339).
+    pub fsync_measured_at: Option<String>,
     /// copy_file_range throughput (copy probe, warm source, no fsync).
     pub copy_file_range: Option<f64>,
     /// (probe, run id) of every source.
@@ -113,6 +115,7 @@ impl Figures {
             {
                 let extra = b as f64 / rate - b as f64 / none;
                 f.fsync_s = (extra > 0.0).then_some(extra);
+                f.fsync_measured_at = f.fsync_s.map(|_| r.started_at.clone());
             }
             f.sources.push(("write".into(), *id));
         }
@@ -301,8 +304,13 @@ fn pipe_relay(
 fn fsync_source(f: &Figures) -> String {
     match (f.fsync_s, f.sources.iter().find(|(p, _)| p == "write")) {
         (Some(c), Some((_, id))) => format!(
-            " (an fsync priced at {}, as write run {id} measured this disk then: a disk busy with other writes costs more; --figures picks another run)",
-            format_ns(c * 1e9)
+            " (an fsync priced at {}, as write run {id} measured this disk{}: a disk busy with other writes costs more; --figures picks another run)",
+            format_ns(c * 1e9),
+            match f.fsync_measured_at.as_deref() {
+                // "2026-11-24T19:28:34Z" → "on 2026-11-24 at 19:28 UTC"
+                Some(t) if t.len() >= 16 => format!(" on {} at {} UTC", &t[..10], &t[11..16]),
+                _ => " then".into(),
+            }
         ),
         _ => String::new(),
     }
@@ -515,7 +523,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                 pid,
                 target.label(),
                 format!(
-                    "{} read {} of {} again (bytes it had already read); keeping them in memory avoids the calls",
+                    "{} read {} of {} again (bytes it had already read); mapping the file once (mmap) and reading the mapping avoids the calls (a copy kept in fresh memory saves less: the memory costs its page faults)",
                     comm(pid),
                     format_size(s.reread_bytes),
                     target.label()
@@ -713,6 +721,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
             fsync_s: Some(100e-6),
+            fsync_measured_at: None,
             copy_file_range: Some(5e9),
             sources: vec![("read".into(), 1)],
         }
@@ -920,6 +929,17 @@ mod tests {
         assert!(
             sync.text
                 .contains("an fsync priced at 100 µs, as write run 7 measured this disk then"),
+            "{}",
+            sync.text
+        );
+        // … and when, where the run says so.
+        dated.fsync_measured_at = Some("2026-11-24T19:28:34Z".into());
+        let again = findings(&p, &dated, 0.01);
+        let sync = again.iter().find(|x| x.kind == "fsync_per_write").unwrap();
+        assert!(
+            sync.text.contains(
+                "as write run 7 measured this disk on 2026-11-24 at 19:28 UTC: a disk busy"
+            ),
             "{}",
             sync.text
         );
