@@ -14,6 +14,9 @@ use ioprobe::{app, commands, error, report};
 use std::io::Write;
 
 fn main() {
+    if let Some(code) = ioprobe::trace::overhead::child_main() {
+        std::process::exit(code);
+    }
     // The matches are kept: cp applies its attribute and symlink options in the order
     // given, as GNU's getopt loop does.
     let matches = match Cli::command().try_get_matches() {

@@ -3,6 +3,7 @@
 //! what to change ([`price`]). CMD keeps its stdin, stdout and stderr; the report goes
 //! to stderr or `--output`; ioprobe exits with CMD's status.
 
+pub mod overhead;
 pub mod price;
 pub mod profile;
 
@@ -151,6 +152,8 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     let user_cpu = crate::sys::rusage::getrusage_children()
         .map(|r| user(r) - before)
         .unwrap_or(0.0);
+    let calls: u64 = prof.counts.values().sum();
+    let (user_cpu, correction) = overhead::correct(user_cpu, calls);
     let priced: f64 = prof
         .ops
         .iter()
@@ -167,6 +170,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     let work = Work {
         traced_wall_s: elapsed,
         user_cpu_s: user_cpu,
+        user_correction: correction,
         priced_calls_s: priced,
         estimate_s: user_cpu + priced,
     };
@@ -206,13 +210,15 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
 }
 
 /// How long the run took under trace, and the work it would be here without tracing:
-/// its processes' user CPU time (tracing does not change it) plus its traced calls at
-/// this machine's measured cost. Waiting (a disk, the network, a sleep) and untraced
-/// system calls are not in the estimate.
+/// its processes' user CPU time less what tracing added to it ([`overhead`]) plus its
+/// traced calls at this machine's measured cost. Waiting (a disk, the network, a sleep)
+/// and untraced system calls are not in the estimate.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Work {
     pub traced_wall_s: f64,
+    /// User CPU time without tracing, estimated: `user_correction` says how.
     pub user_cpu_s: f64,
+    pub user_correction: overhead::Correction,
     pub priced_calls_s: f64,
     pub estimate_s: f64,
 }
@@ -381,6 +387,23 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     Ok((Figures::from_runs(&runs), Some(id.unwrap_or(0))))
 }
 
+/// How the user CPU time of the work was estimated.
+fn user_note(c: &overhead::Correction) -> String {
+    if c.calibration_calls == 0 {
+        format!(
+            "user CPU as measured under trace ({}): too few traced calls for tracing to add much to it",
+            secs(c.user_cpu_traced_s)
+        )
+    } else {
+        format!(
+            "user CPU without tracing estimated: {} under trace less {} per traced call, the extra user time tracing adds to a call here (measured just now over {} calls)",
+            secs(c.user_cpu_traced_s),
+            format_ns(c.per_call_user_s * 1e9),
+            thousands(c.calibration_calls)
+        )
+    }
+}
+
 fn exit_text(e: Ended) -> String {
     match e {
         Ended::Code(c) => format!("exited with status {c}"),
@@ -504,14 +527,15 @@ impl Report<'_> {
             found,
         } = *self;
         let mut out = format!(
-            "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n",
+            "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n  note: {}\n",
             cmd.join(" "),
             exit_text(ended),
             secs(run.traced_wall_s),
             secs(run.estimate_s),
             secs(run.user_cpu_s),
             thousands(p.counts.values().sum()),
-            secs(run.priced_calls_s)
+            secs(run.priced_calls_s),
+            user_note(&run.user_correction),
         );
         for n in &p.notes {
             out.push_str(&format!("  note: {n}\n"));

@@ -181,6 +181,58 @@ fn a_program_without_io_gets_no_findings() {
     assert_eq!(doc["kind"], "trace");
 }
 
+/// User CPU time under trace is corrected by a calibration of what tracing adds per
+/// call, made when the command made enough calls for it to matter, and said.
+#[test]
+fn user_cpu_is_estimated_without_tracing_overhead() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1500"];
+    let (doc, code, _) = trace(dir.path(), &many);
+    assert_eq!(code, 0);
+    let w = &doc["work"];
+    let c = &w["user_correction"];
+    // 3,000 traced calls and dd's start's: the calibration makes as many.
+    let calls = c["calibration_calls"].as_u64().unwrap();
+    let counted: u64 = doc["counts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(calls >= 3000 && calls == counted, "{w}");
+    let (user, traced) = (
+        w["user_cpu_s"].as_f64().unwrap(),
+        c["user_cpu_traced_s"].as_f64().unwrap(),
+    );
+    let per = c["per_call_user_s"].as_f64().unwrap();
+    assert!(per >= 0.0 && user <= traced, "{w}");
+    assert!((user - (traced - per * calls as f64).max(0.0)).abs() < 1e-9, "{w}");
+    let text = Command::new(BIN)
+        .args(["trace", "--figures", FIXTURE_A, "--store"])
+        .arg(dir.path().join("none.db"))
+        .arg("--")
+        .args(many)
+        .output()
+        .unwrap();
+    // The report is wrapped to the terminal's width: compare it with spaces folded.
+    let text = String::from_utf8_lossy(&text.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains("user CPU without tracing estimated:")
+            && text.contains("per traced call, the extra user time tracing adds to a call here"),
+        "{text}"
+    );
+    // A few calls: not worth calibrating, and the report says it used the traced time.
+    let (doc, _, _) = trace(dir.path(), &["true"]);
+    assert_eq!(doc["work"]["user_correction"]["calibration_calls"], 0);
+    assert_eq!(
+        doc["work"]["user_cpu_s"],
+        doc["work"]["user_correction"]["user_cpu_traced_s"]
+    );
+}
+
 #[test]
 fn a_command_that_cannot_run_gets_one_line_and_the_shells_status() {
     let dir = tempfile::tempdir().unwrap();
