@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Does `ioprobe trace` price what it finds within 2x of the real saving?
+#
+# For each program with a known I/O mistake: trace it once (--json), take the findings
+# of the kind the mistake is (named = one of them "matters"), and add up their
+# predicted savings; then time the program and its fixed version untraced, interleaved
+# (the order alternates every round), and compare the difference of the medians with
+# the prediction. The fix is the one the findings suggest: where a finding names a
+# better size (dd's bs, Python's buffer), the size is read from the finding's text.
+# Programs without a mistake must stay quiet (no finding that matters) or predict under
+# 1% of their untraced time.
+#
+# Figures: measured once at the start into a scratch store (what `ioprobe trace` does
+# on a machine with nothing saved), unless STORE=path names a store to price with.
+# Everything, ioprobe included, runs on one CPU (PIN=0; PIN=none to let it float), as
+# both sides of a comparison must.
+#   ROUNDS=7 bench/trace_accuracy.sh          (about 5 min here)
+#   CASES=dd-512,lseek-read bench/trace_accuracy.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-7}
+PIN=${PIN:-0}
+CASES=${CASES:-}
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/ioprobe-trace-acc.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch
+cargo build --release --quiet
+gcc -O2 -Wall -o "$work/mistakes" bench/c/mistakes.c
+command -v sqlite3 >/dev/null || echo "note: no sqlite3: its case is skipped" >&2
+IOPROBE=$PWD/target/release/ioprobe WORK=$work ROUNDS=$ROUNDS PIN=$PIN CASES=$CASES \
+STORE=${STORE:-$work/store.db} exec python3 - <<'PY'
+import json, os, re, shutil, statistics, subprocess, sys, time
+
+W, IOPROBE, STORE = os.environ["WORK"], os.environ["IOPROBE"], os.environ["STORE"]
+ROUNDS, PIN = int(os.environ["ROUNDS"]), os.environ["PIN"]
+ONLY = [c for c in os.environ["CASES"].split(",") if c]
+if PIN != "none":
+    os.sched_setaffinity(0, {int(PIN)})
+MIST = f"{W}/mistakes"
+PY = sys.executable
+
+def sh(cmd):
+    subprocess.run(cmd, shell=True, check=True, cwd=W, stdout=subprocess.DEVNULL)
+
+# Inputs, written in large writes (a file written in 4 KiB writes reads slower).
+for name, mib in [("f200", 200), ("f100", 100), ("f30", 30)]:
+    sh(f"head -c {mib}M /dev/urandom | dd of={name} bs=1M iflag=fullblock status=none")
+    sh(f"cat {name} > /dev/null")
+
+SIZE = re.compile(r"with ([\d.]+) (B|KiB|MiB|GiB) (?:reads|writes) \(")
+UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+def suggested(found, default):
+    for f in found:
+        m = SIZE.search(f["text"])
+        if m:
+            return int(float(m.group(1)) * UNIT[m.group(2)])
+    return default
+
+# 2,000 inserts, each its own transaction (the mistake) or all in one.
+with open(f"{W}/rows.sql", "w") as f:
+    f.write("".join(f"INSERT INTO t VALUES({i}, 'row {i}');\n" for i in range(2000)))
+with open(f"{W}/rows-tx.sql", "w") as f:
+    f.write("BEGIN;\n" + open(f"{W}/rows.sql").read() + "COMMIT;\n")
+def sqlite(tx):
+    script = "rows-tx.sql" if tx else "rows.sql"
+    return ["sh", "-c", f"sqlite3 db 'CREATE TABLE t(a INTEGER, b TEXT)' && sqlite3 db < {script}"]
+
+def py_writes(buffering):
+    return [PY, "-c", f"f = open('out', 'wb', buffering={buffering})\nfor _ in range(200000): f.write(b'x')\nf.close()"]
+
+# name, kinds of finding the mistake is, the program, its fix (a function of the
+# findings, for fixes that take the suggested size), a shell step before every run.
+CASES = [
+    ("dd-512", ["small_requests"], ["dd", "if=f200", "of=/dev/null", "bs=512"],
+     lambda f: ["dd", "if=f200", "of=/dev/null", f"bs={suggested(f, 1 << 20)}"], None),
+    ("python-1-byte-writes", ["small_requests"], py_writes(0),
+     lambda f: py_writes(suggested(f, 1 << 20)), "rm -f out"),
+    ("sqlite-no-transaction", ["fsync_per_write"], sqlite(False), lambda f: sqlite(True),
+     "rm -f db db-journal"),
+    ("lseek-read", ["lseek_then_io"], [MIST, "lseek-read", "f30", "100000"],
+     lambda f: [MIST, "pread", "f30", "100000"], None),
+    ("open-read-close", ["reopen"], [MIST, "reopen", "f30", "10000"],
+     lambda f: [MIST, "open-once", "f30", "10000"], None),
+    ("cat-into-md5sum", ["pipe_relay"], ["sh", "-c", "cat f100 | md5sum"],
+     lambda f: ["sh", "-c", "md5sum < f100"], None),
+    ("fsync-every-write", ["fsync_per_write"], [MIST, "fsync-each", "out", "1000"],
+     lambda f: [MIST, "fsync-once", "out", "1000"], "rm -f out"),
+    ("stat-storm", ["stat_storm"], [MIST, "stat-storm", "f30", "100000"],
+     lambda f: [MIST, "stat-once", "f30", "100000"], None),
+    ("reread", ["reread"], [MIST, "reread", "f30", "20"],
+     lambda f: [MIST, "map-once", "f30", "20"], None),
+]
+CLEAN = [
+    ("dd-1M", ["dd", "if=f200", "of=/dev/null", "bs=1M"], None),
+    ("cp", ["cp", "f100", "out"], "rm -f out"),
+    ("gzip", ["sh", "-c", "gzip -1 -c f30 > /dev/null"], None),
+    ("md5sum", ["md5sum", "f100"], None),
+    ("python-1MiB-reads", [PY, "-c", "f = open('f100', 'rb')\nwhile f.read(1 << 20): pass"], None),
+]
+if not shutil.which("sqlite3"):
+    CASES = [c for c in CASES if not c[0].startswith("sqlite")]
+if ONLY:
+    CASES = [c for c in CASES if c[0] in ONLY]
+    CLEAN = [c for c in CLEAN if c[0] in ONLY]
+
+def prep(step):
+    if step:
+        sh(step)
+
+def trace(argv, step):
+    prep(step)
+    out = f"{W}/trace.json"
+    r = subprocess.run([IOPROBE, "trace", "--store", STORE, "--json", "--output", out, "--", *argv],
+                   cwd=W, stdout=subprocess.DEVNULL, stderr=open(f"{W}/trace.err", "w"), check=False)
+    if r.returncode != 0:
+        sys.exit(f"tracing {' '.join(argv)[:200]} failed ({r.returncode}): {open(f'{W}/trace.err').read()[-500:]}")
+    return json.load(open(out))
+
+def timed(argv, step):
+    prep(step)
+    t = time.perf_counter()
+    subprocess.run(argv, cwd=W, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+
+def medians(a, b, step):
+    ta, tb = [], []
+    for r in range(ROUNDS):
+        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+            (ta if which == 0 else tb).append(timed((a, b)[which], step))
+    return statistics.median(ta), statistics.median(tb)
+
+def ms(s):
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+print("figures: measuring first" if not os.path.exists(STORE) else f"figures: {STORE}", file=sys.stderr)
+trace(["true"], None)  # the figures, measured once here when the store has none
+print(f"| mistake | named? | predicted saving | measured saving | predicted ÷ measured | untraced | fixed |")
+print(f"|---|---|---:|---:|---:|---:|---:|")
+ratios = []
+for name, kinds, broken, fix, step in CASES:
+    doc = trace(broken, step)
+    found = [f for f in doc["findings"] if f["kind"] in kinds]
+    named = any(f["matters"] for f in found)
+    predicted = sum(f["saving_s"] or 0 for f in found)
+    fixed = fix(found)
+    tb, tf = medians(broken, fixed, step)
+    measured = tb - tf
+    ratio = predicted / measured if measured > 0 else float("nan")
+    ratios.append((name, named, ratio))
+    print(f"| {name} | {'yes' if named else '**no**'} ({', '.join(kinds)}) | {ms(predicted)} | {ms(measured)} | "
+          f"{ratio:.2f} | {ms(tb)} | {ms(tf)} |", flush=True)
+print()
+print("| program without a mistake | findings that matter | predicted saving | untraced | share |")
+print("|---|---:|---:|---:|---:|")
+loud = []
+for name, argv, step in CLEAN:
+    doc = trace(argv, step)
+    matter = [f for f in doc["findings"] if f["matters"]]
+    predicted = sum(f["saving_s"] or 0 for f in matter)
+    t = statistics.median(timed(argv, step) for _ in range(ROUNDS))
+    share = predicted / t
+    if matter and share >= 0.01:
+        loud.append(name)
+    kinds = ", ".join(sorted({f["kind"] for f in matter})) or "none"
+    print(f"| {name} | {len(matter)} ({kinds}) | {ms(predicted)} | {ms(t)} | {share * 100:.2g}% |", flush=True)
+print()
+bad = [n for n, named, r in ratios if not named or not (0.5 <= r <= 2.0)]
+print(f"(medians of {ROUNDS} interleaved rounds; CPU {PIN}; {len(ratios) - len(bad)} of {len(ratios)} mistakes named "
+      f"and within 0.5-2.0; {len(CLEAN) - len(loud)} of {len(CLEAN)} clean programs quiet or under 1%)")
+if bad or loud:
+    print("outside the goal: " + ", ".join(bad + loud))
+PY
