@@ -6,6 +6,7 @@
 pub mod overhead;
 pub mod price;
 pub mod profile;
+mod uring;
 
 use crate::cli::Settings;
 use crate::error::Exit;

@@ -319,8 +319,11 @@ fn fsync_source(f: &Figures) -> String {
 /// Whether `op` moves data from the target (true) or to it (false); None: not data.
 fn direction(op: &str) -> Option<bool> {
     match op {
-        "read" | "pread64" | "readv" | "preadv" | "preadv2" => Some(true),
-        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Some(false),
+        "read" | "pread64" | "readv" | "preadv" | "preadv2" | "uring read" | "uring readv" => {
+            Some(true)
+        }
+        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" | "uring write"
+        | "uring writev" => Some(false),
         _ => None,
     }
 }

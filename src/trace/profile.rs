@@ -149,6 +149,8 @@ pub struct Profile {
     last_read: HashMap<i32, (usize, u64)>,
     /// Per (pid, target): writes and bytes since the last fsync.
     unsynced: HashMap<(i32, usize), (u64, u64)>,
+    /// io_uring rings: (pid, descriptor) → layout and where they are mapped.
+    rings: HashMap<(i32, i32), super::uring::Ring>,
 }
 
 impl Profile {
@@ -209,6 +211,44 @@ impl Profile {
         let s = self.op(pid, t, "io_submit");
         s.calls += 1;
         s.errors += u64::from(!ok);
+    }
+
+    /// The `n` requests an io_uring_enter submitted, each on its own descriptor.
+    fn uring_submitted(&mut self, pid: i32, tid: i32, a: [u64; 6], n: u64) {
+        let ring = if a[3] & super::uring::ENTER_REGISTERED_RING != 0 {
+            // A registered ring's index is no descriptor: the process's only ring.
+            let mut mine = self.rings.iter().filter(|(k, _)| k.0 == pid);
+            match (mine.next(), mine.next()) {
+                (Some((_, r)), None) => Some(*r),
+                _ => None,
+            }
+        } else {
+            self.rings.get(&(pid, a[0] as i32)).copied()
+        };
+        let requests = match ring {
+            Some(r) => r.submitted(tid, n),
+            None => Err("its io_uring ring was set up where ioprobe did not see it"),
+        };
+        match requests {
+            Ok(list) => {
+                for (fd, fixed, op, bytes) in list {
+                    let t = if fixed {
+                        Some(self.target("io_uring registered file"))
+                    } else {
+                        self.fd(pid, fd).map(|f| f.target)
+                    };
+                    if let Some(t) = t {
+                        let s = self.op(pid, t, op);
+                        s.calls += 1;
+                        s.bytes += bytes;
+                        *s.sizes.entry(bucket(bytes)).or_default() += 1;
+                    }
+                }
+            }
+            Err(why) => {
+                self.notes.insert(uring_note(pid, why));
+            }
+        }
     }
 
     /// A namespace or metadata call, on the path it names (for a rename or a link, the
@@ -421,6 +461,7 @@ impl Profile {
                 // The new program keeps the descriptors without close-on-exec: learn
                 // them again from /proc when used.
                 self.fds.remove(&pid);
+                self.rings.retain(|&(p, _), _| p != pid);
                 if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
                     let c = c.trim().to_string();
                     if let Some(p) = self.processes.get_mut(&pid)
@@ -642,6 +683,26 @@ impl Profile {
                     s.errors += u64::from(!ok);
                     *s.sizes.entry(bucket(a[1])).or_default() += 1;
                 }
+                if ok && let Some(r) = self.rings.get_mut(&(pid, fd)) {
+                    r.mapped(a[5], ret as u64);
+                }
+            }
+            "io_uring_setup" => {
+                if ok && let Some(r) = super::uring::Ring::setup(tid, a[1]) {
+                    if let Some(why) = r.unseen() {
+                        self.notes.insert(uring_note(pid, why));
+                    }
+                    self.rings.insert((pid, ret as i32), r);
+                }
+                if let Some(f) = self.fd(pid, ret as i32).filter(|_| ok) {
+                    let s = self.op(pid, f.target, name);
+                    s.calls += 1;
+                } else {
+                    let t = self.target("io_uring");
+                    let s = self.op(pid, t, name);
+                    s.calls += 1;
+                    s.errors += 1;
+                }
             }
             "munmap" | "msync" | "madvise" => {
                 let t = self.target("mappings");
@@ -680,6 +741,9 @@ impl Profile {
                     if name == "fallocate" {
                         s.bytes += a[3];
                     }
+                }
+                if name == "io_uring_enter" && ret > 0 {
+                    self.uring_submitted(pid, tid, a, ret as u64);
                 }
             }
             "sendto" | "recvfrom" | "sendmsg" | "recvmsg" | "sendmmsg" | "recvmmsg" => {
@@ -724,8 +788,13 @@ impl Profile {
     }
 }
 
+/// The note for a process whose io_uring requests cannot be read.
+fn uring_note(pid: i32, why: &str) -> String {
+    format!("pid {pid}: {why}, so the bytes its io_uring requests move are not counted")
+}
+
 /// `len` bytes of task `tid`'s memory at `addr`.
-fn peek(tid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
+pub(super) fn peek(tid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
     let mut buf = vec![0u8; len];
@@ -733,7 +802,7 @@ fn peek(tid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u64::from_ne_bytes)
@@ -741,7 +810,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// A struct msghdr's iovec array and count (x86-64 and aarch64 layout: msg_iov at 16,
 /// msg_iovlen at 24).
-fn msghdr_iov(tid: i32, addr: u64) -> (u64, u64) {
+pub(super) fn msghdr_iov(tid: i32, addr: u64) -> (u64, u64) {
     peek(tid, addr, 56).map_or((0, 0), |b| (u64_at(&b, 16), u64_at(&b, 24)))
 }
 
@@ -784,7 +853,7 @@ fn iocbs(tid: i32, addr: u64, n: u64) -> Vec<(i32, &'static str, u64)> {
 }
 
 /// The total length of the `n` iovecs at `addr` in task `tid`'s memory.
-fn iov_total(tid: i32, addr: u64, n: u64) -> u64 {
+pub(super) fn iov_total(tid: i32, addr: u64, n: u64) -> u64 {
     use std::os::unix::fs::FileExt;
     let Ok(mem) = std::fs::File::open(format!("/proc/{tid}/mem")) else {
         return 0;

@@ -206,7 +206,10 @@ fn user_cpu_is_estimated_without_tracing_overhead() {
     );
     let per = c["per_call_user_s"].as_f64().unwrap();
     assert!(per >= 0.0 && user <= traced, "{w}");
-    assert!((user - (traced - per * calls as f64).max(0.0)).abs() < 1e-9, "{w}");
+    assert!(
+        (user - (traced - per * calls as f64).max(0.0)).abs() < 1e-9,
+        "{w}"
+    );
     let text = Command::new(BIN)
         .args(["trace", "--figures", FIXTURE_A, "--store"])
         .arg(dir.path().join("none.db"))
@@ -603,6 +606,8 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
         ("recvmmsg", 1),
         ("io_submit", 1),
         ("io_getevents", 1),
+        ("io_uring_setup", 1),
+        ("io_uring_enter", 1),
         ("fadvise64", 1),
         ("readahead", 1),
         ("fallocate", 1),
@@ -650,6 +655,9 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
             .sum()
     };
     assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
+    // io_uring's requests, read from the submission ring, each on its file.
+    assert_eq!(bytes("uring read"), 4096, "{rows:?}");
+    assert_eq!(bytes("uring write"), 100, "{rows:?}");
     assert_eq!(bytes("sendto"), 300);
     assert_eq!(bytes("sendmsg"), 30);
     assert_eq!(bytes("sendmmsg"), 60);

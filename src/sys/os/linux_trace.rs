@@ -45,6 +45,7 @@ pub fn traced_calls() -> Vec<(u64, &'static str)> {
         (libc::SYS_statx, "statx"),
         (libc::SYS_getdents64, "getdents64"),
         (libc::SYS_io_uring_enter, "io_uring_enter"),
+        (libc::SYS_io_uring_setup, "io_uring_setup"),
         (libc::SYS_dup, "dup"),
         (libc::SYS_dup3, "dup3"),
         (libc::SYS_fcntl, "fcntl"),
