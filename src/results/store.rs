@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Schema version this build writes and reads.
-pub const STORE_SCHEMA: i64 = 1;
+pub const STORE_SCHEMA: i64 = 2;
 
-const MIGRATIONS: [&str; 1] = [
+const MIGRATIONS: [&str; 2] = [
     // 0 → 1: runs with their full JSON document; measurements and raw samples for queries.
     "CREATE TABLE runs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -45,7 +45,25 @@ const MIGRATIONS: [&str; 1] = [
         PRIMARY KEY (measurement_id, idx)
     );
     CREATE INDEX measurements_run ON measurements(run_id);",
+    // 1 → 2: calibrations that are pooled across commands (what tracing adds to a
+    // traced call's user time): each a sample of `amount` units costing `total`.
+    "CREATE TABLE calibrations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        measured_at TEXT NOT NULL,
+        host TEXT NOT NULL,
+        name TEXT NOT NULL,
+        amount REAL NOT NULL,
+        total REAL NOT NULL
+    );",
 ];
+
+/// A calibration pooled over its saved samples.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Pooled {
+    pub samples: u64,
+    pub amount: f64,
+    pub total: f64,
+}
 
 /// One line of `ioprobe history`.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,7 +251,8 @@ impl Store {
                 path.display()
             );
         }
-        Ok((version == STORE_SCHEMA).then_some(store))
+        // An older store's runs read as they are (what a newer schema added is empty).
+        Ok((version >= 1).then_some(store))
     }
 
     /// Fails now, rather than after a long measurement, when the store cannot be written
@@ -335,6 +354,45 @@ impl Store {
         }
         tx.commit().map_err(wrap)?;
         Ok(run_id)
+    }
+
+    /// Saves one sample of calibration `name` on `host`: `amount` units cost `total`.
+    pub fn add_calibration(
+        &mut self,
+        host: &str,
+        name: &str,
+        amount: f64,
+        total: f64,
+    ) -> Result<()> {
+        let at = crate::results::time::now_rfc3339();
+        self.conn
+            .execute(
+                "INSERT INTO calibrations (measured_at, host, name, amount, total) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![at, host, name, amount, total],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Calibration `name` on `host`, pooled over every saved sample (none in a store
+    /// older than the table).
+    pub fn calibration(&self, host: &str, name: &str) -> Result<Pooled> {
+        if self.user_version()? < 2 {
+            return Ok(Pooled::default());
+        }
+        self.conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(amount), 0), COALESCE(SUM(total), 0) FROM calibrations WHERE host = ?1 AND name = ?2",
+                params![host, name],
+                |r| {
+                    Ok(Pooled {
+                        samples: r.get::<_, i64>(0)? as u64,
+                        amount: r.get(1)?,
+                        total: r.get(2)?,
+                    })
+                },
+            )
+            .map_err(|e| self.err(e))
     }
 
     /// All runs, oldest first.
@@ -500,5 +558,31 @@ mod tests {
         }
         let e = Store::open(&path).err().unwrap().to_string();
         assert!(e.contains("schema version 99"), "{e}");
+    }
+
+    /// A version-1 store (before calibrations) reads as it is, then migrates; the
+    /// calibrations of a host and name pool.
+    #[test]
+    fn reads_a_version_1_store_and_pools_calibrations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let old = Store::open_read_only_if_any(&path).unwrap().unwrap();
+        assert_eq!(old.list().unwrap(), vec![]);
+        assert_eq!(old.calibration("h", "x").unwrap(), Pooled::default());
+        drop(old);
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.user_version().unwrap(), 2);
+        s.add_calibration("h", "x", 1000.0, 0.25e-3).unwrap();
+        s.add_calibration("h", "x", 3000.0, -0.05e-3).unwrap();
+        s.add_calibration("h", "y", 5.0, 1.0).unwrap();
+        s.add_calibration("other", "x", 5.0, 1.0).unwrap();
+        let p = s.calibration("h", "x").unwrap();
+        assert_eq!((p.samples, p.amount), (2, 4000.0));
+        assert!((p.total - 0.2e-3).abs() < 1e-12);
     }
 }

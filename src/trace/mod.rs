@@ -154,7 +154,11 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         .map(|r| user(r) - before)
         .unwrap_or(0.0);
     let calls: u64 = prof.counts.values().sum();
-    let (user_cpu, correction) = overhead::correct(user_cpu, calls);
+    let (user_cpu, correction) = {
+        let host = crate::sys::machine::Environment::collect(None).hostname;
+        let mut store = crate::commands::store_for_saving(settings).ok().flatten();
+        overhead::correct(user_cpu, calls, store.as_mut(), &host)
+    };
     let priced: f64 = prof
         .ops
         .iter()
@@ -390,17 +394,25 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
 
 /// How the user CPU time of the work was estimated.
 fn user_note(c: &overhead::Correction) -> String {
-    if c.calibration_calls == 0 {
+    if c.pooled_calls == 0 {
         format!(
             "user CPU as measured under trace ({}): too few traced calls for tracing to add much to it",
             secs(c.user_cpu_traced_s)
         )
     } else {
         format!(
-            "user CPU without tracing estimated: {} under trace less {} per traced call, the extra user time tracing adds to a call here (measured just now over {} calls)",
+            "user CPU without tracing estimated: {} under trace less {} per traced call, the extra user time tracing adds to a call here ({} calibration calls{})",
             secs(c.user_cpu_traced_s),
             format_ns(c.per_call_user_s * 1e9),
-            thousands(c.calibration_calls)
+            thousands(c.pooled_calls),
+            if c.calibration_calls == c.pooled_calls {
+                ", made just now".to_string()
+            } else {
+                format!(
+                    ", {} of them just now, the rest saved by earlier traces",
+                    thousands(c.calibration_calls)
+                )
+            }
         )
     }
 }

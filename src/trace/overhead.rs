@@ -6,14 +6,17 @@
 //! CPU accounting ticks near a stop land on its user side. Here a `dd bs=512` over 100
 //! MiB (204,800 traced calls) showed 8–47 ms of user CPU untraced and 80–215 ms traced.
 //! So the command's user time without tracing is estimated as its user time under trace
-//! less its traced calls × the extra user time per traced call, which a calibration
-//! child measures right after the command, on this machine and in this CPU placement:
-//! the same number of traced calls (`lseek` on /dev/null, doing no other work), up to
-//! 50,000, run untraced and traced. The estimate is floored at zero.
+//! less its traced calls × the extra user time per traced call. A calibration child
+//! measures that extra time right after the command, on this machine and in this CPU
+//! placement: the same number of traced calls as the command made (`lseek` on
+//! /dev/null, doing no other work), up to 50,000, run untraced and traced. Each
+//! calibration is saved in the store and pooled with the earlier ones of this host and
+//! placement; once 200,000 calls are pooled, no more are made (a trace then costs no
+//! more than the command's own stops). The estimate is floored at zero.
 //!
 //! Limits, measured here: user time is counted in scheduler ticks (4 ms at HZ=250)
-//! when the kernel has no precise accounting, so the per-call figure of one calibration
-//! varies (0–0.9 µs here, ~0.25 µs on average) and a command with many traced calls and
+//! when the kernel has no precise accounting, so one calibration's figure varies
+//! (0–0.9 µs per call here, ~0.25 µs pooled), and a command with many traced calls and
 //! little user work gets an estimate that is off by tens of ms either way; a command
 //! with much user work is barely changed. A program whose working set is large between
 //! calls loses a little more than the calibration's loop does.
@@ -32,6 +35,9 @@ pub const MIN_CALLS: u64 = 1_000;
 /// that made fewer, so calibrating never costs more stops than the command did.
 const MAX_CALLS: u64 = 50_000;
 
+/// Pooled calibration calls past which no more are made.
+const ENOUGH_POOLED: f64 = 200_000.0;
+
 /// What the correction was.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Correction {
@@ -39,8 +45,11 @@ pub struct Correction {
     pub user_cpu_traced_s: f64,
     /// Extra user time per traced call, measured here (s; 0 when not calibrated).
     pub per_call_user_s: f64,
-    /// The calibration's own calls (0: not calibrated, too few calls to matter).
+    /// This trace's own calibration calls (0: none made, because the command made too
+    /// few calls to matter or enough were pooled already).
     pub calibration_calls: u64,
+    /// Calibration calls behind `per_call_user_s`, this trace's and the saved ones.
+    pub pooled_calls: u64,
 }
 
 /// When this process was started as the calibration child: runs its loop and says the
@@ -69,9 +78,10 @@ fn children_user_s() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The extra user time per traced call on this machine, by the calibration child run
-/// untraced and traced with `calls` calls: None when it could not be run.
-fn per_call(calls: u64) -> Option<f64> {
+/// The extra user time of `calls` traced calls on this machine (s; may be negative by
+/// noise), by the calibration child run untraced and traced: None when it could not
+/// be run.
+fn extra_user(calls: u64) -> Option<f64> {
     let exe = std::env::current_exe().ok()?;
     let argv = [
         exe.clone().into_os_string(),
@@ -97,25 +107,55 @@ fn per_call(calls: u64) -> Option<f64> {
     if t.ended() != Some(crate::sys::os::Ended::Code(0)) {
         return None;
     }
-    let traced = children_user_s() - before;
-    Some(((traced - untraced) / calls as f64).max(0.0))
+    Some(children_user_s() - before - untraced)
+}
+
+/// The pool's name for this CPU placement: the calibration depends on whether tracer
+/// and command share one CPU.
+fn pool_name() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("trace.user_per_call.cpus{}", cpus.min(2))
 }
 
 /// The command's user CPU time without tracing, estimated from `user_traced` (s) and
-/// its `calls` traced calls.
-pub fn correct(user_traced: f64, calls: u64) -> (f64, Correction) {
+/// its `calls` traced calls, with the calibrations pooled in `store` (this one's added
+/// to it when it can be written).
+pub fn correct(
+    user_traced: f64,
+    calls: u64,
+    store: Option<&mut crate::results::store::Store>,
+    host: &str,
+) -> (f64, Correction) {
     let mut c = Correction {
         user_cpu_traced_s: user_traced,
         per_call_user_s: 0.0,
         calibration_calls: 0,
+        pooled_calls: 0,
     };
     if calls < MIN_CALLS {
         return (user_traced, c);
     }
-    let k = calls.min(MAX_CALLS);
-    if let Some(per) = per_call(k) {
-        c.per_call_user_s = per;
-        c.calibration_calls = k;
+    let name = pool_name();
+    let mut store = store;
+    let mut pool = store
+        .as_ref()
+        .and_then(|s| s.calibration(host, &name).ok())
+        .unwrap_or_default();
+    if pool.amount < ENOUGH_POOLED {
+        let k = calls.min(MAX_CALLS);
+        if let Some(extra) = extra_user(k) {
+            c.calibration_calls = k;
+            pool.amount += k as f64;
+            pool.total += extra;
+            if let Some(s) = store.as_mut() {
+                // Best effort: a store that cannot take it loses only the pooling.
+                let _ = s.add_calibration(host, &name, k as f64, extra);
+            }
+        }
+    }
+    if pool.amount > 0.0 {
+        c.per_call_user_s = (pool.total / pool.amount).max(0.0);
+        c.pooled_calls = pool.amount as u64;
     }
     ((user_traced - calls as f64 * c.per_call_user_s).max(0.0), c)
 }

@@ -200,6 +200,7 @@ fn user_cpu_is_estimated_without_tracing_overhead() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert!(calls >= 3000 && calls == counted, "{w}");
+    assert_eq!(c["pooled_calls"].as_u64(), Some(calls), "{w}");
     let (user, traced) = (
         w["user_cpu_s"].as_f64().unwrap(),
         c["user_cpu_traced_s"].as_f64().unwrap(),
@@ -227,6 +228,12 @@ fn user_cpu_is_estimated_without_tracing_overhead() {
             && text.contains("per traced call, the extra user time tracing adds to a call here"),
         "{text}"
     );
+    // Calibrations are saved and pooled: the next trace's figure rests on both.
+    let (doc, _, _) = trace(dir.path(), &many);
+    let c = &doc["work"]["user_correction"];
+    assert_eq!(c["calibration_calls"].as_u64(), Some(calls), "{c}");
+    // (the text run between them calibrated too)
+    assert_eq!(c["pooled_calls"].as_u64(), Some(3 * calls), "{c}");
     // A few calls: not worth calibrating, and the report says it used the traced time.
     let (doc, _, _) = trace(dir.path(), &["true"]);
     assert_eq!(doc["work"]["user_correction"]["calibration_calls"], 0);
