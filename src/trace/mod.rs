@@ -143,6 +143,9 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     let mut tracer =
         Tracer::spawn(&opts.command, &closed).map_err(|e| spawn_error(&opts.command[0], e))?;
     let mut prof = Profile::new();
+    // The command's own exec happened while it was being started: look at its program
+    // (setuid, file capabilities) as at any later exec.
+    prof.add(&crate::sys::os::Event::Exec { tid: tracer.pid() });
     while let Some(ev) = tracer.next_event()? {
         prof.add(&ev);
     }

@@ -680,6 +680,52 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
     }
 }
 
+/// A setuid program runs without its privileges under ptrace, and a traced program's
+/// own ptrace fails: the report says each in a note.
+#[test]
+fn a_setuid_program_and_a_ptrace_call_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let suid = d.join("suid-true");
+    std::fs::copy("/bin/true", &suid).unwrap();
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let (doc, code, err) = trace(d, &[suid.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains(
+            "which is setuid or setgid: under ptrace the kernel runs it without those privileges"
+        ),
+        "{notes}"
+    );
+    let src = d.join("pt.c");
+    std::fs::write(
+        &src,
+        "#include <sys/ptrace.h>\nint main(void){return ptrace(PTRACE_TRACEME, 0, 0, 0) == -1 ? 3 : 0;}\n",
+    )
+    .unwrap();
+    let prog = d.join("pt");
+    let built = std::process::Command::new("gcc")
+        .arg("-o")
+        .arg(&prog)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped the ptrace half: no gcc");
+        return;
+    }
+    let (doc, code, _) = trace(d, &[prog.to_str().unwrap()]);
+    // PTRACE_TRACEME fails: the process already has its tracer.
+    assert_eq!(code, 3);
+    assert!(
+        doc["notes"]
+            .to_string()
+            .contains("called ptrace, which fails under ioprobe trace"),
+        "{}",
+        doc["notes"]
+    );
+}
+
 /// A 32-bit program's calls pass the filter's architecture check unseen: as CMD it is
 /// refused before it runs; run by a traced 64-bit program, the report names it.
 #[test]
