@@ -1,12 +1,12 @@
 //! Runs probes end to end: signal handling, pinning, scratch directory, machine facts,
 //! validation, harness overhead, then every probe's cases in order.
 
-use crate::cli::Settings;
 use crate::error::UsageError;
 use crate::harness::{interrupt, measure_overhead};
 use crate::probes::{Context, Probe};
 use crate::progress::Progress;
 use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, time::now_rfc3339};
+use crate::settings::Settings;
 use crate::sys::affinity;
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;

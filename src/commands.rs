@@ -1,7 +1,6 @@
 //! Commands that work on saved results: saving runs, `history`, `show`, `compare`,
 //! `export`, `import`, `report` and `advise`. Each returns the text for stdout.
 
-use crate::cli::{ExportFormat, Settings};
 use crate::error::{Regression, UsageError};
 use crate::present::Recommendation;
 use crate::probes::ProbeKind;
@@ -10,6 +9,7 @@ use crate::report::{self, Format};
 use crate::results::runref::{self, Named};
 use crate::results::store::{self, Store};
 use crate::results::{Measurement, Run, compare};
+use crate::settings::{ExportFormat, Settings};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 

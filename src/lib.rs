@@ -26,6 +26,7 @@ pub mod probes;
 pub mod progress;
 pub mod report;
 pub mod results;
+pub mod settings;
 pub mod sys;
 pub mod trace;
 pub mod units;

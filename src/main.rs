@@ -258,7 +258,7 @@ fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Resul
         }
         Command::History { .. } => commands::history(s)?,
         Command::Show { run, .. } => commands::show(s, run)?,
-        Command::Export { run, format, .. } => commands::export(s, run, *format)?,
+        Command::Export { run, format, .. } => commands::export(s, run, format.map(Into::into))?,
         Command::Import { files, .. } => commands::import(s, files)?,
         Command::Report { run, html, svg, .. } => {
             commands::report(s, run, html.as_deref(), svg.as_deref())?

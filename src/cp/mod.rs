@@ -3,6 +3,7 @@
 //! files of a tree ([`walk`]). What happens to one file, GNU's rules for an existing
 //! destination included, is in [`file`].
 
+pub mod args;
 pub mod backup;
 pub mod data;
 mod file;

@@ -33,15 +33,7 @@ pub const REGISTRY: &[&dyn ProbeKind] = &[
     &copy::Kind,
 ];
 
-/// How much work a probe's defaults ask for: `--quick`, nothing, `--thorough`, or the
-/// short selection `ioprobe run` makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
-    Quick,
-    Default,
-    Thorough,
-    Run,
-}
+pub use crate::settings::Scale;
 
 /// What a probe is, independent of any options: its name, the params its rows carry,
 /// and how its rows are presented. Reports, stores and comparisons reach probes only

@@ -15,14 +15,7 @@ pub mod table;
 use crate::results::Run;
 use anyhow::Result;
 
-/// The output format chosen on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-    Markdown,
-}
+pub use crate::settings::Format;
 
 /// Renders a run in `format`; stdout gets exactly this text. `id` is the run's id in
 /// the store (evidence cites it), None for a run that was not saved.

@@ -8,10 +8,10 @@ pub mod price;
 pub mod profile;
 mod uring;
 
-use crate::cli::Settings;
 use crate::error::Exit;
 use crate::present::Grid;
 use crate::results::Run;
+use crate::settings::Settings;
 use crate::sys::os::Ended;
 use crate::sys::os::trace::Tracer;
 use crate::units::{format_ns, format_size};

@@ -1,0 +1,537 @@
+//! The command line (clap derive): flags only. [`Cli::settings`] turns them into plain
+//! [`Settings`]; nothing below `main` sees clap. `shared` holds the flag groups several
+//! commands take and their before-the-command merge, `probes` each probe's flags; cp's
+//! flags live with cp (`cp/args.rs`).
+
+/// How sizes and durations are written, as a literal for `concat!`.
+macro_rules! units {
+    () => {
+        "Sizes: a whole number of bytes, with k, M, G, KiB, MiB, GiB (powers of 1024) or kB, MB, GB (powers of 1000), e.g. 4k, 64KiB, 1.5G, 100MB. Durations need a unit: ns, us, ms or s, e.g. 10ms."
+    };
+}
+
+/// How sizes and durations are written, for `--help`.
+pub const UNITS_HELP: &str = units!();
+
+/// A measuring command's `--help` epilogue: its examples, then how sizes are written.
+macro_rules! examples {
+    ($($line:literal),+ $(,)?) => {
+        concat!("Examples:\n", $("  ", $line, "\n",)+ "\n", units!())
+    };
+}
+
+/// Another command's `--help` epilogue: its examples.
+macro_rules! examples_only {
+    ($($line:literal),+ $(,)?) => {
+        concat!("Examples:\n", $("  ", $line, "\n",)+)
+    };
+}
+
+mod probes;
+mod shared;
+
+pub use crate::cp::args::CpArgs;
+use crate::harness;
+pub use crate::settings::{ExportFormat, Format, Scale, Settings};
+use clap::{Args, Parser, Subcommand};
+pub use probes::{CopyArgs, PipeArgs, ReadArgs, SyscallsArgs, WriteArgs};
+pub use shared::{Before, MeasureFlags, Measuring, OutputFlags, StoreFlags, parse_percent};
+use std::path::PathBuf;
+
+/// ioprobe: what I/O system calls really cost on this machine, and which buffer size
+/// and method to use.
+#[derive(Debug, Parser)]
+#[command(name = "ioprobe", version, about, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// A command's options may also come before it (`ioprobe --json run`); each is
+    /// refused for a command that has no use for it.
+    #[command(
+        flatten,
+        next_help_heading = "Options for the commands that use them (also after the command)"
+    )]
+    pub before: Before,
+    /// No progress display and no notes on stderr (errors are still printed).
+    #[arg(short, long, global = true, help_heading = "Global options")]
+    pub quiet: bool,
+    /// Every warning on its own line (tables fold the rows whose CI missed the target
+    /// into one line).
+    #[arg(short, long, global = true, help_heading = "Global options")]
+    pub verbose: bool,
+    /// Colour headings, the best row and warnings: auto (when stdout is a terminal and
+    /// NO_COLOR is unset; CLICOLOR_FORCE forces it), always or never.
+    #[arg(
+        long,
+        global = true,
+        value_name = "WHEN",
+        default_value = "auto",
+        help_heading = "Global options"
+    )]
+    pub color: ColorWhen,
+}
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to colour: `always` and `never` win; `auto` colours a terminal unless
+    /// NO_COLOR is set (non-empty), and colours anything when CLICOLOR_FORCE is set
+    /// (non-empty, not 0).
+    pub fn resolve(self, no_color: Option<&str>, clicolor_force: Option<&str>, tty: bool) -> bool {
+        let set = |v: Option<&str>| v.is_some_and(|v| !v.is_empty());
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto if set(no_color) => false,
+            ColorWhen::Auto if set(clicolor_force) && clicolor_force != Some("0") => true,
+            ColorWhen::Auto => tty,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every probe (syscalls, read, write, pipe, copy) with short defaults behind
+    /// one progress display, save the run and write its HTML report.
+    #[command(after_help = examples!(
+        "ioprobe run                       every probe and what to do (≈35 s)",
+        "ioprobe run --json > run.json     one JSON document",
+        "ioprobe run --dir /mnt/ssd        measure another filesystem",
+    ))]
+    Run(Measuring),
+    /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
+    #[command(after_help = examples!(
+        "ioprobe syscalls                  every case, ns per call",
+        "ioprobe syscalls --case pread,lseek_read",
+        "ioprobe syscalls --io-size 4k --cpu 1",
+    ))]
+    Syscalls(SyscallsArgs),
+    /// read(2) throughput from the page cache versus block size (seed 000).
+    #[command(after_help = examples!(
+        "ioprobe read                      1 KiB … 8 MiB, both ways to populate",
+        "ioprobe read --sizes 4k,64k,1m --method read,pread,mmap",
+        "ioprobe read --file-size 100m --populate readahead",
+    ))]
+    Read(ReadArgs),
+    /// write(2) throughput versus block size, rewriting a pre-allocated file in place,
+    /// in each durability mode (the mirror of seed 000).
+    #[command(after_help = examples!(
+        "ioprobe write                     none, fsync and dsync, 1 KiB … 8 MiB",
+        "ioprobe write --durability fsync --sizes 64k,1m",
+        "ioprobe write --method pwrite --file-size 100m",
+    ))]
+    Write(WriteArgs),
+    /// Pipe throughput and context switches versus chunk size, capacity, method and
+    /// CPU placement (seed 002).
+    #[command(after_help = examples!(
+        "ioprobe pipe --quick              both on one CPU, about 15 s",
+        "ioprobe pipe --sizes 4k,64k,1m --placement split",
+        "ioprobe pipe --method write-read --pipe-size default,1m",
+    ))]
+    Pipe(PipeArgs),
+    /// Every way to copy a file, ranked, in each cache state and durability mode
+    /// (seeds 001 and 003).
+    #[command(after_help = examples!(
+        "ioprobe copy --quick              every method on a 32 MiB file",
+        "ioprobe copy --method read-write,copy-file-range --sizes 64k,1m",
+        "ioprobe copy --system-tools --cache warm   beside cp, cat and dd",
+    ))]
+    Copy(CopyArgs),
+    /// Run a command traced and price its I/O system calls with this machine's saved
+    /// figures: what it does, what that costs here, and what to change (Linux).
+    #[command(after_help = TRACE_HELP)]
+    Trace(TraceArgs),
+    /// Copy files and trees (cp's semantics and safety): FICLONE, then
+    /// copy_file_range, then read/write; holes kept; trees copied by a pool of workers.
+    #[command(after_help = examples_only!(
+        "ioprobe cp big.iso /mnt/backup/",
+        "ioprobe cp -a -j 4 src/ dst/            a tree, attributes and links kept",
+        "head -c 1G /dev/zero | ioprobe cp /dev/stdin out.bin",
+        "ioprobe cp --debug a b                   say which method copied each file",
+    ), version, args_override_self = true, infer_long_args = true)]
+    Cp(CpArgs),
+    /// Print the machine facts recorded with every run.
+    #[command(after_help = examples_only!(
+        "ioprobe sysinfo",
+        "ioprobe sysinfo --dir /mnt/ssd --json    the filesystem there, as JSON",
+    ))]
+    Sysinfo {
+        /// The directory whose filesystem to describe (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputFlags,
+    },
+    /// List saved runs.
+    #[command(after_help = examples_only!(
+        "ioprobe history",
+        "ioprobe history --store fleet.db --csv",
+    ))]
+    History {
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
+    /// Print a saved run's tables (RUN: id, last, last~N or a JSON file).
+    #[command(after_help = examples_only!(
+        "ioprobe show last",
+        "ioprobe show 12 --markdown",
+        "ioprobe show run.json",
+    ))]
+    Show {
+        #[arg(value_name = "RUN")]
+        run: String,
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
+    /// Compare run B against baseline A: B ÷ A with interval and a rank-test verdict
+    /// (several runs: a matrix of ratios to A).
+    #[command(after_help = examples_only!(
+        "ioprobe compare last~1 last        the last two runs",
+        "ioprobe compare 3 7 --json",
+        "ioprobe compare 3 5 9                 three machines side by side",
+        "ioprobe compare base.json last --fail-if-slower 5%",
+    ))]
+    Compare {
+        /// The baseline run: id, last, last~N or a JSON file.
+        #[arg(value_name = "A")]
+        a: String,
+        /// The run compared with it: id, last, last~N or a JSON file. Several runs give a
+        /// matrix: one column per run, each as a ratio to A.
+        #[arg(value_name = "B", required = true, num_args = 1..)]
+        b: Vec<String>,
+        /// Exit with status 3 when a measurement is significantly slower by more than this, e.g. 5%.
+        #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+        fail_if_slower: Option<f64>,
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
+    /// Print a saved run as JSON (the --json schema).
+    #[command(after_help = examples_only!(
+        "ioprobe export last > run.json",
+        "ioprobe export 12 --csv",
+        "ioprobe export last --format openmetrics > /var/lib/node_exporter/ioprobe.prom",
+    ))]
+    Export {
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Output format; openmetrics writes every median labelled by probe, case, params
+        /// and host, for a Prometheus textfile collector. Default: json (or the format
+        /// flag given).
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<ExportArg>,
+        #[command(flatten)]
+        output: OutputFlags,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
+    /// Save runs from JSON files (from --json or export) into the store.
+    #[command(after_help = examples_only!(
+        "ioprobe import run-12.json",
+        "ioprobe import laptop/*.json --store fleet.db",
+    ))]
+    Import {
+        /// Run documents (from --json or export), validated before any is saved.
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
+    /// Write a self-contained HTML report and/or SVG plots of a run.
+    #[command(after_help = examples_only!(
+        "ioprobe report --html report.html",
+        "ioprobe report 12 --svg plots/",
+    ))]
+    Report {
+        #[arg(value_name = "RUN", default_value = "last")]
+        run: String,
+        /// HTML file to write.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Directory to write one SVG per plot into.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreFlags,
+    },
+    /// Advice from every probe (syscall patterns, read and write block sizes, pipe
+    /// chunks and capacity, copy methods) with its evidence, from the newest saved run
+    /// of each probe, or from a quick run when nothing is saved.
+    #[command(after_help = examples_only!(
+        "ioprobe advise",
+        "ioprobe advise --json | jq '.recommendations[] | {topic, action}'",
+        "ioprobe advise --markdown > ADVICE.md",
+    ))]
+    Advise(Measuring),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = examples_only!(
+        "ioprobe completions bash > ~/.local/share/bash-completion/completions/ioprobe",
+        "ioprobe completions zsh > ~/.zfunc/_ioprobe",
+        "ioprobe completions fish > ~/.config/fish/completions/ioprobe.fish",
+    ))]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(after_help = examples_only!(
+        "ioprobe manpage > ~/.local/share/man/man1/ioprobe.1",
+        "ioprobe manpage | man -l -",
+    ))]
+    Manpage,
+}
+
+/// `trace --help`'s epilogue: how it works, what it costs, examples.
+const TRACE_HELP: &str = "\
+How: CMD runs as a ptrace tracee under a seccomp filter that stops it only at I/O calls
+(read/write and their p/v forms, lseek, open/close, fsync, sendfile/splice/copy_file_range,
+mmap, stat, getdents64, fcntl, io_uring_enter; socket data: sendto/recvfrom, sendmsg/
+recvmsg, sendmmsg/recvmmsg; Linux AIO: io_submit (each iocb's bytes), io_getevents;
+fadvise64, readahead, fallocate, ftruncate/truncate, sync/syncfs, ioctl, flock; rename,
+unlink, mkdir, rmdir, link, symlink and their *at forms; utimensat, chmod, chown, the
+xattr calls, readlink, access, statfs), each attributed to its file, socket or pipe;
+forks, threads and execs are followed. Calls are priced with the newest saved read, write, pipe, syscalls (and copy)
+runs of this host, never with their traced durations; with none saved, the few cases
+needed are measured first (about 10 s) and saved, before CMD runs.
+
+CMD runs as it would untraced: its stdin, stdout and stderr as given (a closed one stays
+closed), SIGPIPE at its default, the signal mask it was given; SIGSTOP, SIGTSTP, SIGTTIN
+and SIGTTOU stop it and SIGCONT resumes it (PTRACE_SEIZE with PTRACE_LISTEN); its exit
+status is ioprobe's (128+N when signal N ended it; 127 when it is not found, 126 when it
+cannot be executed, a missing #! interpreter named). Ctrl-C reaches CMD from the terminal;
+SIGTERM and SIGHUP sent to ioprobe are passed on; if ioprobe is killed, even by SIGKILL,
+the kernel kills CMD with it (PTRACE_O_EXITKILL), so it never runs on with its I/O calls
+failing. Everything that could fail afterwards is checked before CMD runs: --output is
+opened, the figures read or measured. The report goes to stderr (coloured only on a
+terminal) or --output (never coloured), and says when CMD ran a 32-bit program (its calls
+are not traced; a 32-bit CMD is refused before it runs), a setuid or file-capability
+program (which ptrace runs without its privileges), or called ptrace itself.
+
+Overhead (bench/trace.sh on a 2-core KVM guest, where each traced call costs about as much
+as under strace): dd if=/dev/zero of=/dev/null bs=1 count=1M 0.22 s untraced, 47 s traced
+(×215: two traced calls per byte); dd bs=64k count=16k 0.023 s vs 2.2 s; a program that
+makes no system calls ×1.02, as the filter lets untraced calls run without a stop.
+
+Examples:
+  ioprobe trace -- dd if=big.iso of=/dev/null bs=4k
+  ioprobe trace --json --output profile.json -- make -j2
+  ioprobe trace -- sh -c 'cat log | gzip -1 > /dev/null'
+";
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    #[command(flatten)]
+    pub measure: MeasureFlags,
+    #[command(flatten)]
+    pub store: StoreFlags,
+    /// Write the report as JSON (schema version 1): the whole profile and the findings.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the report to FILE instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Price with these runs (id, last, last~N or a JSON file; comma-separated) instead
+    /// of this host's newest: what the calls would cost on another machine.
+    #[arg(long, value_name = "RUN", value_delimiter = ',')]
+    pub figures: Vec<String>,
+    /// The command to trace and its arguments, after `--`.
+    #[arg(value_name = "CMD", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// What `export --format` can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportArg {
+    Json,
+    Csv,
+    Markdown,
+    Openmetrics,
+}
+
+impl From<ExportArg> for ExportFormat {
+    fn from(a: ExportArg) -> ExportFormat {
+        match a {
+            ExportArg::Json => ExportFormat::Json,
+            ExportArg::Csv => ExportFormat::Csv,
+            ExportArg::Markdown => ExportFormat::Markdown,
+            ExportArg::Openmetrics => ExportFormat::Openmetrics,
+        }
+    }
+}
+
+impl Command {
+    /// The shared flags this command takes: measuring, output and store (None: it has
+    /// no use for that group; for sysinfo, only --dir of the measuring group).
+    fn groups(
+        &self,
+    ) -> (
+        Option<MeasureFlags>,
+        Option<&OutputFlags>,
+        Option<&StoreFlags>,
+    ) {
+        fn m(
+            x: &Measuring,
+        ) -> (
+            Option<MeasureFlags>,
+            Option<&OutputFlags>,
+            Option<&StoreFlags>,
+        ) {
+            (Some(x.measure.clone()), Some(&x.output), Some(&x.store))
+        }
+        match self {
+            Command::Run(x) | Command::Advise(x) => m(x),
+            Command::Syscalls(a) => m(&a.shared),
+            Command::Read(a) => m(&a.shared),
+            Command::Write(a) => m(&a.shared),
+            Command::Pipe(a) => m(&a.shared),
+            Command::Copy(a) => m(&a.shared),
+            Command::Sysinfo { dir, output } => (
+                Some(MeasureFlags {
+                    dir: dir.clone(),
+                    ..MeasureFlags::default()
+                }),
+                Some(output),
+                None,
+            ),
+            Command::History { output, store }
+            | Command::Show { output, store, .. }
+            | Command::Compare { output, store, .. }
+            | Command::Export { output, store, .. } => (None, Some(output), Some(store)),
+            Command::Trace(t) => (Some(t.measure.clone()), None, Some(&t.store)),
+            Command::Import { store, .. } | Command::Report { store, .. } => {
+                (None, None, Some(store))
+            }
+            Command::Completions { .. } | Command::Manpage | Command::Cp(_) => (None, None, None),
+        }
+    }
+
+    /// The command's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Run(_) => "run",
+            Command::Syscalls(_) => "syscalls",
+            Command::Read(_) => "read",
+            Command::Write(_) => "write",
+            Command::Pipe(_) => "pipe",
+            Command::Copy(_) => "copy",
+            Command::Sysinfo { .. } => "sysinfo",
+            Command::Trace(_) => "trace",
+            Command::Cp(_) => "cp",
+            Command::History { .. } => "history",
+            Command::Show { .. } => "show",
+            Command::Compare { .. } => "compare",
+            Command::Export { .. } => "export",
+            Command::Import { .. } => "import",
+            Command::Report { .. } => "report",
+            Command::Advise(_) => "advise",
+            Command::Completions { .. } => "completions",
+            Command::Manpage => "manpage",
+        }
+    }
+}
+
+impl Cli {
+    /// Plain settings from the flags, those given before the command merged with those
+    /// after it, and the flags given before a command that has no use for them (ignored,
+    /// so that a wrapper passing the same flags to every command keeps working; after
+    /// the command, such a flag is a usage error).
+    pub fn settings(&self) -> (Settings, Vec<&'static str>) {
+        let (measure, output, store) = self.command.groups();
+        let b = &self.before;
+        let mut refused: Vec<&str> = Vec::new();
+        match &measure {
+            None => refused.extend(b.measure.given()),
+            Some(_) if matches!(self.command, Command::Sysinfo { .. }) => {
+                refused.extend(b.measure.given().into_iter().filter(|&f| f != "--dir"))
+            }
+            Some(_) => {}
+        }
+        if output.is_none() {
+            refused.extend(b.output.given());
+        }
+        if store.is_none() && b.store.store.is_some() {
+            refused.push("--store");
+        }
+        let m = b.measure.or(&measure.unwrap_or_default());
+        let o = b.output.or(output.unwrap_or(&OutputFlags::default()));
+        let store = store
+            .and_then(|s| s.store.clone())
+            .or(b.store.store.clone());
+        let (mut h, mode) = if m.thorough {
+            (harness::Config::thorough(), "thorough")
+        } else {
+            (harness::Config::quick(), "quick")
+        };
+        if let Some(t) = m.sample_time {
+            h.sample_time = t;
+            h.pass_time = t;
+        }
+        if let Some(t) = m.budget {
+            h.budget = t;
+            h.warmup = h.warmup.min(t / 4);
+        }
+        let format = if o.json {
+            Format::Json
+        } else if o.csv {
+            Format::Csv
+        } else if o.markdown {
+            Format::Markdown
+        } else {
+            Format::Table
+        };
+        let settings = Settings {
+            harness: h,
+            mode,
+            scale: if m.quick {
+                Scale::Quick
+            } else if m.thorough {
+                Scale::Thorough
+            } else {
+                Scale::Default
+            },
+            time_limit: m.time_limit,
+            budget_given: m.budget.is_some(),
+            cpu: m.cpu,
+            dir: m.dir.unwrap_or_else(|| PathBuf::from(".")),
+            format,
+            store,
+            no_save: m.no_save,
+            quiet: self.quiet,
+            verbose: self.verbose,
+            wide: o.wide,
+        };
+        (settings, refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ColorWhen::{Always, Auto, Never};
+
+    #[test]
+    fn colour_follows_the_flag_then_no_color_then_clicolor_force_then_the_terminal() {
+        assert!(Always.resolve(Some("1"), None, false));
+        assert!(!Never.resolve(None, Some("1"), true));
+        assert!(!Auto.resolve(Some("1"), Some("1"), true));
+        assert!(
+            Auto.resolve(Some(""), None, true),
+            "an empty NO_COLOR is unset"
+        );
+        assert!(Auto.resolve(None, Some("1"), false));
+        assert!(!Auto.resolve(None, Some("0"), false));
+        assert!(Auto.resolve(None, None, true));
+        assert!(!Auto.resolve(None, None, false));
+    }
+}

@@ -1,0 +1,229 @@
+//! Each probe's own flags, and the probe options they build.
+
+use super::shared::Measuring;
+use crate::present::names::parser;
+use crate::probes::{Scale, copy, pipe, read, syscalls, write};
+use crate::units::{parse_size, parse_size_or_zero};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct SyscallsArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// Cases to run (comma-separated). Default: all.
+    #[arg(long, value_name = "CASE", value_delimiter = ',', value_parser = parser::<syscalls::Case>())]
+    pub case: Vec<syscalls::Case>,
+    /// Bytes per read/write/store/load (default 8 B).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub io_size: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// Size of the file read from the page cache (default 10 MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
+    /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
+    #[arg(long, alias = "block-sizes", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// How each pass reads the file (comma-separated; default read).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<read::Method>())]
+    pub method: Vec<read::Method>,
+    /// How the file enters the page cache (comma-separated; default both, each its own
+    /// rows): write = as written in 1 MiB writes (large folios on ext4 since Linux
+    /// 6.16), readahead = evicted and read back sequentially.
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parser::<read::Populate>())]
+    pub populate: Vec<read::Populate>,
+}
+
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// Size of the file rewritten in place (default 10 MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub file_size: Option<u64>,
+    /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
+    #[arg(long, alias = "block-sizes", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// How each pass writes the file (comma-separated; default write).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<write::Method>())]
+    pub method: Vec<write::Method>,
+    /// Durability (comma-separated; default all three, none,fsync with --quick): none =
+    /// page cache only, fsync = one fsync per pass inside the timing, dsync = O_DSYNC
+    /// (every write durable; about a second per pass at 1 KiB blocks).
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parser::<write::Durability>())]
+    pub durability: Vec<write::Durability>,
+}
+
+impl WriteArgs {
+    pub fn options(&self, scale: Scale) -> write::Options {
+        let d = write::Options::for_scale(scale);
+        write::Options {
+            file_size: self.file_size.unwrap_or(d.file_size),
+            block_sizes: list("--sizes", &self.sizes, d.block_sizes),
+            methods: list("--method", &self.method, d.methods),
+            durability: list("--durability", &self.durability, d.durability),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PipeArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// Chunk sizes written (comma-separated); default 1 KiB … 256 MiB in powers of 4
+    /// (of 2 with --thorough).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// Reader's read size; default: the chunk size.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub read_size: Option<u64>,
+    /// Pipe capacities (comma-separated): `default` or a size set with F_SETPIPE_SZ;
+    /// default: default,1m.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = pipe::Capacity::parse)]
+    pub pipe_size: Vec<pipe::Capacity>,
+    /// Methods (comma-separated; default both).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<pipe::Method>())]
+    pub method: Vec<pipe::Method>,
+    /// CPU placement of writer and reader (comma-separated; default all three).
+    #[arg(long, value_name = "WHERE", value_delimiter = ',', value_parser = parser::<pipe::Placement>())]
+    pub placement: Vec<pipe::Placement>,
+    /// Bytes pushed through the pipe per sample, the same for every row. Default: each
+    /// row's sample fitted to about 25 ms (--sample-time), at least 3 chunks and 4 pipe
+    /// capacities, at most 1 GiB (256 MiB with --quick).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub total: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// File sizes (comma-separated); default 64 MiB and 1 GiB (64 MiB with --quick).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size_or_zero)]
+    pub file_size: Vec<u64>,
+    /// Methods (comma-separated). Default: every in-process method (plus the tools cp,
+    /// cat and dd with --system-tools).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<copy::Method>())]
+    pub method: Vec<copy::Method>,
+    /// Buffer sizes of the read-write loop (comma-separated); default
+    /// 1k,64k,128k,256k,1m,2m,100m.
+    #[arg(long, alias = "buffers", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// Page-cache state of the source before each copy (comma-separated; default both).
+    #[arg(long, value_name = "STATE", value_delimiter = ',', value_parser = parser::<copy::Cache>())]
+    pub cache: Vec<copy::Cache>,
+    /// Durability (comma-separated; default both): fsync puts an fsync inside the timing.
+    #[arg(long, value_name = "MODE", value_delimiter = ',', value_parser = parser::<copy::Durability>())]
+    pub durability: Vec<copy::Durability>,
+    /// Verify the copy after the first passes (first, the default) or after every
+    /// sample (always).
+    #[arg(long, value_name = "WHEN", value_parser = parser::<copy::Verify>())]
+    pub verify: Option<copy::Verify>,
+    /// Also run cp, `cat src > dst` and `dd bs=1M` as child processes.
+    #[arg(long)]
+    pub system_tools: bool,
+    /// As root, also empty the whole page cache (/proc/sys/vm/drop_caches) for cold rows.
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Make the source sparse (a hole in every other MiB).
+    #[arg(long)]
+    pub sparse: bool,
+}
+
+/// `v` deduplicated when the user gave it, else the default `d`.
+fn list<T: PartialEq + Copy>(flag: &str, v: &[T], d: Vec<T>) -> Vec<T> {
+    if v.is_empty() { d } else { dedup(flag, v) }
+}
+
+impl SyscallsArgs {
+    pub fn options(&self, scale: Scale) -> syscalls::Options {
+        let d = syscalls::Options::for_scale(scale);
+        syscalls::Options {
+            cases: list("--case", &self.case, d.cases),
+            io_size: self.io_size.unwrap_or(d.io_size),
+        }
+    }
+}
+
+impl ReadArgs {
+    pub fn options(&self, scale: Scale) -> read::Options {
+        let d = read::Options::for_scale(scale);
+        read::Options {
+            file_size: self.file_size.unwrap_or(d.file_size),
+            block_sizes: list("--sizes", &self.sizes, d.block_sizes),
+            methods: list("--method", &self.method, d.methods),
+            populate: list("--populate", &self.populate, d.populate),
+        }
+    }
+}
+
+/// Removes repeated values, keeping the first occurrence; says once on stderr that
+/// `flag` repeated a value, so a case is never measured twice without notice.
+fn dedup<T: PartialEq + Copy>(flag: &str, v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(*x);
+        }
+    }
+    if out.len() < v.len() {
+        crate::progress::note(&format!(
+            "{flag} repeats a value ({} given, {} distinct); each is measured once",
+            v.len(),
+            out.len()
+        ));
+    }
+    out
+}
+
+impl PipeArgs {
+    pub fn options(&self, scale: Scale) -> pipe::Options {
+        let d = pipe::Options::for_scale(scale);
+        pipe::Options {
+            sizes: list("--sizes", &self.sizes, d.sizes),
+            read_size: self.read_size.or(d.read_size),
+            capacities: list("--pipe-size", &self.pipe_size, d.capacities),
+            methods: list("--method", &self.method, d.methods),
+            placements: list("--placement", &self.placement, d.placements),
+            total: self.total.unwrap_or(d.total),
+            fit: self.total.is_none(),
+            corrupt: d.corrupt,
+        }
+    }
+}
+
+impl CopyArgs {
+    pub fn options(&self, scale: Scale) -> copy::Options {
+        let d = copy::Options::for_scale(scale);
+        let mut methods = list("--method", &self.method, d.methods);
+        if self.system_tools {
+            for &t in &copy::Method::TOOLS {
+                if !methods.contains(&t) {
+                    methods.push(t);
+                }
+            }
+        }
+        copy::Options {
+            file_sizes: list("--file-size", &self.file_size, d.file_sizes),
+            methods,
+            buffers: list("--sizes", &self.sizes, d.buffers),
+            caches: list("--cache", &self.cache, d.caches),
+            durability: list("--durability", &self.durability, d.durability),
+            verify: self.verify.unwrap_or(d.verify),
+            drop_caches: self.drop_caches || d.drop_caches,
+            sparse: self.sparse || d.sparse,
+            // Methods or buffers named: every variant of them, at every size.
+            lean: d.lean && self.method.is_empty(),
+            sweep_to: if self.method.is_empty() && self.sizes.is_empty() {
+                d.sweep_to
+            } else {
+                u64::MAX
+            },
+            corrupt: d.corrupt,
+        }
+    }
+}

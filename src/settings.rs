@@ -1,0 +1,55 @@
+//! What a command runs with, built from the command line by `cli` and free of clap:
+//! every layer below `main` takes these.
+
+use crate::harness;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The output format chosen on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Markdown,
+}
+
+/// How much work a probe's defaults ask for: `--quick`, nothing, `--thorough`, or the
+/// short selection `ioprobe run` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Quick,
+    Default,
+    Thorough,
+    Run,
+}
+
+/// Settings shared by every command, free of clap.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub harness: harness::Config,
+    pub mode: &'static str,
+    pub scale: Scale,
+    /// `--time-limit`: the whole command's.
+    pub time_limit: Option<Duration>,
+    /// Whether `--budget` was given (a per-case budget the user chose is not cut by a
+    /// probe's default time limit).
+    pub budget_given: bool,
+    pub cpu: Option<usize>,
+    pub dir: PathBuf,
+    pub format: Format,
+    pub store: Option<PathBuf>,
+    pub no_save: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    pub wide: bool,
+}
+
+/// What `export --format` can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Markdown,
+    Openmetrics,
+}
