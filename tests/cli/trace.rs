@@ -494,6 +494,33 @@ fn stop_and_continue_work_as_untraced() {
 }
 
 /// ioprobe killed with SIGKILL takes the command with it (PTRACE_O_EXITKILL): it does
+/// not run on with every traced call failing. Killed before it has seized the command,
+/// it leaves no stopped child behind either.
+#[test]
+fn a_killed_ioprobe_leaves_no_child_at_any_moment() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Kill it at moments spread over its start: before, during and after the fork.
+    for delay_us in (0..4000).step_by(200) {
+        let mut child = traced(d, &["sh", "-c", "exec sleep 42.75"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(delay_us));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let t1 = Instant::now();
+    while !processes_mentioning("42.75", 0).is_empty() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "left behind: {:?}",
+            processes_mentioning("42.75", 0)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// ioprobe killed with SIGKILL takes the command with it (PTRACE_O_EXITKILL): it does
 /// not run on with every traced call failing.
 #[test]
 fn the_command_does_not_outlive_a_killed_ioprobe() {
@@ -502,8 +529,15 @@ fn the_command_does_not_outlive_a_killed_ioprobe() {
     let mut child = traced(d, &["sh", "-c", "echo $$ > pid; exec sleep 42.25"])
         .spawn()
         .unwrap();
+    // ioprobe's own command line mentions 42.25 too: wait for the sleep itself, which
+    // runs traced.
+    let sleeping = || {
+        processes_mentioning("42.25", 0)
+            .iter()
+            .any(|p| p.contains("(sleep)"))
+    };
     let t0 = Instant::now();
-    while processes_mentioning("42.25", 0).is_empty() {
+    while !sleeping() {
         assert!(t0.elapsed() < Duration::from_secs(20), "never started");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -295,6 +295,8 @@ impl Tracer {
         let close_ptr: Vec<libc::c_int> = close.to_vec();
         // Before the fork, so that no signal finds ioprobe without its handlers.
         forward_signals()?;
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
         // SAFETY: ioprobe runs no other thread here; the child only makes
         // async-signal-safe calls on memory prepared before the fork, then execs or
         // exits with _exit.
@@ -323,7 +325,16 @@ impl Tracer {
                 for &fd in close_ptr.iter() {
                     libc::close(fd);
                 }
+                // Until ioprobe has seized it (PTRACE_O_EXITKILL from then on), the
+                // child dies with ioprobe rather than stay stopped forever.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    fail(5);
+                }
+                if libc::getppid() != me {
+                    libc::_exit(127);
+                }
                 libc::raise(libc::SIGSTOP);
+                libc::prctl(libc::PR_SET_PDEATHSIG, 0);
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
                     fail(2);
                 }
@@ -358,6 +369,7 @@ impl Tracer {
                 "prctl(PR_SET_NO_NEW_PRIVS)",
                 "seccomp(SECCOMP_SET_MODE_FILTER)",
                 "execvp",
+                "prctl(PR_SET_PDEATHSIG)",
             ];
             let what = step.get(e[0] as usize).copied().unwrap_or("start");
             return Err(io::Error::new(err.kind(), format!("{what}: {err}")));
