@@ -12,7 +12,6 @@
 // Unsafe code is refused everywhere but `sys`, which opts back in.
 #![deny(unsafe_code)]
 
-pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod cp;
@@ -26,6 +25,7 @@ pub mod probes;
 pub mod progress;
 pub mod report;
 pub mod results;
+pub mod session;
 pub mod settings;
 pub mod sys;
 pub mod trace;

@@ -33,8 +33,8 @@ mod shared;
 pub use crate::cp::args::CpArgs;
 use crate::harness;
 pub use crate::settings::{ExportFormat, Format, Scale, Settings};
-use clap::{Args, Parser, Subcommand};
-pub use probes::{CopyArgs, PipeArgs, ReadArgs, SyscallsArgs, WriteArgs};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+pub use probes::{CopyArgs, PipeArgs, ProbeArgs, ProbeCommand, ReadArgs, SyscallsArgs, WriteArgs};
 pub use shared::{Before, MeasureFlags, Measuring, OutputFlags, StoreFlags, parse_percent};
 use std::path::PathBuf;
 
@@ -105,44 +105,9 @@ pub enum Command {
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
     ))]
     Run(Measuring),
-    /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
-    #[command(after_help = examples!(
-        "ioprobe syscalls                  every case, ns per call",
-        "ioprobe syscalls --case pread,lseek_read",
-        "ioprobe syscalls --io-size 4k --cpu 1",
-    ))]
-    Syscalls(SyscallsArgs),
-    /// read(2) throughput from the page cache versus block size (seed 000).
-    #[command(after_help = examples!(
-        "ioprobe read                      1 KiB … 8 MiB, both ways to populate",
-        "ioprobe read --sizes 4k,64k,1m --method read,pread,mmap",
-        "ioprobe read --file-size 100m --populate readahead",
-    ))]
-    Read(ReadArgs),
-    /// write(2) throughput versus block size, rewriting a pre-allocated file in place,
-    /// in each durability mode (the mirror of seed 000).
-    #[command(after_help = examples!(
-        "ioprobe write                     none, fsync and dsync, 1 KiB … 8 MiB",
-        "ioprobe write --durability fsync --sizes 64k,1m",
-        "ioprobe write --method pwrite --file-size 100m",
-    ))]
-    Write(WriteArgs),
-    /// Pipe throughput and context switches versus chunk size, capacity, method and
-    /// CPU placement (seed 002).
-    #[command(after_help = examples!(
-        "ioprobe pipe --quick              both on one CPU, about 15 s",
-        "ioprobe pipe --sizes 4k,64k,1m --placement split",
-        "ioprobe pipe --method write-read --pipe-size default,1m",
-    ))]
-    Pipe(PipeArgs),
-    /// Every way to copy a file, ranked, in each cache state and durability mode
-    /// (seeds 001 and 003).
-    #[command(after_help = examples!(
-        "ioprobe copy --quick              every method on a 32 MiB file",
-        "ioprobe copy --method read-write,copy-file-range --sizes 64k,1m",
-        "ioprobe copy --system-tools --cache warm   beside cp, cat and dd",
-    ))]
-    Copy(CopyArgs),
+    /// The probes' own commands (syscalls, read, write, pipe, copy).
+    #[command(flatten)]
+    Probe(ProbeCommand),
     /// Run a command traced and price its I/O system calls with this machine's saved
     /// figures: what it does, what that costs here, and what to change (Linux).
     #[command(after_help = TRACE_HELP)]
@@ -392,11 +357,7 @@ impl Command {
         }
         match self {
             Command::Run(x) | Command::Advise(x) => m(x),
-            Command::Syscalls(a) => m(&a.shared),
-            Command::Read(a) => m(&a.shared),
-            Command::Write(a) => m(&a.shared),
-            Command::Pipe(a) => m(&a.shared),
-            Command::Copy(a) => m(&a.shared),
+            Command::Probe(p) => m(p.args().shared()),
             Command::Sysinfo { dir, output } => (
                 Some(MeasureFlags {
                     dir: dir.clone(),
@@ -421,11 +382,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Run(_) => "run",
-            Command::Syscalls(_) => "syscalls",
-            Command::Read(_) => "read",
-            Command::Write(_) => "write",
-            Command::Pipe(_) => "pipe",
-            Command::Copy(_) => "copy",
+            Command::Probe(p) => p.name(),
             Command::Sysinfo { .. } => "sysinfo",
             Command::Trace(_) => "trace",
             Command::Cp(_) => "cp",
@@ -513,6 +470,119 @@ impl Cli {
             wide: o.wide,
         };
         (settings, refused)
+    }
+}
+
+/// Help and version go to stdout with status 0; usage errors become one line, status 2.
+pub fn clap_exit(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            0
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            2
+        }
+        _ => {
+            eprintln!("ioprobe: error: {}", clap_one_line(&e));
+            // GNU cp exits 1 on a usage error, and scripts test for it.
+            if is_cp() { 1 } else { 2 }
+        }
+    }
+}
+
+/// Whether the command line runs `ioprobe cp` (its first word that is not an option).
+fn is_cp() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .is_some_and(|a| a == "cp")
+}
+
+/// clap's message on one line: user values with control characters escaped (a newline
+/// in an argument must not break the line), and the parts that help kept: the missing
+/// arguments' names and "a similar subcommand exists" tips; the usage block dropped.
+fn clap_one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let mut text = e.render().to_string();
+    for kind in [ContextKind::InvalidValue, ContextKind::InvalidArg] {
+        if let Some(ContextValue::String(v)) = e.get(kind) {
+            text = text.replace(v.as_str(), &crate::units::escape(v));
+        }
+    }
+    let kept: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let line = one_line(&kept.join(" "));
+    let line = line.trim_start_matches("error: ").to_string();
+    if line.is_empty() {
+        "invalid arguments".into()
+    } else {
+        line
+    }
+}
+
+/// An error message on one line: control characters from user input shown escaped,
+/// runs of spaces folded.
+pub fn one_line(s: &str) -> String {
+    crate::units::escape(s)
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// How tables are drawn on stdout: the terminal's width (or COLUMNS, or 100 columns
+/// when stdout is no terminal; none with `--wide`), and colour as `--color` and the
+/// environment say.
+pub fn table_style(cli: &Cli, s: &Settings) -> crate::report::table::Style {
+    use crate::report::table;
+    let terminal = crate::sys::calls::stdout_terminal_width();
+    let env = |k: &str| std::env::var(k).ok();
+    table::Style {
+        width: if s.wide {
+            None
+        } else {
+            terminal
+                .or_else(|| env("COLUMNS").and_then(|c| c.trim().parse().ok()))
+                .filter(|&w: &usize| w >= 40)
+                .or(Some(table::DEFAULT_WIDTH))
+        },
+        color: cli.color.resolve(
+            env("NO_COLOR").as_deref(),
+            env("CLICOLOR_FORCE").as_deref(),
+            terminal.is_some(),
+        ),
+    }
+}
+
+/// `ioprobe completions SHELL` and `ioprobe manpage`: generated from these flags.
+pub fn generated(command: &Command) -> anyhow::Result<Option<String>> {
+    let mut out = Vec::new();
+    match command {
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut Cli::command(), "ioprobe", &mut out)
+        }
+        Command::Manpage => clap_mangen::Man::new(Cli::command()).render(&mut out)?,
+        _ => return Ok(None),
+    }
+    Ok(Some(String::from_utf8(out)?))
+}
+
+impl TraceArgs {
+    /// trace's options.
+    pub fn options(&self) -> crate::trace::Options {
+        crate::trace::Options {
+            command: self.command.clone(),
+            output: self.output.clone(),
+            json: self.json,
+            figures: self.figures.clone(),
+        }
     }
 }
 

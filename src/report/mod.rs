@@ -12,8 +12,10 @@ pub mod openmetrics;
 pub mod plots;
 pub mod table;
 
+use crate::error::UsageError;
 use crate::results::Run;
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+use std::path::Path;
 
 pub use crate::settings::Format;
 
@@ -41,4 +43,37 @@ pub fn render_environment(
         Format::Markdown => markdown::render_environment(env),
         Format::Csv => csv::render_grid(&grid::environment_grid(env))?,
     })
+}
+
+/// Writes `text` to `path` through a temporary file made with O_EXCL in the same
+/// directory and a rename, so a reader never sees half a report and a symlink planted at
+/// `path` is replaced, never followed. The file is 0644 less the umask, like any file a
+/// user asks for. Refuses to replace the results store.
+pub fn write_atomically(path: &Path, text: &str, store: Option<&Path>) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let shown = crate::units::escape(&path.display().to_string());
+    let same =
+        |a: &std::fs::Metadata, b: &std::fs::Metadata| (a.dev(), a.ino()) == (b.dev(), b.ino());
+    if let (Some(Ok(s)), Ok(target)) = (store.map(std::fs::metadata), std::fs::metadata(path))
+        && same(&s, &target)
+    {
+        return Err(UsageError(format!(
+            "{shown} is the results store; write the report elsewhere"
+        ))
+        .into());
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ioprobe-report-")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .with_context(|| format!("writing {shown}"))?;
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("writing {shown}: {}", e.error))?;
+    Ok(())
 }

@@ -131,7 +131,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     } else {
         let mut runs = Vec::new();
         for spec in &opts.figures {
-            let named = crate::commands::resolve(settings, spec)?;
+            let named = crate::session::resolve(settings, spec)?;
             runs.push((named.id.unwrap_or(0), named.run));
         }
         (Figures::from_runs(&runs), None)
@@ -159,7 +159,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     let calls: u64 = prof.counts.values().sum();
     let (user_cpu, correction) = {
         let host = crate::sys::machine::Environment::collect(None).hostname;
-        let mut store = crate::commands::store_for_saving(settings).ok().flatten();
+        let mut store = crate::session::store_for_saving(settings).ok().flatten();
         overhead::correct(user_cpu, calls, store.as_mut(), &host)
     };
     let priced: f64 = prof
@@ -368,7 +368,7 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
 fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     let host = crate::sys::machine::Environment::collect(None).hostname;
     let mut runs: Vec<(i64, Run)> = Vec::new();
-    let path = crate::commands::store_path(settings)?;
+    let path = crate::session::store_path(settings)?;
     if let Some(store) = crate::results::store::Store::open_read_only_if_any(&path)? {
         let list = store.list()?;
         for r in list.iter().rev().filter(|r| r.host == host).take(40) {
@@ -388,9 +388,9 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     crate::progress::note(
         "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about 10 s)",
     );
-    let mut store = crate::commands::store_for_saving(settings)?;
-    let run = crate::app::run_probes(settings, crate::probes::for_pricing(), "trace")?;
-    let id = crate::commands::save(store.as_mut(), &run)?;
+    let mut store = crate::session::store_for_saving(settings)?;
+    let run = crate::session::run_probes(settings, crate::probes::for_pricing(), "trace")?;
+    let id = crate::session::save(store.as_mut(), &run)?;
     runs.push((id.unwrap_or(0), run));
     Ok((Figures::from_runs(&runs), Some(id.unwrap_or(0))))
 }

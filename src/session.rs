@@ -1,16 +1,22 @@
-//! Runs probes end to end: signal handling, pinning, scratch directory, machine facts,
-//! validation, harness overhead, then every probe's cases in order.
+//! Every measuring command runs through here: the store it saves to (opened before
+//! measuring, so a broken one fails fast), then the probes end to end (signal handling,
+//! pinning, scratch directory, machine facts, validation, harness overhead, every
+//! probe's cases in order), then saving and rendering. Saved runs are found here too.
 
 use crate::error::UsageError;
 use crate::harness::{interrupt, measure_overhead};
 use crate::probes::{Context, Probe};
 use crate::progress::Progress;
+use crate::report::{self, Format};
+use crate::results::runref::{self, Named};
+use crate::results::store::{self, Store};
 use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, time::now_rfc3339};
 use crate::settings::Settings;
 use crate::sys::affinity;
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
-use anyhow::Result;
+use anyhow::{Context as _, Result};
+use std::path::PathBuf;
 
 /// Pins the calling thread when asked; a CPU outside the allowed set is a usage error.
 fn pin(cpu: Option<usize>) -> Result<()> {
@@ -65,7 +71,7 @@ type Prior = (std::collections::HashMap<String, (f64, usize)>, Option<i64>);
 /// The [`Prior`] figures; empty when nothing is saved.
 fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
     let mut rates = std::collections::HashMap::new();
-    let store = crate::commands::store_path(settings).ok().and_then(|p| {
+    let store = store_path(settings).ok().and_then(|p| {
         crate::results::store::Store::open_read_only_if_any(&p)
             .ok()
             .flatten()
@@ -351,6 +357,125 @@ fn run_in(
         },
         measurements,
         warnings,
+    })
+}
+
+/// The store path from `--store`, or the default.
+pub fn store_path(settings: &Settings) -> Result<PathBuf> {
+    match &settings.store {
+        Some(p) => Ok(p.clone()),
+        None => store::default_path(),
+    }
+}
+
+/// Opens the store for saving, unless `--no-save`; done before measuring so a broken
+/// store fails fast.
+pub fn store_for_saving(settings: &Settings) -> Result<Option<Store>> {
+    if settings.no_save {
+        return Ok(None);
+    }
+    let mut store = Store::open(&store_path(settings)?)?;
+    store.check_writable()?;
+    Ok(Some(store))
+}
+
+pub fn open_existing(settings: &Settings) -> Result<Store> {
+    Store::open_read_only(&store_path(settings)?)
+}
+
+pub fn resolve(settings: &Settings, spec: &str) -> Result<Named> {
+    runref::resolve(spec, &mut || open_existing(settings))
+}
+
+/// Saves a run if a store is open; returns its id.
+pub fn save(store: Option<&mut Store>, run: &Run) -> Result<Option<i64>> {
+    match store {
+        Some(s) => Ok(Some(s.save(run)?)),
+        None => Ok(None),
+    }
+}
+
+/// Writes the HTML report of run `id` next to the store; returns its path.
+pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
+    let dir = store
+        .path()
+        .parent()
+        .map_or_else(|| PathBuf::from("reports"), |d| d.join("reports"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(format!("run-{id}.html"));
+    let plots = report::plots::plots(run)?;
+    let page = report::html::render(
+        run,
+        &report::advice::recommendations(run, Some(id)),
+        &report::advice::observations(run),
+        &format!("run {id}"),
+        &plots,
+    )?;
+    report::write_atomically(&path, &page, Some(store.path()))?;
+    Ok(path)
+}
+
+/// A measuring command's result: the run, its id in the store, the text for stdout
+/// (for a table, ending with where the run and its report went; other formats get
+/// that on stderr), and the cases whose copy did not match its source.
+pub struct Measured {
+    pub run: Run,
+    pub id: Option<i64>,
+    pub text: String,
+    pub failed: Vec<String>,
+}
+
+impl Measured {
+    /// The command's failure when a method's copy did not match its source.
+    pub fn failure(&self) -> Option<anyhow::Error> {
+        (!self.failed.is_empty()).then(|| {
+            anyhow::anyhow!(
+                "{} case(s) FAILED verification (the copy differs from its source): {}",
+                self.failed.len(),
+                self.failed.join(", ")
+            )
+        })
+    }
+}
+
+/// Measures `probes` as command `name`, saves the run (unless --no-save) and renders
+/// it; `html_report`: also write its HTML report beside the store (`ioprobe run`).
+pub fn measure(
+    settings: &Settings,
+    name: &str,
+    probes: Vec<Box<dyn Probe>>,
+    html_report: bool,
+) -> Result<Measured> {
+    let mut store = store_for_saving(settings)?;
+    let run = run_probes(settings, probes, name)?;
+    let id = save(store.as_mut(), &run)?;
+    let mut text = report::render(&run, id, settings.format)?;
+    let mut where_to = Vec::new();
+    if let (Some(id), Some(store)) = (id, &store) {
+        where_to.push(format!("saved as run {id} in {}", store.path().display()));
+        if html_report {
+            let html = write_run_report(store, id, &run)?;
+            where_to.push(format!("HTML report: {}", html.display()));
+        }
+    }
+    for line in &where_to {
+        if settings.format == Format::Table {
+            text.push_str(&format!("{line}\n"));
+        } else {
+            crate::progress::note(line);
+        }
+    }
+    let failed = run
+        .measurements
+        .iter()
+        .filter(|m| m.status == crate::results::Status::Failed)
+        .map(|m| m.case.clone())
+        .collect();
+    Ok(Measured {
+        run,
+        id,
+        text,
+        failed,
     })
 }
 

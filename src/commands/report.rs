@@ -1,0 +1,39 @@
+//! `ioprobe report RUN`: a saved run's HTML page and SVG plots.
+
+use crate::error::UsageError;
+use crate::report::{self, write_atomically};
+use crate::session::{resolve, store_path};
+use crate::settings::Settings;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// `ioprobe report RUN --html FILE --svg DIR`.
+pub fn report(
+    settings: &Settings,
+    spec: &str,
+    html: Option<&Path>,
+    svg: Option<&Path>,
+) -> Result<String> {
+    if html.is_none() && svg.is_none() {
+        return Err(UsageError("report needs --html FILE and/or --svg DIR".into()).into());
+    }
+    let named = resolve(settings, spec)?;
+    let store = store_path(settings)?;
+    let plots = report::plots::plots(&named.run)?;
+    let mut out = String::new();
+    if let Some(path) = html {
+        let recs = report::advice::recommendations(&named.run, named.id);
+        let obs = report::advice::observations(&named.run);
+        let page = report::html::render(&named.run, &recs, &obs, &named.label, &plots)?;
+        write_atomically(path, &page, Some(&store))?;
+        out.push_str(&format!("wrote {}\n", path.display()));
+    }
+    if let Some(dir) = svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (plot, path) in plots.iter().zip(report::html::svg_paths(&plots, dir)) {
+            write_atomically(&path, &plot.svg, Some(&store))?;
+            out.push_str(&format!("wrote {}\n", path.display()));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,12 @@
+//! `ioprobe show RUN`: a saved run, as the measuring command printed it.
+
+use crate::report;
+use crate::session::resolve;
+use crate::settings::Settings;
+use anyhow::Result;
+
+/// `ioprobe show RUN`.
+pub fn show(settings: &Settings, spec: &str) -> Result<String> {
+    let named = resolve(settings, spec)?;
+    report::render(&named.run, named.id, settings.format)
+}
