@@ -80,10 +80,8 @@ fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
         return (rates, None);
     };
     let mut newest = None;
-    for r in store.list().unwrap_or_default().iter().rev().take(20) {
-        if r.host != env.hostname {
-            continue;
-        }
+    let evidence = crate::results::store::Evidence::of(&env.hostname, &[], 20);
+    for r in store.newest_with(&evidence).unwrap_or_default() {
         let Ok(run) = store.load(r.id) else { continue };
         for m in run
             .measurements

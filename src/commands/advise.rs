@@ -4,7 +4,7 @@ use crate::present::Recommendation;
 use crate::probes::ProbeKind;
 use crate::report::advice::Coverage;
 use crate::report::{self, Format};
-use crate::results::store::Store;
+use crate::results::store::{Evidence, Store};
 use crate::results::{Measurement, Run};
 use crate::session::store_path;
 use crate::settings::Settings;
@@ -96,10 +96,20 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
             observations: Vec::new(),
         };
         for &kind in crate::probes::REGISTRY {
-            let candidates = runs.iter().rev().filter(|r| {
-                machine_of(&r.host, &r.filesystem, &r.kernel) == machine
-                    && r.probes.split(',').any(|p| p == kind.name())
-            });
+            let Some(r0) = runs
+                .iter()
+                .find(|r| machine_of(&r.host, &r.filesystem, &r.kernel) == machine)
+            else {
+                continue;
+            };
+            let evidence = Evidence {
+                host: &r0.host,
+                filesystem: Some(&r0.filesystem),
+                kernel: Some(&r0.kernel),
+                probes: &[kind.name()],
+                limit: usize::MAX,
+            };
+            let candidates = store.newest_with(&evidence)?;
             let mut chosen: Option<(Coverage, i64)> = None;
             for r in candidates {
                 if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(r.id) {

@@ -33,7 +33,7 @@ pub fn history(settings: &Settings) -> Result<String> {
                     r.kernel.clone(),
                     r.filesystem.clone(),
                     r.command.clone(),
-                    r.probes.clone(),
+                    r.probes.join(","),
                 ]
             })
             .collect(),
@@ -48,7 +48,7 @@ pub fn history(settings: &Settings) -> Result<String> {
                 .iter()
                 .map(|r| {
                     serde_json::json!({"id": r.id, "started_at": r.started_at, "host": r.host, "kernel": r.kernel,
-                        "filesystem": r.filesystem, "command": r.command, "probes": r.probes.split(',').collect::<Vec<_>>()})
+                        "filesystem": r.filesystem, "command": r.command, "probes": r.probes})
                 })
                 .collect();
             serde_json::to_string_pretty(&v)? + "\n"

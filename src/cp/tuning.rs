@@ -64,15 +64,16 @@ pub fn for_destination(dest_dir: &Path) -> Tuning {
         .nodename()
         .to_string_lossy()
         .into_owned();
-    let runs = store.list().unwrap_or_default();
-    let recent = runs.iter().rev().filter(|r| r.host == host).take(RECENT);
+    let evidence = crate::results::store::Evidence::of(&host, &["copy", "pipe"], RECENT);
+    let recent = store.newest_with(&evidence).unwrap_or_default();
     let (mut copy_done, mut pipe_done) = (false, false);
-    for r in recent {
+    let has = |r: &crate::results::store::RunSummary, p: &str| r.probes.iter().any(|x| x == p);
+    for r in &recent {
         if copy_done && pipe_done {
             break;
         }
-        let copy_here = !copy_done && r.filesystem == fs.fs_type && r.probes.contains("copy");
-        let pipe_here = !pipe_done && r.probes.contains("pipe");
+        let copy_here = !copy_done && r.filesystem == fs.fs_type && has(r, "copy");
+        let pipe_here = !pipe_done && has(r, "pipe");
         if !copy_here && !pipe_here {
             continue;
         }

@@ -74,7 +74,41 @@ pub struct RunSummary {
     pub kernel: String,
     pub filesystem: String,
     pub command: String,
-    pub probes: String,
+    /// The probes the run measured, in run order.
+    pub probes: Vec<String>,
+}
+
+/// Which saved runs are evidence for a question: this host's, and where the answer
+/// depends on them, the same filesystem and kernel, with at least one of `probes`
+/// (any probe when empty), newest first, at most `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    pub host: &'a str,
+    pub filesystem: Option<&'a str>,
+    pub kernel: Option<&'a str>,
+    pub probes: &'a [&'a str],
+    pub limit: usize,
+}
+
+impl<'a> Evidence<'a> {
+    /// Runs of `host` with any of `probes`, the newest `limit`.
+    pub fn of(host: &'a str, probes: &'a [&'a str], limit: usize) -> Evidence<'a> {
+        Evidence {
+            host,
+            filesystem: None,
+            kernel: None,
+            probes,
+            limit,
+        }
+    }
+
+    fn admits(&self, r: &RunSummary) -> bool {
+        r.host == self.host
+            && self.filesystem.is_none_or(|f| f == r.filesystem)
+            && self.kernel.is_none_or(|k| k == r.kernel)
+            && (self.probes.is_empty()
+                || r.probes.iter().any(|p| self.probes.contains(&p.as_str())))
+    }
 }
 
 /// An SQLite error with the store's path, as one line.
@@ -410,11 +444,28 @@ impl Store {
                     kernel: r.get(3)?,
                     filesystem: r.get(4)?,
                     command: r.get(5)?,
-                    probes: r.get(6)?,
+                    probes: r
+                        .get::<_, String>(6)?
+                        .split(',')
+                        .filter(|p| !p.is_empty())
+                        .map(String::from)
+                        .collect(),
                 })
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The saved runs that are `e`'s evidence, newest first: the one way ioprobe finds
+    /// the runs it reuses (advise, the time estimate, cp's tuning, trace's figures).
+    pub fn newest_with(&self, e: &Evidence) -> Result<Vec<RunSummary>> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .rev()
+            .filter(|r| e.admits(r))
+            .take(e.limit)
+            .collect())
     }
 
     /// Loads run `id`.
@@ -541,7 +592,7 @@ mod tests {
         assert!(s.resolve("last~1").is_err());
         let list = s.list().unwrap();
         assert_eq!(list.len(), 1);
-        assert_eq!(list[0].probes, "syscalls,read");
+        assert_eq!(list[0].probes, ["syscalls", "read"]);
         drop(s);
         // Re-opening an up-to-date store changes nothing.
         let s = Store::open(&path).unwrap();
