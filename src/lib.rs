@@ -1,13 +1,13 @@
 //! ioprobe: measures what I/O system calls cost on this machine and which buffer size
 //! and method to use.
 //!
-//! Layers, top to bottom: [`cli`] (flags → settings), [`app`] (runs probes), [`probes`]
-//! (experiments as named cases), [`harness`] (timing and statistics, knows no I/O),
-//! [`sys`] (the only module allowed unsafe code: syscalls, mappings, machine facts,
-//! scratch files),
-//! [`results`] (data model and JSON schema), [`present`] (tables and plot primitives
-//! that probes and reports share) and [`report`] (output formats). [`trace`] applies
-//! the saved figures to another program's system calls.
+//! Layers, top to bottom: [`cli`] (flags → [`settings`]), [`commands`] (saved-run
+//! commands), [`cp`] and [`trace`] (apply the figures), [`session`] (runs every
+//! measuring command, finds saved runs), [`probes`] (experiments as named cases),
+//! [`report`] and [`present`] (output formats, tables and plot primitives),
+//! [`results`] (data model, JSON schema, store), [`harness`] (timing and statistics,
+//! knows no I/O), [`sys`] (the only module allowed unsafe code: syscalls, mappings,
+//! machine facts, scratch files, ptrace).
 
 // Unsafe code is refused everywhere but `sys`, which opts back in.
 #![deny(unsafe_code)]

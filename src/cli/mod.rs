@@ -100,7 +100,7 @@ pub enum Command {
     /// Run every probe (syscalls, read, write, pipe, copy) with short defaults behind
     /// one progress display, save the run and write its HTML report.
     #[command(after_help = examples!(
-        "ioprobe run                       every probe and what to do (≈35 s)",
+        "ioprobe run                       every probe and what to do (≈25 s)",
         "ioprobe run --json > run.json     one JSON document",
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
     ))]
@@ -426,10 +426,14 @@ impl Cli {
         let store = store
             .and_then(|s| s.store.clone())
             .or(b.store.store.clone());
+        // The harness mode recorded is the scale that ran: `--quick` and the default
+        // sample alike, `--thorough` longer.
         let (mut h, mode) = if m.thorough {
             (harness::Config::thorough(), "thorough")
-        } else {
+        } else if m.quick {
             (harness::Config::quick(), "quick")
+        } else {
+            (harness::Config::quick(), "default")
         };
         if let Some(t) = m.sample_time {
             h.sample_time = t;

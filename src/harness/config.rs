@@ -23,7 +23,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// `--quick` (the default): enough for a ±1% CI on a quiet machine in well under a second.
+    /// `--quick` and the default scale: enough for a ±1% CI on a quiet machine in well
+    /// under a second.
     pub fn quick() -> Self {
         Config {
             sample_time: Duration::from_millis(10),

@@ -5,7 +5,7 @@
 //! A probe turns its options into workloads, hands them to the harness and returns
 //! [`Measurement`]s; it never formats them (its presentation reads them back, from a
 //! live run or a saved one). Adding a probe means its folder, its `mod` line and one
-//! line in [`REGISTRY`] here, and its subcommand in `cli.rs` and `main.rs`.
+//! line in [`REGISTRY`] here, and its command in `cli/probes.rs`.
 
 pub mod copy;
 pub mod pipe;

@@ -427,3 +427,23 @@ fn quiet_silences_notes_but_not_errors() {
     assert!(stderr_of(&bad).contains("error"), "{}", stderr_of(&bad));
     assert_empty(&scratch);
 }
+
+/// The README and `run --help` quote the same duration for `ioprobe run`, or neither
+/// quotes one.
+#[test]
+fn readme_and_help_quote_the_same_run_duration() {
+    let quoted = |text: &str, line_has: &str| -> Option<String> {
+        let line = text.lines().find(|l| l.contains(line_has))?;
+        let from = line.find('≈')?;
+        // "≈25 s" of "(≈25 s here)": the figure and its unit.
+        let words: Vec<&str> = line[from..].split([' ', ')']).take(2).collect();
+        Some(words.join(" "))
+    };
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let help = Command::new(BIN).args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let a = quoted(&readme, "cargo run --release -- run");
+    let b = quoted(&help, "every probe and what to do");
+    assert_eq!(a, b, "README {a:?}, --help {b:?}");
+}
