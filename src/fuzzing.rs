@@ -29,7 +29,7 @@ pub fn check_import(data: &[u8], dir: &std::path::Path) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(run) = parse_run_json(text, "fuzz") else {
+    let Ok(run) = parse_run_json(text, "fuzz", crate::probes::check_measurement) else {
         return;
     };
     for f in [Format::Table, Format::Json, Format::Csv, Format::Markdown] {

@@ -382,7 +382,11 @@ pub fn open_existing(settings: &Settings) -> Result<Store> {
 }
 
 pub fn resolve(settings: &Settings, spec: &str) -> Result<Named> {
-    runref::resolve(spec, &mut || open_existing(settings))
+    runref::resolve(
+        spec,
+        &mut || open_existing(settings),
+        crate::probes::check_measurement,
+    )
 }
 
 /// Saves a run if a store is open; returns its id.

@@ -19,7 +19,13 @@ pub fn compare(
     let mut comparisons = Vec::new();
     for b in bs {
         let nb = resolve(settings, b)?;
-        let c = compare::compare(&na.label, &na.run, &nb.label, &nb.run);
+        let c = compare::compare(
+            &na.label,
+            &na.run,
+            &nb.label,
+            &nb.run,
+            crate::probes::observed_params,
+        );
         if c.rows.is_empty() {
             anyhow::bail!(
                 "{} and {} have no measurement in common",

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub fn import(settings: &Settings, files: &[PathBuf]) -> Result<String> {
     let runs: Vec<Run> = files
         .iter()
-        .map(|f| runref::load_json_file(f))
+        .map(|f| runref::load_json_file(f, crate::probes::check_measurement))
         .collect::<Result<_>>()?;
     let mut store = Store::open(&store_path(settings)?)?;
     let mut out = String::new();

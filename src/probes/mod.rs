@@ -124,6 +124,11 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
 }
 
 /// Every probe with the options `ioprobe run` uses, in registry order.
+/// The params probe `name` records as observed (none for an unknown probe).
+pub fn observed_params(name: &str) -> &'static [&'static str] {
+    kind(name).map_or(&[][..], |k| k.observed_params())
+}
+
 pub fn registry() -> Vec<Box<dyn Probe>> {
     REGISTRY.iter().map(|k| k.for_run()).collect()
 }

@@ -110,15 +110,18 @@ impl Comparison {
     }
 }
 
+/// A probe's params that record what was observed rather than asked for (the probes
+/// know them: `crate::probes::observed_params`); rows are matched on the others.
+pub type Observed = fn(&str) -> &'static [&'static str];
+
 /// Key that matches the same measurement across runs.
-pub fn identity(m: &Measurement) -> String {
-    format!("{}/{} {}", m.probe, m.case, identifying_params(m))
+pub fn identity(m: &Measurement, observed: Observed) -> String {
+    format!("{}/{} {}", m.probe, m.case, identifying_params(m, observed))
 }
 
-/// The params that identify a row: all but those its probe declares observed (see
-/// [`ProbeKind::observed_params`](crate::probes::ProbeKind::observed_params)).
-fn identifying_params(m: &Measurement) -> String {
-    let observed = crate::probes::kind(&m.probe).map_or(&[][..], |k| k.observed_params());
+/// The params that identify a row: all but those its probe declares observed.
+fn identifying_params(m: &Measurement, observed: Observed) -> String {
+    let observed = observed(&m.probe);
     let parts: Vec<String> = m
         .params
         .iter()
@@ -203,7 +206,7 @@ fn env_diffs(a: &Run, b: &Run) -> Vec<EnvDiff> {
     out
 }
 
-fn row(a: &Measurement, b: &Measurement, dispersion: f64) -> Row {
+fn row(a: &Measurement, b: &Measurement, dispersion: f64, observed: Observed) -> Row {
     let ratio = b.median / a.median;
     let (ra, rb) = (
         subsample(&a.raw, MAX_SAMPLES),
@@ -242,7 +245,7 @@ fn row(a: &Measurement, b: &Measurement, dispersion: f64) -> Row {
     Row {
         probe: a.probe.clone(),
         case: a.case.clone(),
-        params: identifying_params(a),
+        params: identifying_params(a, observed),
         unit: a.unit.clone(),
         a_median: a.median,
         b_median: b.median,
@@ -277,14 +280,18 @@ fn ratio_dispersion(pairs: &[(&Measurement, &Measurement)]) -> f64 {
 }
 
 /// Compares run B against baseline A.
-pub fn compare(a_label: &str, a: &Run, b_label: &str, b: &Run) -> Comparison {
+pub fn compare(a_label: &str, a: &Run, b_label: &str, b: &Run, observed: Observed) -> Comparison {
     let mut pairs = Vec::new();
     let mut only_in_a = Vec::new();
     let mut unsupported_in_both = Vec::new();
     let mut status_differs = Vec::new();
     for ma in &a.measurements {
-        let id = identity(ma);
-        match b.measurements.iter().find(|mb| identity(mb) == id) {
+        let id = identity(ma, observed);
+        match b
+            .measurements
+            .iter()
+            .find(|mb| identity(mb, observed) == id)
+        {
             Some(mb) if mb.unit == ma.unit && ma.is_ok() && mb.is_ok() => pairs.push((ma, mb)),
             Some(mb) if !ma.is_ok() && !mb.is_ok() => unsupported_in_both.push(id),
             Some(mb) => status_differs.push(format!(
@@ -299,14 +306,21 @@ pub fn compare(a_label: &str, a: &Run, b_label: &str, b: &Run) -> Comparison {
     let only_in_b = b
         .measurements
         .iter()
-        .map(identity)
-        .filter(|id| !a.measurements.iter().any(|ma| identity(ma) == *id))
+        .map(|m| identity(m, observed))
+        .filter(|id| {
+            !a.measurements
+                .iter()
+                .any(|ma| identity(ma, observed) == *id)
+        })
         .collect();
     Comparison {
         a: a_label.into(),
         b: b_label.into(),
         environment_differences: env_diffs(a, b),
-        rows: pairs.iter().map(|(x, y)| row(x, y, dispersion)).collect(),
+        rows: pairs
+            .iter()
+            .map(|(x, y)| row(x, y, dispersion, observed))
+            .collect(),
         only_in_a,
         only_in_b,
         row_dispersion: dispersion,
@@ -371,7 +385,7 @@ mod tests {
             let drift = ((i * 13 % 9) as f64 - 4.0) * 0.01;
             tight((100.0 + i as f64) * (1.0 + drift))
         });
-        let c = compare("A", &a, "B", &b);
+        let c = compare("A", &a, "B", &b, crate::probes::observed_params);
         assert!(c.row_dispersion > 0.01, "{}", c.row_dispersion);
         assert_eq!(significant(&c), 0);
     }
@@ -380,13 +394,13 @@ mod tests {
     fn a_shift_of_every_row_and_one_changed_row_are_found() {
         let a = run(40, |i| tight(100.0 + i as f64));
         let all = run(40, |i| tight((100.0 + i as f64) * 1.10));
-        let c = compare("A", &a, "B", &all);
+        let c = compare("A", &a, "B", &all, crate::probes::observed_params);
         assert_eq!(significant(&c), 40, "every row 10% slower");
         assert!(c.rows.iter().all(|r| r.verdict == Verdict::Slower));
         let one = run(40, |i| {
             tight((100.0 + i as f64) * if i == 7 { 0.8 } else { 1.0 })
         });
-        let c = compare("A", &a, "B", &one);
+        let c = compare("A", &a, "B", &one, crate::probes::observed_params);
         assert_eq!(significant(&c), 1);
         assert_eq!(c.rows[7].verdict, Verdict::Faster);
     }
@@ -397,7 +411,7 @@ mod tests {
         let wide = |c: f64| (0..12).map(|k| c * (0.7 + 0.05 * k as f64)).collect();
         let a = run(1, |_| wide(100.0));
         let b = run(1, |_| wide(105.0));
-        let c = compare("A", &a, "B", &b);
+        let c = compare("A", &a, "B", &b, crate::probes::observed_params);
         let r = &c.rows[0];
         assert!(r.ratio_ci95[0] <= 1.0 && 1.0 <= r.ratio_ci95[1]);
         assert_eq!(r.verdict, Verdict::NoSignificantChange);
@@ -413,13 +427,13 @@ mod tests {
         let mut a = run(2, |_| tight(100.0));
         a.measurements[1].status = super::super::Status::Unsupported;
         let b = a.clone();
-        let c = compare("A", &a, "B", &b);
+        let c = compare("A", &a, "B", &b, crate::probes::observed_params);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.unsupported_in_both.len(), 1);
         assert!(c.only_in_a.is_empty() && c.only_in_b.is_empty());
         let mut b2 = a.clone();
         b2.measurements[1].status = super::super::Status::Ok;
-        let c = compare("A", &a, "B", &b2);
+        let c = compare("A", &a, "B", &b2, crate::probes::observed_params);
         assert_eq!(c.status_differs.len(), 1, "{:?}", c.status_differs);
         assert!(c.status_differs[0].contains("unsupported in A, measured in B"));
     }

@@ -11,9 +11,13 @@ use std::path::Path;
 /// Largest JSON run file read (a run with millions of raw samples is still far below).
 pub const MAX_RUN_FILE: u64 = 256 << 20;
 
-/// Parses and validates a JSON run document. Every problem is a usage error (exit 2):
-/// the document is the user's input.
-pub fn parse_run_json(text: &str, origin: &str) -> Result<Run> {
+/// Checks one measurement's params against its probe's contract (the probes know it;
+/// results names no probe): `crate::probes::check_measurement`.
+pub type ParamsCheck = fn(&Measurement) -> Result<(), String>;
+
+/// Parses and validates a JSON run document, each row's params with `check`. Every
+/// problem is a usage error (exit 2): the document is the user's input.
+pub fn parse_run_json(text: &str, origin: &str, check: ParamsCheck) -> Result<Run> {
     let origin = crate::units::escape(origin);
     let bad = |msg: String| anyhow::Error::new(UsageError(format!("{origin}: {msg}")));
     let v: serde_json::Value =
@@ -30,7 +34,7 @@ pub fn parse_run_json(text: &str, origin: &str) -> Result<Run> {
     let run: Run =
         serde_json::from_value(v).map_err(|e| bad(format!("not a valid ioprobe run ({e})")))?;
     for (i, m) in run.measurements.iter().enumerate() {
-        check_measurement(m).map_err(|e| bad(format!("measurement {}: {e}", i + 1)))?;
+        check_measurement(m, check).map_err(|e| bad(format!("measurement {}: {e}", i + 1)))?;
     }
     Ok(run)
 }
@@ -44,14 +48,14 @@ fn safe_name(s: &str, max: usize) -> bool {
 }
 
 /// The generic shape every measurement must have, then its probe's own params.
-fn check_measurement(m: &Measurement) -> Result<(), String> {
+fn check_measurement(m: &Measurement, check: ParamsCheck) -> Result<(), String> {
     if !safe_name(&m.case, 200) {
         return Err(format!(
             "case name '{}' is not made of letters, digits and ._+-/",
             crate::units::escape(&m.case)
         ));
     }
-    crate::probes::check_measurement(m)?;
+    check(m)?;
     if !["ns/op", "bytes/s"].contains(&m.unit.as_str()) {
         return Err(format!("unknown unit '{}'", crate::units::escape(&m.unit)));
     }
@@ -70,7 +74,7 @@ fn check_measurement(m: &Measurement) -> Result<(), String> {
 
 /// Reads a JSON run file: a regular file (opened without blocking, so a FIFO with no
 /// writer is refused rather than waited on) of at most [`MAX_RUN_FILE`] bytes.
-pub fn load_json_file(path: &Path) -> Result<Run> {
+pub fn load_json_file(path: &Path, check: ParamsCheck) -> Result<Run> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let shown = crate::units::escape(&path.display().to_string());
@@ -101,7 +105,7 @@ pub fn load_json_file(path: &Path) -> Result<Run> {
         ));
     }
     let text = String::from_utf8(bytes).map_err(|_| usage("not UTF-8 text".into()))?;
-    parse_run_json(&text, &path.display().to_string())
+    parse_run_json(&text, &path.display().to_string(), check)
 }
 
 /// A run named on the command line, with a label for headings.
@@ -114,13 +118,17 @@ pub struct Named {
 
 /// Resolves `spec`: an existing file is read as JSON; anything else is looked up in the
 /// store (opened lazily through `store`).
-pub fn resolve(spec: &str, store: &mut dyn FnMut() -> Result<Store>) -> Result<Named> {
+pub fn resolve(
+    spec: &str,
+    store: &mut dyn FnMut() -> Result<Store>,
+    check: ParamsCheck,
+) -> Result<Named> {
     let p = Path::new(spec);
     // An existing path (a FIFO or directory too: refused there) or a *.json name is a file.
     if p.exists() || spec.ends_with(".json") {
         return Ok(Named {
             label: spec.to_string(),
-            run: load_json_file(p)?,
+            run: load_json_file(p, check)?,
             id: None,
         });
     }

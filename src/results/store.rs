@@ -567,6 +567,7 @@ mod tests {
         crate::results::runref::parse_run_json(
             include_str!("../../tests/fixtures/run-a.json"),
             "fixture",
+            |_| Ok(()),
         )
         .unwrap()
     }
