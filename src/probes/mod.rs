@@ -47,6 +47,10 @@ pub trait ProbeKind: Sync {
     /// Params that record what was observed (page-cache state, granted sizes, CPUs)
     /// rather than what was asked for; `compare` matches rows on the others.
     fn observed_params(&self) -> &'static [&'static str];
+    /// Whether a row's params read as the probe's typed `Params` (the one contract its
+    /// tables, advice and trace read rows with): a row that does not would vanish from
+    /// them silently, so a run file with one is refused. Err names the field.
+    fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String>;
     /// The probe's tables, from its rows in run order.
     fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid>;
     /// The probe's plots, from its measured rows (never empty).
@@ -330,7 +334,16 @@ pub fn check_measurement(m: &Measurement) -> std::result::Result<(), String> {
     for spec in probe.params() {
         spec.check(m.params.get(spec.key))?;
     }
-    Ok(())
+    probe.check_typed(m)
+}
+
+/// [`ProbeKind::check_typed`] for a probe whose rows' params are `P`.
+pub fn check_typed<P: serde::de::DeserializeOwned>(
+    m: &Measurement,
+) -> std::result::Result<(), String> {
+    serde_json::from_value::<P>(serde_json::Value::Object(m.params.clone()))
+        .map(|_| ())
+        .map_err(|e| format!("{} params: {e}", m.probe))
 }
 
 /// How many times [`ensure_resident`] reads a file whose pages keep going missing.

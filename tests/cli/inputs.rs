@@ -447,3 +447,42 @@ fn readme_and_help_quote_the_same_run_duration() {
     let b = quoted(&help, "every probe and what to do");
     assert_eq!(a, b, "README {a:?}, --help {b:?}");
 }
+
+/// A run file whose rows lack a field their probe's typed params need is refused with
+/// the field named, rather than read with every such row silently dropped (the copy
+/// fixture without `eviction` used to show 3 lines instead of 217 and exit 0).
+#[test]
+fn a_row_missing_a_typed_param_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/copy-run.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    for m in doc["measurements"].as_array_mut().unwrap() {
+        m["params"].as_object_mut().unwrap().remove("eviction");
+    }
+    let file = tmp.path().join("doctored.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    for cmd in [&["show"][..], &["import", "--store", "s.db"][..]] {
+        let out = Command::new(BIN)
+            .args(cmd)
+            .arg(&file)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.lines().count() == 1 && err.contains("missing field `eviction`"),
+            "{cmd:?}: {err}"
+        );
+    }
+    assert!(
+        !tmp.path().join("s.db").exists() || {
+            let o = Command::new(BIN)
+                .args(["history", "--json", "--store", "s.db"])
+                .current_dir(tmp.path())
+                .output()
+                .unwrap();
+            !String::from_utf8_lossy(&o.stdout).contains("\"id\"")
+        }
+    );
+}

@@ -308,6 +308,9 @@ pub struct Derived {
 pub struct Kind;
 
 impl ProbeKind for Kind {
+    fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
+        super::check_typed::<Params>(m)
+    }
     fn name(&self) -> &'static str {
         "copy"
     }
