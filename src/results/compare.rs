@@ -110,8 +110,9 @@ impl Comparison {
     }
 }
 
-/// A probe's params that record what was observed rather than asked for (the probes
-/// know them: `crate::probes::observed_params`); rows are matched on the others.
+/// A probe's params that record what was observed rather than asked for, given by
+/// the caller (the probes know them; results names none); rows are matched on the
+/// others.
 pub type Observed = fn(&str) -> &'static [&'static str];
 
 /// Key that matches the same measurement across runs.
@@ -370,6 +371,11 @@ mod tests {
             .collect()
     }
 
+    /// These rows differ by case name only: no param is observed.
+    fn no_observed(_: &str) -> &'static [&'static str] {
+        &[]
+    }
+
     fn significant(c: &Comparison) -> usize {
         c.rows
             .iter()
@@ -385,7 +391,7 @@ mod tests {
             let drift = ((i * 13 % 9) as f64 - 4.0) * 0.01;
             tight((100.0 + i as f64) * (1.0 + drift))
         });
-        let c = compare("A", &a, "B", &b, crate::probes::observed_params);
+        let c = compare("A", &a, "B", &b, no_observed);
         assert!(c.row_dispersion > 0.01, "{}", c.row_dispersion);
         assert_eq!(significant(&c), 0);
     }
@@ -394,13 +400,13 @@ mod tests {
     fn a_shift_of_every_row_and_one_changed_row_are_found() {
         let a = run(40, |i| tight(100.0 + i as f64));
         let all = run(40, |i| tight((100.0 + i as f64) * 1.10));
-        let c = compare("A", &a, "B", &all, crate::probes::observed_params);
+        let c = compare("A", &a, "B", &all, no_observed);
         assert_eq!(significant(&c), 40, "every row 10% slower");
         assert!(c.rows.iter().all(|r| r.verdict == Verdict::Slower));
         let one = run(40, |i| {
             tight((100.0 + i as f64) * if i == 7 { 0.8 } else { 1.0 })
         });
-        let c = compare("A", &a, "B", &one, crate::probes::observed_params);
+        let c = compare("A", &a, "B", &one, no_observed);
         assert_eq!(significant(&c), 1);
         assert_eq!(c.rows[7].verdict, Verdict::Faster);
     }
@@ -411,7 +417,7 @@ mod tests {
         let wide = |c: f64| (0..12).map(|k| c * (0.7 + 0.05 * k as f64)).collect();
         let a = run(1, |_| wide(100.0));
         let b = run(1, |_| wide(105.0));
-        let c = compare("A", &a, "B", &b, crate::probes::observed_params);
+        let c = compare("A", &a, "B", &b, no_observed);
         let r = &c.rows[0];
         assert!(r.ratio_ci95[0] <= 1.0 && 1.0 <= r.ratio_ci95[1]);
         assert_eq!(r.verdict, Verdict::NoSignificantChange);
@@ -427,13 +433,13 @@ mod tests {
         let mut a = run(2, |_| tight(100.0));
         a.measurements[1].status = super::super::Status::Unsupported;
         let b = a.clone();
-        let c = compare("A", &a, "B", &b, crate::probes::observed_params);
+        let c = compare("A", &a, "B", &b, no_observed);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.unsupported_in_both.len(), 1);
         assert!(c.only_in_a.is_empty() && c.only_in_b.is_empty());
         let mut b2 = a.clone();
         b2.measurements[1].status = super::super::Status::Ok;
-        let c = compare("A", &a, "B", &b2, crate::probes::observed_params);
+        let c = compare("A", &a, "B", &b2, no_observed);
         assert_eq!(c.status_differs.len(), 1, "{:?}", c.status_differs);
         assert!(c.status_differs[0].contains("unsupported in A, measured in B"));
     }

@@ -11,8 +11,8 @@ use std::path::Path;
 /// Largest JSON run file read (a run with millions of raw samples is still far below).
 pub const MAX_RUN_FILE: u64 = 256 << 20;
 
-/// Checks one measurement's params against its probe's contract (the probes know it;
-/// results names no probe): `crate::probes::check_measurement`.
+/// Checks one measurement's params against its probe's contract, given by the caller
+/// (the probes know it; results names none).
 pub type ParamsCheck = fn(&Measurement) -> Result<(), String>;
 
 /// Parses and validates a JSON run document, each row's params with `check`. Every
