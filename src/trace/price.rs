@@ -398,24 +398,73 @@ fn secs(s: f64) -> String {
 }
 
 /// Every finding of `p`, largest saving first. `work` is the run's work here (seconds),
-/// which savings are compared with.
+/// which savings are compared with. One rule per method of [`Finder`].
 pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let comm = |pid: i32| p.processes.get(&pid).map_or("?".into(), |x| x.comm.clone());
-    let mut push = |kind: &'static str,
-                    pid: i32,
-                    target: String,
-                    what: String,
-                    time: Option<f64>,
-                    better: Option<f64>| {
+    let mut x = Finder {
+        p,
+        f,
+        work,
+        out: Vec::new(),
+    };
+    let relayed = relayed_destinations(p);
+    for (&(pid, t, op), s) in &p.ops {
+        let Some(reading) = direction(op) else {
+            continue;
+        };
+        if !reading && relayed.contains(&(pid, t)) {
+            continue; // priced with the reads it relays
+        }
+        x.small_requests((pid, t, op), s, reading, &relayed);
+        x.lseek_then_io((pid, t, op), s, reading);
+        x.reread((pid, t, op), s, reading);
+        x.pipe_capacity((pid, t, op), s, reading);
+    }
+    x.reopens();
+    x.stat_storms();
+    x.pipe_relays();
+    x.fsync_per_write();
+    x.read_write_copies();
+    let mut out = x.out;
+    out.sort_by(|a, b| {
+        b.saving_s
+            .unwrap_or(-1.0)
+            .total_cmp(&a.saving_s.unwrap_or(-1.0))
+    });
+    out
+}
+
+/// The process's name as the report shows it.
+fn comm_of(p: &Profile, pid: i32) -> String {
+    p.processes.get(&pid).map_or("?".into(), |x| x.comm.clone())
+}
+
+/// The findings being made: the profile, the figures, the run's work, the list.
+struct Finder<'a> {
+    p: &'a Profile,
+    f: &'a Figures,
+    work: f64,
+    out: Vec<Finding>,
+}
+
+impl Finder<'_> {
+    /// Adds a finding: what it is, what it costs now and would cost done better.
+    fn push(
+        &mut self,
+        kind: &'static str,
+        pid: i32,
+        target: String,
+        what: String,
+        time: Option<f64>,
+        better: Option<f64>,
+    ) {
         let saving = time.zip(better).map(|(t, b)| (t - b).max(0.0));
-        let share = saving.map(|s| s / work.max(1e-9));
+        let share = saving.map(|s| s / self.work.max(1e-9));
         let matters = share.is_some_and(|s| s >= 0.01);
         let tail = match (saving, share) {
             (Some(s), Some(sh)) => format!(
                 ": saves ≈{} of ≈{} of work ({}%){}",
                 secs(s),
-                secs(work),
+                secs(self.work),
                 crate::units::sig3(sh * 100.0),
                 if matters {
                     ""
@@ -425,10 +474,10 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             ),
             _ => ": not priced (no saved figures for it on this host)".into(),
         };
-        out.push(Finding {
+        self.out.push(Finding {
             kind,
             pid,
-            process: comm(pid),
+            process: comm_of(self.p, pid),
             target,
             text: format!("{}{tail}", what),
             time_s: time,
@@ -437,16 +486,17 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             share,
             matters,
         });
-    };
-    let relayed = relayed_destinations(p);
-    for (&(pid, t, op), s) in &p.ops {
+    }
+
+    fn small_requests(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+        relayed: &std::collections::BTreeSet<(i32, usize)>,
+    ) {
+        let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
-        let Some(reading) = direction(op) else {
-            continue;
-        };
-        if !reading && relayed.contains(&(pid, t)) {
-            continue; // priced with the reads it relays
-        }
         let large = p.pipe_sizes.contains_key(&t);
         // Small requests, priced with the curve for this kind of target.
         if let (Some((c, curve_name)), Some(size)) =
@@ -468,7 +518,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             let (mut now, mut then) = (now, then);
             let mut relay = String::new();
             if reading {
-                let (a, b, text) = relayed_writes(p, f, (pid, t), (size, best), &relayed);
+                let (a, b, text) = relayed_writes(p, f, (pid, t), (size, best), relayed);
                 (now, then, relay) = (now + a, then + b, text);
             }
             let how = if reading { "reads" } else { "writes" };
@@ -477,13 +527,13 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             } else {
                 ""
             };
-            push(
+            self.push(
                 "small_requests",
                 pid,
                 target.label(),
                 format!(
                     "{} {op} {} with {} {how}: {} calls{relay}, ≈{} here{priced}; with {} {how} ({} curve's knee), {} calls (≈{})",
-                    comm(pid),
+                    comm_of(p, pid),
                     target.label(),
                     format_size(size),
                     super::thousands(s.calls),
@@ -497,19 +547,29 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                 Some(then),
             );
         }
+    }
+
+    fn lseek_then_io(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
         // lseek then read/write: pread/pwrite would do it in one call.
         if s.after_lseek >= 10 {
             let per = f
                 .ns("lseek")
                 .map(|n| n * 1e-9)
                 .or_else(|| f.extra("lseek_read", "pread"));
-            push(
+            self.push(
                 "lseek_then_io",
                 pid,
                 target.label(),
                 format!(
                     "{} lseek+{op} on {}: {} pairs; {} would do each in one call",
-                    comm(pid),
+                    comm_of(p, pid),
                     target.label(),
                     super::thousands(s.after_lseek),
                     if reading { "pread" } else { "pwrite" }
@@ -518,16 +578,21 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                 per.map(|_| 0.0),
             );
         }
+    }
+
+    fn reread(&mut self, (pid, t, _): (i32, usize, &'static str), s: &OpStats, reading: bool) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
         // Reading the same bytes again.
         if reading && target.kind == Kind::File && s.reread_bytes >= 1 << 20 {
             let rate = s.typical_size().and_then(|z| f.read.rate(z));
-            push(
+            self.push(
                 "reread",
                 pid,
                 target.label(),
                 format!(
                     "{} read {} of {} again (bytes it had already read); mapping the file once (mmap) and reading the mapping avoids the calls (a copy kept in fresh memory saves less: the memory costs its page faults)",
-                    comm(pid),
+                    comm_of(p, pid),
                     format_size(s.reread_bytes),
                     target.label()
                 ),
@@ -535,6 +600,17 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
                 rate.map(|_| 0.0),
             );
         }
+    }
+
+    fn pipe_capacity(
+        &mut self,
+        (pid, t, _): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        let large = p.pipe_sizes.contains_key(&t);
         // A default-capacity pipe where the measured larger capacity is faster.
         if target.kind == Kind::Pipe
             && !reading
@@ -544,13 +620,13 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             && let (Some(d), Some(l)) = (f.pipe.rate(size), lc.rate(size))
             && l > 1.03 * d
         {
-            push(
+            self.push(
                 "pipe_capacity",
                 pid,
                 target.label(),
                 format!(
                     "{} writes {} through {} (default capacity) in {} chunks; a {} pipe (F_SETPIPE_SZ) moves them at {} GB/s instead of {}",
-                    comm(pid),
+                    comm_of(p, pid),
                     format_size(s.bytes),
                     target.label(),
                     format_size(size),
@@ -563,126 +639,140 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
             );
         }
     }
-    for ((pid, path), &n) in &p.opens {
-        if n >= 10 {
-            let per = f.extra("open_read_close", "pread");
-            push(
-                "reopen",
-                *pid,
-                path.clone(),
-                format!(
-                    "{} opened {path} {} times; one descriptor kept open would do",
-                    comm(*pid),
-                    super::thousands(n)
-                ),
-                per.map(|x| x * n as f64),
-                per,
-            );
+
+    fn reopens(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for ((pid, path), &n) in &p.opens {
+            if n >= 10 {
+                let per = f.extra("open_read_close", "pread");
+                self.push(
+                    "reopen",
+                    *pid,
+                    path.clone(),
+                    format!(
+                        "{} opened {path} {} times; one descriptor kept open would do",
+                        comm_of(p, *pid),
+                        super::thousands(n)
+                    ),
+                    per.map(|x| x * n as f64),
+                    per,
+                );
+            }
         }
     }
-    for ((pid, path), &n) in &p.stats {
-        if n >= 100 {
-            let per = f.ns("stat").map(|x| x * 1e-9);
-            push(
-                "stat_storm",
-                *pid,
-                path.clone(),
-                format!(
-                    "{} asked for the status of {path} {} times; once would do unless it changes",
-                    comm(*pid),
-                    super::thousands(n)
-                ),
-                per.map(|x| x * n as f64),
-                per,
-            );
+
+    fn stat_storms(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for ((pid, path), &n) in &p.stats {
+            if n >= 100 {
+                let per = f.ns("stat").map(|x| x * 1e-9);
+                self.push(
+                    "stat_storm",
+                    *pid,
+                    path.clone(),
+                    format!(
+                        "{} asked for the status of {path} {} times; once would do unless it changes",
+                        comm_of(p, *pid),
+                        super::thousands(n)
+                    ),
+                    per.map(|x| x * n as f64),
+                    per,
+                );
+            }
         }
     }
-    // A process that only moves a file's bytes into a pipe (`cat f | prog`): the next
-    // process could read the file itself, and this one, with its every call, goes.
-    for (&(pid, src, dst), &(_, bytes)) in &p.copies {
-        let (s_t, d_t) = (&p.targets[src], &p.targets[dst]);
-        if s_t.kind != Kind::File || d_t.kind != Kind::Pipe || bytes < 1 << 20 {
-            continue;
-        }
-        let Some((time, calls)) = pipe_relay(p, f, pid, src, dst) else {
-            continue;
-        };
-        push(
-            "pipe_relay",
-            pid,
-            format!("{} → {}", s_t.label(), d_t.label()),
-            format!(
-                "{} only copies {} from {} into {} ({} calls): the process reading the pipe could read the file itself (`prog < {}` instead of `cat {} | prog`), and this process and its copy would go",
-                comm(pid),
-                format_size(bytes),
-                s_t.label(),
-                d_t.label(),
-                super::thousands(calls),
-                s_t.name,
-                s_t.name
-            ),
-            time,
-            time.map(|_| 0.0),
-        );
-    }
-    for (&(pid, t), y) in &p.syncs {
-        if y.syncs >= 10 && y.writes <= 8 * y.syncs && y.bytes / y.syncs.max(1) < 64 * 1024 {
-            push(
-                "fsync_per_write",
-                pid,
-                p.targets[t].label(),
-                format!(
-                    "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch{}",
-                    comm(pid),
-                    p.targets[t].label(),
-                    super::thousands(y.syncs),
-                    crate::units::sig3(y.writes as f64 / y.syncs as f64),
-                    format_size(y.bytes / y.syncs.max(1)),
-                    fsync_source(f)
-                ),
-                f.fsync_s.map(|c| c * y.syncs as f64),
-                f.fsync_s,
-            );
-        }
-    }
-    for (&(pid, src, dst), &(pairs, bytes)) in &p.copies {
-        // Data written to /dev/null or a terminal is not a copy worth moving in-kernel.
-        let sink = matches!(p.targets[dst].kind, Kind::DevNull | Kind::Tty);
-        if pairs >= 16 && bytes >= 1 << 20 && !sink {
-            let size = bytes / pairs;
-            let through = f.read.rate(size).zip(f.write.rate(size));
-            let dst_t = &p.targets[dst];
-            let call = if dst_t.kind == Kind::File {
-                "copy_file_range"
-            } else {
-                "sendfile or splice"
+
+    fn pipe_relays(&mut self) {
+        let (p, f) = (self.p, self.f);
+        // A process that only moves a file's bytes into a pipe (`cat f | prog`): the next
+        // process could read the file itself, and this one, with its every call, goes.
+        for (&(pid, src, dst), &(_, bytes)) in &p.copies {
+            let (s_t, d_t) = (&p.targets[src], &p.targets[dst]);
+            if s_t.kind != Kind::File || d_t.kind != Kind::Pipe || bytes < 1 << 20 {
+                continue;
+            }
+            let Some((time, calls)) = pipe_relay(p, f, pid, src, dst) else {
+                continue;
             };
-            push(
-                "read_write_copy",
+            self.push(
+                "pipe_relay",
                 pid,
-                format!("{} → {}", p.targets[src].label(), dst_t.label()),
+                format!("{} → {}", s_t.label(), d_t.label()),
                 format!(
-                    "{} copied {} from {} to {} by read then write ({} pairs of {}); {call} moves it in the kernel",
-                    comm(pid),
+                    "{} only copies {} from {} into {} ({} calls): the process reading the pipe could read the file itself (`prog < {}` instead of `cat {} | prog`), and this process and its copy would go",
+                    comm_of(p, pid),
                     format_size(bytes),
-                    p.targets[src].label(),
-                    dst_t.label(),
-                    super::thousands(pairs),
-                    format_size(size)
+                    s_t.label(),
+                    d_t.label(),
+                    super::thousands(calls),
+                    s_t.name,
+                    s_t.name
                 ),
-                through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w),
-                f.copy_file_range
-                    .filter(|_| dst_t.kind == Kind::File)
-                    .map(|c| bytes as f64 / c),
+                time,
+                time.map(|_| 0.0),
             );
         }
     }
-    out.sort_by(|a, b| {
-        b.saving_s
-            .unwrap_or(-1.0)
-            .total_cmp(&a.saving_s.unwrap_or(-1.0))
-    });
-    out
+
+    fn fsync_per_write(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for (&(pid, t), y) in &p.syncs {
+            if y.syncs >= 10 && y.writes <= 8 * y.syncs && y.bytes / y.syncs.max(1) < 64 * 1024 {
+                self.push(
+                    "fsync_per_write",
+                    pid,
+                    p.targets[t].label(),
+                    format!(
+                        "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch{}",
+                        comm_of(p, pid),
+                        p.targets[t].label(),
+                        super::thousands(y.syncs),
+                        crate::units::sig3(y.writes as f64 / y.syncs as f64),
+                        format_size(y.bytes / y.syncs.max(1)),
+                        fsync_source(f)
+                    ),
+                    f.fsync_s.map(|c| c * y.syncs as f64),
+                    f.fsync_s,
+                );
+            }
+        }
+    }
+
+    fn read_write_copies(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for (&(pid, src, dst), &(pairs, bytes)) in &p.copies {
+            // Data written to /dev/null or a terminal is not a copy worth moving in-kernel.
+            let sink = matches!(p.targets[dst].kind, Kind::DevNull | Kind::Tty);
+            if pairs >= 16 && bytes >= 1 << 20 && !sink {
+                let size = bytes / pairs;
+                let through = f.read.rate(size).zip(f.write.rate(size));
+                let dst_t = &p.targets[dst];
+                let call = if dst_t.kind == Kind::File {
+                    "copy_file_range"
+                } else {
+                    "sendfile or splice"
+                };
+                self.push(
+                    "read_write_copy",
+                    pid,
+                    format!("{} → {}", p.targets[src].label(), dst_t.label()),
+                    format!(
+                        "{} copied {} from {} to {} by read then write ({} pairs of {}); {call} moves it in the kernel",
+                        comm_of(p, pid),
+                        format_size(bytes),
+                        p.targets[src].label(),
+                        dst_t.label(),
+                        super::thousands(pairs),
+                        format_size(size)
+                    ),
+                    through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w),
+                    f.copy_file_range
+                        .filter(|_| dst_t.kind == Kind::File)
+                        .map(|c| bytes as f64 / c),
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
