@@ -499,211 +499,30 @@ impl Profile {
         }
         let fd0 = a[0] as i32;
         let ok = ret >= 0;
+        let c = Call {
+            pid,
+            tid,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+        };
         match name {
             "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv"
-            | "pwritev" | "preadv2" | "pwritev2" => {
-                let vectored = name.contains('v');
-                let asked = if vectored {
-                    iov_total(tid, a[1], a[2])
-                } else {
-                    a[2]
-                };
-                let positioned = name.starts_with('p');
-                let reading = name.contains("read");
-                let Some(mut f) = self.fd(pid, fd0) else {
-                    return;
-                };
-                let offset = if positioned { a[3] } else { f.pos };
-                let moved = if ok { ret as u64 } else { 0 };
-                let kind = self.targets[f.target].kind;
-                // A folded row holds many files: their ranges are not one file's.
-                let reread = if reading
-                    && kind == Kind::File
-                    && moved > 0
-                    && !self.folded.contains_key(&f.target)
-                {
-                    overlap_then_merge(self.read.entry(f.target).or_default(), offset, moved)
-                } else {
-                    0
-                };
-                let after_lseek = f.after_lseek;
-                let sequential = f.end.is_none_or(|e| e == offset);
-                let s = self.op(pid, f.target, name);
-                s.calls += 1;
-                s.bytes += moved;
-                s.errors += u64::from(!ok);
-                *s.sizes.entry(bucket(asked)).or_default() += 1;
-                if sequential {
-                    s.sequential += 1;
-                } else {
-                    s.random += 1;
-                }
-                if reading && ok {
-                    if moved == 0 && asked > 0 {
-                        s.eof += 1;
-                    } else if moved < asked {
-                        s.short += 1;
-                    }
-                }
-                s.reread_bytes += reread;
-                s.after_lseek += u64::from(after_lseek);
-                f.end = Some(offset + moved);
-                f.after_lseek = false;
-                if !positioned {
-                    f.pos += moved;
-                }
-                self.set_fd(pid, fd0, f);
-                if reading {
-                    if moved > 0 && kind == Kind::File {
-                        self.last_read.insert(tid, (f.target, moved));
-                    }
-                } else {
-                    if let Some((src, n)) = self.last_read.remove(&tid)
-                        && n == moved
-                        && src != f.target
-                        && moved > 0
-                    {
-                        let c = self.copies.entry((pid, src, f.target)).or_default();
-                        c.0 += 1;
-                        c.1 += moved;
-                    }
-                    if kind == Kind::File {
-                        let u = self.unsynced.entry((pid, f.target)).or_default();
-                        u.0 += 1;
-                        u.1 += moved;
-                    }
-                }
-            }
-            "lseek" => {
-                if let Some(mut f) = self.fd(pid, fd0) {
-                    if ok {
-                        f.pos = ret as u64;
-                    }
-                    f.after_lseek = true;
-                    self.set_fd(pid, fd0, f);
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                    s.errors += u64::from(!ok);
-                }
-            }
-            "open" | "openat" | "openat2" | "creat" => {
-                let path_arg = if name == "open" || name == "creat" {
-                    a[0]
-                } else {
-                    a[1]
-                };
-                if ok {
-                    let fd = ret as i32;
-                    let Some(name_now) = read_link(format!("/proc/{pid}/fd/{fd}")) else {
-                        return;
-                    };
-                    let t = self.target(&name_now);
-                    self.fds.entry(pid).or_default().remove(&fd);
-                    self.set_fd(
-                        pid,
-                        fd,
-                        Fd {
-                            target: t,
-                            pos: 0,
-                            end: None,
-                            after_lseek: false,
-                        },
-                    );
-                    if !self.folded.contains_key(&t) {
-                        *self.opens.entry((pid, name_now)).or_default() += 1;
-                    }
-                    self.op(pid, t, name).calls += 1;
-                } else {
-                    let path = read_string(tid, path_arg).unwrap_or_else(|| "?".into());
-                    let t = self.target(&path);
-                    let s = self.op(pid, t, name);
-                    s.calls += 1;
-                    s.errors += 1;
-                }
-            }
-            "close" => {
-                let f = self.fds.get(&pid).and_then(|t| t.get(&fd0)).copied();
-                let f = f.or_else(|| (!ok).then(|| self.fd(pid, fd0)).flatten());
-                if let Some(f) = f {
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                    s.errors += u64::from(!ok);
-                }
-                if let Some(t) = self.fds.get_mut(&pid) {
-                    t.remove(&fd0);
-                }
-            }
+            | "pwritev" | "preadv2" | "pwritev2" => self.data_call(c),
+            "lseek" => self.lseek_call(c),
+            "open" | "openat" | "openat2" | "creat" => self.open_call(c),
+            "close" => self.close_call(c),
             "dup" | "dup2" | "dup3" => {
                 if ok && let Some(f) = self.fd(pid, fd0) {
                     self.set_fd(pid, ret as i32, f);
                 }
             }
-            "fsync" | "fdatasync" | "sync_file_range" => {
-                if let Some(f) = self.fd(pid, fd0) {
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                    s.errors += u64::from(!ok);
-                    if name != "sync_file_range" {
-                        let (w, b) = self.unsynced.remove(&(pid, f.target)).unwrap_or((0, 0));
-                        let y = self.syncs.entry((pid, f.target)).or_default();
-                        y.syncs += 1;
-                        y.writes += w;
-                        y.bytes += b;
-                    }
-                }
-            }
-            "sendfile" | "splice" | "tee" | "copy_file_range" | "vmsplice" => {
-                // The source descriptor: sendfile(out, in), the others (in, …, out).
-                let fd = if name == "sendfile" { a[1] as i32 } else { fd0 };
-                if let Some(f) = self.fd(pid, fd) {
-                    let asked = match name {
-                        "sendfile" => a[3],
-                        "tee" => a[2],
-                        "vmsplice" => iov_total(tid, a[1], a[2]),
-                        _ => a[4],
-                    };
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                    s.bytes += if ok { ret as u64 } else { 0 };
-                    s.errors += u64::from(!ok);
-                    *s.sizes.entry(bucket(asked)).or_default() += 1;
-                }
-            }
-            "mmap" => {
-                let fd = a[4] as i32;
-                let t = if fd < 0 {
-                    Some(self.target("anonymous memory"))
-                } else {
-                    self.fd(pid, fd).map(|f| f.target)
-                };
-                if let Some(t) = t {
-                    let s = self.op(pid, t, name);
-                    s.calls += 1;
-                    s.bytes += a[1];
-                    s.errors += u64::from(!ok);
-                    *s.sizes.entry(bucket(a[1])).or_default() += 1;
-                }
-                if ok && let Some(r) = self.rings.get_mut(&(pid, fd)) {
-                    r.mapped(a[5], ret as u64);
-                }
-            }
-            "io_uring_setup" => {
-                if ok && let Some(r) = super::uring::Ring::setup(tid, a[1]) {
-                    if let Some(why) = r.unseen() {
-                        self.notes.insert(uring_note(pid, why));
-                    }
-                    self.rings.insert((pid, ret as i32), r);
-                }
-                if let Some(f) = self.fd(pid, ret as i32).filter(|_| ok) {
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                } else {
-                    let t = self.target("io_uring");
-                    let s = self.op(pid, t, name);
-                    s.calls += 1;
-                    s.errors += 1;
-                }
-            }
+            "fsync" | "fdatasync" | "sync_file_range" => self.sync_call(c),
+            "sendfile" | "splice" | "tee" | "copy_file_range" | "vmsplice" => self.copy_call(c),
+            "mmap" => self.mmap_call(c),
+            "io_uring_setup" => self.uring_setup(c),
             "munmap" | "msync" | "madvise" => {
                 let t = self.target("mappings");
                 let s = self.op(pid, t, name);
@@ -711,55 +530,15 @@ impl Profile {
                 s.bytes += a[1];
                 s.errors += u64::from(!ok);
             }
-            "fcntl" => {
-                // F_SETPIPE_SZ keeps its own row (pricing reads the pipe's size from it).
-                const F_SETPIPE_SZ: u64 = 1031;
-                let op = if a[1] == F_SETPIPE_SZ {
-                    "fcntl(F_SETPIPE_SZ)"
-                } else {
-                    "fcntl"
-                };
-                if let Some(f) = self.fd(pid, fd0) {
-                    let s = self.op(pid, f.target, op);
-                    s.calls += 1;
-                    s.errors += u64::from(!ok);
-                    if op != "fcntl" && ok {
-                        self.pipe_sizes.insert(f.target, ret as u64);
-                    }
-                }
-            }
+            "fcntl" => self.fcntl_call(c),
             "fstat" | "getdents64" | "io_uring_enter" | "fadvise64" | "readahead" | "fallocate"
             | "ftruncate" | "syncfs" | "ioctl" | "flock" | "fchmod" | "fchown" | "fsetxattr"
-            | "fgetxattr" | "flistxattr" | "fremovexattr" | "fstatfs" => {
-                if let Some(f) = self.fd(pid, fd0) {
-                    let s = self.op(pid, f.target, name);
-                    s.calls += 1;
-                    s.errors += u64::from(!ok);
-                    if name == "getdents64" && ok {
-                        s.bytes += ret as u64;
-                    }
-                    if name == "fallocate" {
-                        s.bytes += a[3];
-                    }
-                }
-                if name == "io_uring_enter" && ret > 0 {
-                    self.uring_submitted(pid, tid, a, ret as u64);
-                }
-            }
+            | "fgetxattr" | "flistxattr" | "fremovexattr" | "fstatfs" => self.fd_call(c),
             "sendto" | "recvfrom" | "sendmsg" | "recvmsg" | "sendmmsg" | "recvmmsg" => {
                 self.socket_data(pid, tid, name, a, ret)
             }
             "io_submit" => self.aio_submit(pid, tid, a, ret),
-            "io_getevents" | "sync" => {
-                let t = self.target(if name == "sync" {
-                    "every filesystem"
-                } else {
-                    "aio context"
-                });
-                let s = self.op(pid, t, name);
-                s.calls += 1;
-                s.errors += u64::from(!ok);
-            }
+            "io_getevents" | "sync" => self.context_call(c),
             "truncate" | "rename" | "renameat" | "renameat2" | "unlink" | "unlinkat" | "mkdir"
             | "mkdirat" | "rmdir" | "link" | "linkat" | "symlink" | "symlinkat" | "utimensat"
             | "chmod" | "fchmodat" | "chown" | "lchown" | "fchownat" | "setxattr" | "lsetxattr"
@@ -768,23 +547,389 @@ impl Profile {
             | "faccessat2" | "statfs" => {
                 self.path_call(pid, tid, name, a, ok);
             }
-            "stat" | "lstat" | "newfstatat" | "statx" => {
-                let addr = if name == "stat" || name == "lstat" {
-                    a[0]
-                } else {
-                    a[1]
-                };
-                let path = self.named(pid, tid, addr, fd0);
-                let t = self.target(&path);
-                if !self.folded.contains_key(&t) {
-                    *self.stats.entry((pid, path.clone())).or_default() += 1;
-                }
-                let s = self.op(pid, t, "stat");
-                s.calls += 1;
-                s.errors += u64::from(!ok);
-            }
+            "stat" | "lstat" | "newfstatat" | "statx" => self.stat_call(c),
             _ => {}
         }
+    }
+}
+
+/// One traced call's facts, as the per-family methods below take them.
+#[derive(Clone, Copy)]
+struct Call {
+    pid: i32,
+    tid: i32,
+    name: &'static str,
+    a: [u64; 6],
+    ret: i64,
+    ok: bool,
+    fd0: i32,
+}
+
+/// What each family of traced calls adds to the profile.
+impl Profile {
+    /// `read` | `write` | `pread64` | `pwrite64` | `readv` | `writev` | `preadv` | `pwritev` | `preadv2` | `pwritev2`.
+    fn data_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            tid,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        let vectored = name.contains('v');
+        let asked = if vectored {
+            iov_total(tid, a[1], a[2])
+        } else {
+            a[2]
+        };
+        let positioned = name.starts_with('p');
+        let reading = name.contains("read");
+        let Some(mut f) = self.fd(pid, fd0) else {
+            return;
+        };
+        let offset = if positioned { a[3] } else { f.pos };
+        let moved = if ok { ret as u64 } else { 0 };
+        let kind = self.targets[f.target].kind;
+        // A folded row holds many files: their ranges are not one file's.
+        let reread =
+            if reading && kind == Kind::File && moved > 0 && !self.folded.contains_key(&f.target) {
+                overlap_then_merge(self.read.entry(f.target).or_default(), offset, moved)
+            } else {
+                0
+            };
+        let after_lseek = f.after_lseek;
+        let sequential = f.end.is_none_or(|e| e == offset);
+        let s = self.op(pid, f.target, name);
+        s.calls += 1;
+        s.bytes += moved;
+        s.errors += u64::from(!ok);
+        *s.sizes.entry(bucket(asked)).or_default() += 1;
+        if sequential {
+            s.sequential += 1;
+        } else {
+            s.random += 1;
+        }
+        if reading && ok {
+            if moved == 0 && asked > 0 {
+                s.eof += 1;
+            } else if moved < asked {
+                s.short += 1;
+            }
+        }
+        s.reread_bytes += reread;
+        s.after_lseek += u64::from(after_lseek);
+        f.end = Some(offset + moved);
+        f.after_lseek = false;
+        if !positioned {
+            f.pos += moved;
+        }
+        self.set_fd(pid, fd0, f);
+        if reading {
+            if moved > 0 && kind == Kind::File {
+                self.last_read.insert(tid, (f.target, moved));
+            }
+        } else {
+            if let Some((src, n)) = self.last_read.remove(&tid)
+                && n == moved
+                && src != f.target
+                && moved > 0
+            {
+                let c = self.copies.entry((pid, src, f.target)).or_default();
+                c.0 += 1;
+                c.1 += moved;
+            }
+            if kind == Kind::File {
+                let u = self.unsynced.entry((pid, f.target)).or_default();
+                u.0 += 1;
+                u.1 += moved;
+            }
+        }
+    }
+
+    /// `lseek`.
+    fn lseek_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            name,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        if let Some(mut f) = self.fd(pid, fd0) {
+            if ok {
+                f.pos = ret as u64;
+            }
+            f.after_lseek = true;
+            self.set_fd(pid, fd0, f);
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+        }
+    }
+
+    /// `open` | `openat` | `openat2` | `creat`.
+    fn open_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            tid,
+            name,
+            a,
+            ret,
+            ok,
+            ..
+        } = c;
+        let path_arg = if name == "open" || name == "creat" {
+            a[0]
+        } else {
+            a[1]
+        };
+        if ok {
+            let fd = ret as i32;
+            let Some(name_now) = read_link(format!("/proc/{pid}/fd/{fd}")) else {
+                return;
+            };
+            let t = self.target(&name_now);
+            self.fds.entry(pid).or_default().remove(&fd);
+            self.set_fd(
+                pid,
+                fd,
+                Fd {
+                    target: t,
+                    pos: 0,
+                    end: None,
+                    after_lseek: false,
+                },
+            );
+            if !self.folded.contains_key(&t) {
+                *self.opens.entry((pid, name_now)).or_default() += 1;
+            }
+            self.op(pid, t, name).calls += 1;
+        } else {
+            let path = read_string(tid, path_arg).unwrap_or_else(|| "?".into());
+            let t = self.target(&path);
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.errors += 1;
+        }
+    }
+
+    /// `close`.
+    fn close_call(&mut self, c: Call) {
+        let Call {
+            pid, name, ok, fd0, ..
+        } = c;
+        let f = self.fds.get(&pid).and_then(|t| t.get(&fd0)).copied();
+        let f = f.or_else(|| (!ok).then(|| self.fd(pid, fd0)).flatten());
+        if let Some(f) = f {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+        }
+        if let Some(t) = self.fds.get_mut(&pid) {
+            t.remove(&fd0);
+        }
+    }
+
+    /// `fsync` | `fdatasync` | `sync_file_range`.
+    fn sync_call(&mut self, c: Call) {
+        let Call {
+            pid, name, ok, fd0, ..
+        } = c;
+        if let Some(f) = self.fd(pid, fd0) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+            if name != "sync_file_range" {
+                let (w, b) = self.unsynced.remove(&(pid, f.target)).unwrap_or((0, 0));
+                let y = self.syncs.entry((pid, f.target)).or_default();
+                y.syncs += 1;
+                y.writes += w;
+                y.bytes += b;
+            }
+        }
+    }
+
+    /// `sendfile` | `splice` | `tee` | `copy_file_range` | `vmsplice`.
+    fn copy_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            tid,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        // The source descriptor: sendfile(out, in), the others (in, …, out).
+        let fd = if name == "sendfile" { a[1] as i32 } else { fd0 };
+        if let Some(f) = self.fd(pid, fd) {
+            let asked = match name {
+                "sendfile" => a[3],
+                "tee" => a[2],
+                "vmsplice" => iov_total(tid, a[1], a[2]),
+                _ => a[4],
+            };
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.bytes += if ok { ret as u64 } else { 0 };
+            s.errors += u64::from(!ok);
+            *s.sizes.entry(bucket(asked)).or_default() += 1;
+        }
+    }
+
+    /// `mmap`.
+    fn mmap_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            name,
+            a,
+            ret,
+            ok,
+            ..
+        } = c;
+        let fd = a[4] as i32;
+        let t = if fd < 0 {
+            Some(self.target("anonymous memory"))
+        } else {
+            self.fd(pid, fd).map(|f| f.target)
+        };
+        if let Some(t) = t {
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.bytes += a[1];
+            s.errors += u64::from(!ok);
+            *s.sizes.entry(bucket(a[1])).or_default() += 1;
+        }
+        if ok && let Some(r) = self.rings.get_mut(&(pid, fd)) {
+            r.mapped(a[5], ret as u64);
+        }
+    }
+
+    /// `io_uring_setup`.
+    fn uring_setup(&mut self, c: Call) {
+        let Call {
+            pid,
+            tid,
+            name,
+            a,
+            ret,
+            ok,
+            ..
+        } = c;
+        if ok && let Some(r) = super::uring::Ring::setup(tid, a[1]) {
+            if let Some(why) = r.unseen() {
+                self.notes.insert(uring_note(pid, why));
+            }
+            self.rings.insert((pid, ret as i32), r);
+        }
+        if let Some(f) = self.fd(pid, ret as i32).filter(|_| ok) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+        } else {
+            let t = self.target("io_uring");
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.errors += 1;
+        }
+    }
+
+    /// `fcntl`.
+    fn fcntl_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        // F_SETPIPE_SZ keeps its own row (pricing reads the pipe's size from it).
+        const F_SETPIPE_SZ: u64 = 1031;
+        let op = if a[1] == F_SETPIPE_SZ {
+            "fcntl(F_SETPIPE_SZ)"
+        } else {
+            "fcntl"
+        };
+        if let Some(f) = self.fd(pid, fd0) {
+            let s = self.op(pid, f.target, op);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+            if op != "fcntl" && ok {
+                self.pipe_sizes.insert(f.target, ret as u64);
+            }
+        }
+    }
+
+    /// `fstat` | `getdents64` | `io_uring_enter` | `fadvise64` | `readahead` | `fallocate` | `ftruncate` | `syncfs` | `ioctl` | `flock` | `fchmod` | `fchown` | `fsetxattr` | `fgetxattr` | `flistxattr` | `fremovexattr` | `fstatfs`.
+    fn fd_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            tid,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        if let Some(f) = self.fd(pid, fd0) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+            if name == "getdents64" && ok {
+                s.bytes += ret as u64;
+            }
+            if name == "fallocate" {
+                s.bytes += a[3];
+            }
+        }
+        if name == "io_uring_enter" && ret > 0 {
+            self.uring_submitted(pid, tid, a, ret as u64);
+        }
+    }
+
+    /// `io_getevents` | `sync`.
+    fn context_call(&mut self, c: Call) {
+        let Call { pid, name, ok, .. } = c;
+        let t = self.target(if name == "sync" {
+            "every filesystem"
+        } else {
+            "aio context"
+        });
+        let s = self.op(pid, t, name);
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+
+    /// `stat` | `lstat` | `newfstatat` | `statx`.
+    fn stat_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            tid,
+            name,
+            a,
+            ok,
+            fd0,
+            ..
+        } = c;
+        let addr = if name == "stat" || name == "lstat" {
+            a[0]
+        } else {
+            a[1]
+        };
+        let path = self.named(pid, tid, addr, fd0);
+        let t = self.target(&path);
+        if !self.folded.contains_key(&t) {
+            *self.stats.entry((pid, path.clone())).or_default() += 1;
+        }
+        let s = self.op(pid, t, "stat");
+        s.calls += 1;
+        s.errors += u64::from(!ok);
     }
 }
 
