@@ -143,7 +143,86 @@ impl CpArgs {
         verbose: bool,
         matches: Option<&clap::ArgMatches>,
     ) -> Result<crate::cp::Options, String> {
-        use crate::cp::{Backup, Deref, Interactive, LinkMode, Options, Preserve};
+        use crate::cp::{Deref, Interactive, LinkMode, Options};
+        let (p, deref) = self.attributes_in_order(matches)?;
+        let recursive = self.recursive || self.archive;
+        let link = match (self.link, self.symbolic_link) {
+            (true, true) => return Err("cannot make both hard and symbolic links".into()),
+            (true, false) => LinkMode::Hard,
+            (false, true) => LinkMode::Symbolic,
+            (false, false) => LinkMode::Copy,
+        };
+        let interactive = if self.no_clobber {
+            Interactive::Never
+        } else if self.interactive {
+            Interactive::Ask
+        } else {
+            Interactive::Overwrite
+        };
+        let make_backups = self.backup.is_some() || self.backup_default || self.suffix.is_some();
+        if make_backups && interactive == Interactive::Never {
+            return Err("options --backup and --no-clobber are mutually exclusive".into());
+        }
+        let backup = self.backup_mode(make_backups)?;
+        let suffix = self
+            .suffix
+            .clone()
+            .or_else(|| std::env::var_os("SIMPLE_BACKUP_SUFFIX").filter(|s| !s.is_empty()))
+            .filter(|s| !s.as_encoded_bytes().contains(&b'/'))
+            .unwrap_or_else(|| "~".into());
+        let reflink = self.reflink.unwrap_or(WhenArg::Auto);
+        let sparse = self.sparse.unwrap_or(WhenArg::Auto);
+        if reflink == WhenArg::Always && sparse != WhenArg::Auto {
+            return Err("--reflink can be used only with --sparse=auto".into());
+        }
+        if p.context {
+            return Err(
+                "cannot preserve security context without an SELinux-enabled kernel".into(),
+            );
+        }
+        Ok(Options {
+            operands: self.paths.clone(),
+            target_directory: self.target_directory.clone(),
+            no_target_directory: self.no_target_directory,
+            recursive,
+            deref: deref.unwrap_or(if recursive && link != LinkMode::Hard {
+                Deref::Never
+            } else {
+                Deref::Always
+            }),
+            preserve: p,
+            interactive,
+            // -n wins over --update, as in GNU cp.
+            update: self.update && interactive != Interactive::Never,
+            force: self.force,
+            remove_destination: self.remove_destination,
+            backup,
+            suffix,
+            link,
+            parents: self.parents,
+            one_file_system: self.one_file_system,
+            attributes_only: self.attributes_only,
+            copy_as_regular: !recursive || self.copy_contents,
+            open_dangling_dest_symlink: std::env::var_os("POSIXLY_CORRECT").is_some(),
+            strip_trailing_slashes: self.strip_trailing_slashes,
+            verbose,
+            debug: self.debug,
+            reflink: reflink.when(),
+            sparse: sparse.when(),
+            jobs: self
+                .jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        })
+    }
+
+    /// The attributes to preserve and the symlink rule, from -a, -d, -p, --preserve,
+    /// --no-preserve and -L/-H/-P applied in the order given (`matches`), as GNU's
+    /// getopt loop applies them.
+    fn attributes_in_order(
+        &self,
+        matches: Option<&clap::ArgMatches>,
+    ) -> Result<(crate::cp::Preserve, Option<crate::cp::Deref>), String> {
+        use crate::cp::{Deref, Preserve};
         enum Ev<'a> {
             Archive,
             NoDerefLinks,
@@ -232,86 +311,25 @@ impl CpArgs {
                 Ev::Deref(d) => deref = Some(d),
             }
         }
-        let recursive = self.recursive || self.archive;
-        let link = match (self.link, self.symbolic_link) {
-            (true, true) => return Err("cannot make both hard and symbolic links".into()),
-            (true, false) => LinkMode::Hard,
-            (false, true) => LinkMode::Symbolic,
-            (false, false) => LinkMode::Copy,
-        };
-        let interactive = if self.no_clobber {
-            Interactive::Never
-        } else if self.interactive {
-            Interactive::Ask
-        } else {
-            Interactive::Overwrite
-        };
-        let make_backups = self.backup.is_some() || self.backup_default || self.suffix.is_some();
-        if make_backups && interactive == Interactive::Never {
-            return Err("options --backup and --no-clobber are mutually exclusive".into());
+        Ok((p, deref))
+    }
+
+    /// The backup control (--backup's value, else VERSION_CONTROL), when backups are
+    /// made at all.
+    fn backup_mode(&self, make_backups: bool) -> Result<crate::cp::Backup, String> {
+        use crate::cp::Backup;
+        if !make_backups {
+            return Ok(Backup::None);
         }
-        let backup = if make_backups {
-            let control = match self.backup.as_deref() {
-                Some(c) if !c.is_empty() => Some(c.to_string()),
-                _ => std::env::var("VERSION_CONTROL")
-                    .ok()
-                    .filter(|v| !v.is_empty()),
-            };
-            match control {
-                None => Backup::Existing,
-                Some(c) => Backup::parse(&c)?,
-            }
-        } else {
-            Backup::None
+        let control = match self.backup.as_deref() {
+            Some(c) if !c.is_empty() => Some(c.to_string()),
+            _ => std::env::var("VERSION_CONTROL")
+                .ok()
+                .filter(|v| !v.is_empty()),
         };
-        let suffix = self
-            .suffix
-            .clone()
-            .or_else(|| std::env::var_os("SIMPLE_BACKUP_SUFFIX").filter(|s| !s.is_empty()))
-            .filter(|s| !s.as_encoded_bytes().contains(&b'/'))
-            .unwrap_or_else(|| "~".into());
-        let reflink = self.reflink.unwrap_or(WhenArg::Auto);
-        let sparse = self.sparse.unwrap_or(WhenArg::Auto);
-        if reflink == WhenArg::Always && sparse != WhenArg::Auto {
-            return Err("--reflink can be used only with --sparse=auto".into());
+        match control {
+            None => Ok(Backup::Existing),
+            Some(c) => Backup::parse(&c),
         }
-        if p.context {
-            return Err(
-                "cannot preserve security context without an SELinux-enabled kernel".into(),
-            );
-        }
-        Ok(Options {
-            operands: self.paths.clone(),
-            target_directory: self.target_directory.clone(),
-            no_target_directory: self.no_target_directory,
-            recursive,
-            deref: deref.unwrap_or(if recursive && link != LinkMode::Hard {
-                Deref::Never
-            } else {
-                Deref::Always
-            }),
-            preserve: p,
-            interactive,
-            // -n wins over --update, as in GNU cp.
-            update: self.update && interactive != Interactive::Never,
-            force: self.force,
-            remove_destination: self.remove_destination,
-            backup,
-            suffix,
-            link,
-            parents: self.parents,
-            one_file_system: self.one_file_system,
-            attributes_only: self.attributes_only,
-            copy_as_regular: !recursive || self.copy_contents,
-            open_dangling_dest_symlink: std::env::var_os("POSIXLY_CORRECT").is_some(),
-            strip_trailing_slashes: self.strip_trailing_slashes,
-            verbose,
-            debug: self.debug,
-            reflink: reflink.when(),
-            sparse: sparse.when(),
-            jobs: self
-                .jobs
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
-        })
     }
 }
