@@ -10,6 +10,7 @@ pub mod recommend;
 
 pub use grid::Grid;
 pub use names::Named;
+pub(crate) use names::named_enum;
 pub use plot::Plot;
 pub use recommend::Recommendation;
 

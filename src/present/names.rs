@@ -34,6 +34,63 @@ pub trait Named: Copy + PartialEq + Send + Sync + 'static {
     }
 }
 
+/// Declares an enum whose values each have one name, written once: the macro derives
+/// [`Named`] (and so `--flag` parsing, `--help`'s possible values and the valid names in
+/// errors) and serde's `Serialize`/`Deserialize` from the same table.
+///
+/// ```ignore
+/// named_enum! {
+///     /// How a pass reads the file.
+///     pub enum Method as "method" {
+///         Read = "read",
+///         Pread = "pread",
+///     }
+/// }
+/// ```
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident as $what:literal {
+            $( $(#[$vmeta:meta])* $variant:ident = $label:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant ),+
+        }
+
+        impl $crate::present::Named for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+            const WHAT: &'static str = $what;
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $label),+
+                }
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str($crate::present::Named::name(*self))
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                const NAMES: &[&str] = &[$($label),+];
+                let s = <String as ::serde::Deserialize>::deserialize(d)?;
+                <Self as $crate::present::Named>::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| $crate::present::Named::name(*v) == s)
+                    .ok_or_else(|| ::serde::de::Error::unknown_variant(&s, NAMES))
+            }
+        }
+    };
+}
+pub(crate) use named_enum;
+
 /// A clap value parser for a [`Named`] type: parses with [`Named::parse`] and shows
 /// [`Named::ALL`] as the possible values in `--help`.
 #[derive(Clone)]
@@ -83,6 +140,35 @@ mod tests {
                 Colour::Blue => "blue",
             }
         }
+    }
+
+    named_enum! {
+        /// A test enum.
+        enum Shape as "shape" {
+            /// Round.
+            Circle = "circle",
+            Square = "square-ish",
+        }
+    }
+
+    #[test]
+    fn one_table_gives_names_and_serde() {
+        assert_eq!(Shape::list(), "circle, square-ish");
+        assert_eq!(
+            serde_json::to_string(&Shape::Square).unwrap(),
+            r#""square-ish""#
+        );
+        assert_eq!(
+            serde_json::from_str::<Shape>(r#""circle""#).unwrap(),
+            Shape::Circle
+        );
+        let e = serde_json::from_str::<Shape>(r#""oval""#).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown variant `oval`, expected `circle` or `square-ish`"),
+            "{e}"
+        );
+        assert_eq!(Shape::parse("circle"), Ok(Shape::Circle));
     }
 
     #[test]

@@ -41,15 +41,13 @@ pub use crate::settings::Scale;
 pub trait ProbeKind: Sync {
     /// The probe's name, as used on the command line and in JSON (`probe`).
     fn name(&self) -> &'static str;
-    /// The params every measurement of this probe carries, checked on runs read from
-    /// files so that a hostile or damaged document cannot reach tables and plots.
-    fn params(&self) -> &'static [ParamSpec];
     /// Params that record what was observed (page-cache state, granted sizes, CPUs)
     /// rather than what was asked for; `compare` matches rows on the others.
     fn observed_params(&self) -> &'static [&'static str];
-    /// Whether a row's params read as the probe's typed `Params` (the one contract its
-    /// tables, advice and trace read rows with): a row that does not would vanish from
-    /// them silently, so a run file with one is refused. Err names the field.
+    /// Whether a row's params read as the probe's typed `Params` ([`RowParams`], the one
+    /// contract its tables, advice and trace read rows with), checked on runs read from
+    /// files: a row that does not would vanish from them silently, and a hostile or
+    /// damaged document must not reach tables and plots. Err names the field.
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String>;
     /// The probe's tables, from its rows in run order.
     fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid>;
@@ -224,99 +222,6 @@ pub trait Probe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>>;
 }
 
-/// One parameter of a probe's measurements.
-pub struct ParamSpec {
-    pub key: &'static str,
-    pub kind: ParamKind,
-    /// Unsupported rows may lack optional params (a granted pipe size, say).
-    pub required: bool,
-}
-
-/// What a parameter's value must be.
-pub enum ParamKind {
-    /// A byte count from `min` to [`crate::units::MAX_SIZE`].
-    Size { min: u64 },
-    /// Any string.
-    Text,
-    /// true or false.
-    Bool,
-    /// A string the predicate accepts (a method or state name).
-    OneOf(fn(&str) -> bool),
-}
-
-impl ParamSpec {
-    pub const fn size(key: &'static str, min: u64) -> ParamSpec {
-        ParamSpec {
-            key,
-            kind: ParamKind::Size { min },
-            required: true,
-        }
-    }
-    pub const fn text(key: &'static str) -> ParamSpec {
-        ParamSpec {
-            key,
-            kind: ParamKind::Text,
-            required: true,
-        }
-    }
-    pub const fn one_of(key: &'static str, ok: fn(&str) -> bool) -> ParamSpec {
-        ParamSpec {
-            key,
-            kind: ParamKind::OneOf(ok),
-            required: true,
-        }
-    }
-    /// A name of the [`Named`](crate::present::Named) type `T`.
-    pub const fn named<T: crate::present::Named>(key: &'static str) -> ParamSpec {
-        ParamSpec::one_of(key, is_name::<T>)
-    }
-    pub const fn flag(key: &'static str) -> ParamSpec {
-        ParamSpec {
-            key,
-            kind: ParamKind::Bool,
-            required: true,
-        }
-    }
-    /// The same parameter, allowed to be absent.
-    pub const fn optional(self) -> ParamSpec {
-        ParamSpec {
-            required: false,
-            ..self
-        }
-    }
-
-    fn check(&self, v: Option<&serde_json::Value>) -> std::result::Result<(), String> {
-        let Some(v) = v else {
-            return if self.required {
-                Err(format!("lacks param '{}'", self.key))
-            } else {
-                Ok(())
-            };
-        };
-        let ok = match self.kind {
-            ParamKind::Size { min } => v
-                .as_u64()
-                .is_some_and(|b| b >= min && b <= crate::units::MAX_SIZE),
-            ParamKind::Text => v.is_string(),
-            ParamKind::Bool => v.is_boolean(),
-            ParamKind::OneOf(ok) => v.as_str().is_some_and(ok),
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(format!(
-                "param '{}' has an invalid value {}",
-                self.key,
-                crate::units::escape(&v.to_string())
-            ))
-        }
-    }
-}
-
-fn is_name<T: crate::present::Named>(s: &str) -> bool {
-    T::parse(s).is_ok()
-}
-
 /// Checks a measurement read from a file against its probe: a probe this ioprobe knows,
 /// and every param its tables and plots rely on, of the right type and range.
 pub fn check_measurement(m: &Measurement) -> std::result::Result<(), String> {
@@ -331,19 +236,52 @@ pub fn check_measurement(m: &Measurement) -> std::result::Result<(), String> {
                 .join(", ")
         ));
     };
-    for spec in probe.params() {
-        spec.check(m.params.get(spec.key))?;
-    }
     probe.check_typed(m)
 }
 
-/// [`ProbeKind::check_typed`] for a probe whose rows' params are `P`.
-pub fn check_typed<P: serde::de::DeserializeOwned>(
-    m: &Measurement,
-) -> std::result::Result<(), String> {
-    serde_json::from_value::<P>(serde_json::Value::Object(m.params.clone()))
-        .map(|_| ())
-        .map_err(|e| format!("{} params: {e}", m.probe))
+/// A probe's row contract: the typed params every row carries, written once. Serde
+/// checks the names and types; `check` the ranges types cannot say.
+pub trait RowParams: serde::de::DeserializeOwned {
+    /// The ranges: sizes within [`crate::units::MAX_SIZE`], nonzero where zero means
+    /// nothing. Err names the param.
+    fn check(&self) -> std::result::Result<(), String>;
+}
+
+/// Err naming `key` unless `min <= value <= MAX_SIZE`.
+pub fn size_param(key: &str, value: u64, min: u64) -> std::result::Result<(), String> {
+    if value >= min && value <= crate::units::MAX_SIZE {
+        Ok(())
+    } else {
+        Err(format!("param '{key}' has an invalid value {value}"))
+    }
+}
+
+/// A row's params as the probe's typed `P`, checked ([`ProbeKind::check_typed`] and the
+/// typed readers use it). The one-line error names the param: "lacks param 'x'", or
+/// "param 'x' has an invalid value …" with serde's reason.
+pub fn typed_params<P: RowParams>(m: &Measurement) -> std::result::Result<P, String> {
+    let p: P = serde_path_to_error::deserialize(serde_json::Value::Object(m.params.clone()))
+        .map_err(|e| {
+            let inner = e.inner().to_string();
+            if let Some(field) = inner
+                .strip_prefix("missing field `")
+                .and_then(|r| r.split('`').next())
+            {
+                return format!("lacks param '{field}'");
+            }
+            let key = e.path().to_string();
+            let value = m
+                .params
+                .get(key.split(['.', '[']).next().unwrap_or(""))
+                .map(|v| crate::units::escape(&v.to_string()))
+                .unwrap_or_default();
+            format!(
+                "param '{key}' has an invalid value {value}: {}",
+                crate::units::escape(&inner)
+            )
+        })?;
+    p.check()?;
+    Ok(p)
 }
 
 /// How many times [`ensure_resident`] reads a file whose pages keep going missing.

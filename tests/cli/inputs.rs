@@ -471,7 +471,7 @@ fn a_row_missing_a_typed_param_is_refused_naming_it() {
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.lines().count() == 1 && err.contains("missing field `eviction`"),
+            err.lines().count() == 1 && err.contains("lacks param 'eviction'"),
             "{cmd:?}: {err}"
         );
     }

@@ -534,6 +534,13 @@ fn hostile_run_files_are_refused_before_they_reach_a_report() {
             "param 'block_size' has an invalid value",
         ),
         (
+            edited_fixture(tmp.path(), "badmethod.json", |v| {
+                let i = read_row(v);
+                v["measurements"][i]["params"]["method"] = "sip".into();
+            }),
+            "param 'method' has an invalid value \"sip\": unknown variant `sip`",
+        ),
+        (
             edited_fixture(tmp.path(), "nan.json", |v| {
                 v["measurements"][0]["median"] = Value::from(-1.0);
             }),

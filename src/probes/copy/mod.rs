@@ -16,9 +16,10 @@ pub mod source;
 pub mod tools;
 pub mod variant;
 
-use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
+use crate::present::named_enum;
 use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::{Measurement, Metric, Status, measurement::to_map};
 use crate::sys::calls::{self, SysError};
@@ -36,24 +37,12 @@ use source::Source;
 use std::ffi::{CStr, CString};
 pub use variant::{Method, Variant};
 
-/// Whether the copy must be on stable storage when the clock stops. Names are a
-/// contract (`--durability`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    None,
-    Fsync,
-}
-
-impl Named for Durability {
-    const ALL: &'static [Durability] = &[Durability::None, Durability::Fsync];
-    const WHAT: &'static str = "durability";
-
-    fn name(self) -> &'static str {
-        match self {
-            Durability::None => "none",
-            Durability::Fsync => "fsync",
-        }
+named_enum! {
+    /// Whether the copy must be on stable storage when the clock stops. Names are a
+    /// contract (`--durability`, JSON).
+    pub enum Durability as "durability" {
+        None = "none",
+        Fsync = "fsync",
     }
 }
 
@@ -64,24 +53,13 @@ impl Durability {
     }
 }
 
-/// When copies are checked against the source. Names are a contract (`--verify`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verify {
-    /// After the warm-up and the first sample.
-    First,
-    /// After every pass.
-    Always,
-}
-
-impl Named for Verify {
-    const ALL: &'static [Verify] = &[Verify::First, Verify::Always];
-    const WHAT: &'static str = "verification";
-
-    fn name(self) -> &'static str {
-        match self {
-            Verify::First => "first",
-            Verify::Always => "always",
-        }
+named_enum! {
+    /// When copies are checked against the source. Names are a contract (`--verify`).
+    pub enum Verify as "verification" {
+        /// After the warm-up and the first sample.
+        First = "first",
+        /// After every pass.
+        Always = "always",
     }
 }
 
@@ -288,6 +266,16 @@ pub struct Params {
     pub cache_observed: Option<String>,
 }
 
+impl super::RowParams for Params {
+    fn check(&self) -> std::result::Result<(), String> {
+        use super::size_param;
+        if let Some(b) = self.buffer_size {
+            size_param("buffer_size", b, 1)?;
+        }
+        size_param("file_size", self.file_size, 0)
+    }
+}
+
 /// The figures a copy row derives (per copy). Keys are a contract.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Derived {
@@ -309,24 +297,10 @@ pub struct Kind;
 
 impl ProbeKind for Kind {
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
-        super::check_typed::<Params>(m)
+        super::typed_params::<Params>(m).map(|_| ())
     }
     fn name(&self) -> &'static str {
         "copy"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::named::<Method>("method"),
-            ParamSpec::text("variant"),
-            ParamSpec::size("buffer_size", 1).optional(),
-            ParamSpec::size("file_size", 0),
-            ParamSpec::flag("sparse"),
-            ParamSpec::named::<Cache>("cache"),
-            ParamSpec::named::<Durability>("durability"),
-            ParamSpec::text("durability_state"),
-        ];
-        PARAMS
     }
 
     fn observed_params(&self) -> &'static [&'static str] {

@@ -6,6 +6,7 @@
 //! changes the fingerprint, unlike a file of one repeated chunk. `--sparse` leaves
 //! every other MiB a hole.
 
+use crate::present::named_enum;
 use crate::sys::calls::{self, SysResult};
 use crate::sys::copyfile;
 use crate::sys::copyfile::Advice;
@@ -16,23 +17,11 @@ use rustix::fs::OFlags;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-/// Page-cache state asked of the source. Names are a contract (`--cache`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Cache {
-    Warm,
-    Cold,
-}
-
-impl crate::present::Named for Cache {
-    const ALL: &'static [Cache] = &[Cache::Warm, Cache::Cold];
-    const WHAT: &'static str = "cache state";
-
-    fn name(self) -> &'static str {
-        match self {
-            Cache::Warm => "warm",
-            Cache::Cold => "cold",
-        }
+named_enum! {
+    /// Page-cache state asked of the source. Names are a contract (`--cache`, JSON).
+    pub enum Cache as "cache state" {
+        Warm = "warm",
+        Cold = "cold",
     }
 }
 

@@ -3,27 +3,27 @@
 //! methods and the system tools, which do not know each other.
 
 use crate::present::Named;
-use serde::{Deserialize, Serialize};
+use crate::present::named_enum;
 
-/// How a copy is made. Names are a contract (`--method`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    ReadWrite,
-    ReadWriteFadvise,
-    PreadPwrite,
-    MmapWrite,
-    MmapMemcpyMsync,
-    MmapMemcpyMunmap,
-    Sendfile,
-    Splice,
-    CopyFileRange,
-    Reflink,
-    IoUring,
-    Direct,
-    Cp,
-    Cat,
-    Dd,
+named_enum! {
+    /// How a copy is made. Names are a contract (`--method`, JSON).
+    pub enum Method as "copy method" {
+        ReadWrite = "read-write",
+        ReadWriteFadvise = "read-write-fadvise",
+        PreadPwrite = "pread-pwrite",
+        MmapWrite = "mmap-write",
+        MmapMemcpyMsync = "mmap-memcpy-msync",
+        MmapMemcpyMunmap = "mmap-memcpy-munmap",
+        Sendfile = "sendfile",
+        Splice = "splice",
+        CopyFileRange = "copy-file-range",
+        Reflink = "reflink",
+        IoUring = "io-uring",
+        Direct = "direct",
+        Cp = "cp",
+        Cat = "cat",
+        Dd = "dd",
+    }
 }
 
 impl Method {
@@ -44,47 +44,6 @@ impl Method {
     ];
     /// Public tools run as child processes with `--system-tools`.
     pub const TOOLS: [Method; 3] = [Method::Cp, Method::Cat, Method::Dd];
-}
-
-impl Named for Method {
-    const ALL: &'static [Method] = &[
-        Method::ReadWrite,
-        Method::ReadWriteFadvise,
-        Method::PreadPwrite,
-        Method::MmapWrite,
-        Method::MmapMemcpyMsync,
-        Method::MmapMemcpyMunmap,
-        Method::Sendfile,
-        Method::Splice,
-        Method::CopyFileRange,
-        Method::Reflink,
-        Method::IoUring,
-        Method::Direct,
-        Method::Cp,
-        Method::Cat,
-        Method::Dd,
-    ];
-    const WHAT: &'static str = "copy method";
-
-    fn name(self) -> &'static str {
-        match self {
-            Method::ReadWrite => "read-write",
-            Method::ReadWriteFadvise => "read-write-fadvise",
-            Method::PreadPwrite => "pread-pwrite",
-            Method::MmapWrite => "mmap-write",
-            Method::MmapMemcpyMsync => "mmap-memcpy-msync",
-            Method::MmapMemcpyMunmap => "mmap-memcpy-munmap",
-            Method::Sendfile => "sendfile",
-            Method::Splice => "splice",
-            Method::CopyFileRange => "copy-file-range",
-            Method::Reflink => "reflink",
-            Method::IoUring => "io-uring",
-            Method::Direct => "direct",
-            Method::Cp => "cp",
-            Method::Cat => "cat",
-            Method::Dd => "dd",
-        }
-    }
 }
 
 impl Method {

@@ -9,9 +9,10 @@ mod present;
 pub mod stream;
 pub mod transfer;
 
-use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
+use crate::present::named_enum;
 use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::machine::Environment;
@@ -28,28 +29,15 @@ const DEFAULT_CAPACITY: u64 = 64 << 10;
 /// Largest chunk or read size accepted.
 pub const MAX_CHUNK: u64 = 1 << 30;
 
-/// Where the two processes run. Names are a contract (`--placement`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Placement {
-    /// Neither process is pinned (all CPUs ioprobe may use).
-    Any,
-    /// Both on one CPU.
-    Same,
-    /// Writer and reader on two different CPUs.
-    Split,
-}
-
-impl Named for Placement {
-    const ALL: &'static [Placement] = &[Placement::Any, Placement::Same, Placement::Split];
-    const WHAT: &'static str = "placement";
-
-    fn name(self) -> &'static str {
-        match self {
-            Placement::Any => "any",
-            Placement::Same => "same",
-            Placement::Split => "split",
-        }
+named_enum! {
+    /// Where the two processes run. Names are a contract (`--placement`, JSON).
+    pub enum Placement as "placement" {
+        /// Neither process is pinned (all CPUs ioprobe may use).
+        Any = "any",
+        /// Both on one CPU.
+        Same = "same",
+        /// Writer and reader on two different CPUs.
+        Split = "split",
     }
 }
 
@@ -218,6 +206,17 @@ pub struct Params {
     pub pipe_size: Option<u64>,
 }
 
+impl super::RowParams for Params {
+    fn check(&self) -> std::result::Result<(), String> {
+        use super::size_param;
+        size_param("chunk_size", self.chunk_size, 1)?;
+        size_param("read_size", self.read_size, 1)?;
+        size_param("total", self.total, 1)?;
+        self.pipe_size
+            .map_or(Ok(()), |b| size_param("pipe_size", b, 1))
+    }
+}
+
 /// The figures a pipe row derives from its median. Keys are a contract.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Derived {
@@ -231,23 +230,10 @@ pub struct Kind;
 
 impl ProbeKind for Kind {
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
-        super::check_typed::<Params>(m)
+        super::typed_params::<Params>(m).map(|_| ())
     }
     fn name(&self) -> &'static str {
         "pipe"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::named::<Method>("method"),
-            ParamSpec::named::<Placement>("placement"),
-            ParamSpec::size("chunk_size", 1),
-            ParamSpec::size("read_size", 1),
-            ParamSpec::text("pipe_size_requested"),
-            ParamSpec::size("total", 1),
-            ParamSpec::size("pipe_size", 1).optional(),
-        ];
-        PARAMS
     }
 
     fn observed_params(&self) -> &'static [&'static str] {

@@ -8,6 +8,7 @@
 //! `total` bytes: a lost, repeated, reordered, zeroed or extra chunk fails the case.
 
 use crate::present::Named;
+use crate::present::named_enum;
 use crate::sys::calls::{self, SysResult};
 use crate::sys::mapping::AnonPages;
 use crate::sys::pipes;
@@ -17,25 +18,13 @@ use rustix::fd::OwnedFd;
 const MAGIC: u64 = 0x696f_7072_6f62_6521; // "ioprobe!"
 const STAMP: usize = 8;
 
-/// How data enters and leaves the pipe. Names are a contract (`--method`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// write(2) into the pipe, read(2) out of it: two copies.
-    WriteRead,
-    /// vmsplice(2) of the writer's pages into the pipe, splice(2) to /dev/null: no copy.
-    VmspliceSplice,
-}
-
-impl crate::present::Named for Method {
-    const ALL: &'static [Method] = &[Method::WriteRead, Method::VmspliceSplice];
-    const WHAT: &'static str = "pipe method";
-
-    fn name(self) -> &'static str {
-        match self {
-            Method::WriteRead => "write-read",
-            Method::VmspliceSplice => "vmsplice-splice",
-        }
+named_enum! {
+    /// How data enters and leaves the pipe. Names are a contract (`--method`, JSON).
+    pub enum Method as "pipe method" {
+        /// write(2) into the pipe, read(2) out of it: two copies.
+        WriteRead = "write-read",
+        /// vmsplice(2) of the writer's pages into the pipe, splice(2) to /dev/null: no copy.
+        VmspliceSplice = "vmsplice-splice",
     }
 }
 

@@ -17,9 +17,10 @@
 mod present;
 
 use super::sweep;
-use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
+use crate::present::named_enum;
 use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::Measurement;
 use crate::sys::buffer::AlignedBuf;
@@ -33,25 +34,12 @@ use rustix::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 
-/// How a pass reads the file. Names are a contract (`--method`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Method {
-    Read,
-    Pread,
-    Mmap,
-}
-
-impl Named for Method {
-    const ALL: &'static [Method] = &[Method::Read, Method::Pread, Method::Mmap];
-    const WHAT: &'static str = "method";
-
-    fn name(self) -> &'static str {
-        match self {
-            Method::Read => "read",
-            Method::Pread => "pread",
-            Method::Mmap => "mmap",
-        }
+named_enum! {
+    /// How a pass reads the file. Names are a contract (`--method`, JSON).
+    pub enum Method as "method" {
+        Read = "read",
+        Pread = "pread",
+        Mmap = "mmap",
     }
 }
 
@@ -80,23 +68,11 @@ impl Method {
     }
 }
 
-/// How the file entered the page cache. Names are a contract (`--populate`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Populate {
-    Write,
-    Readahead,
-}
-
-impl Named for Populate {
-    const ALL: &'static [Populate] = &[Populate::Write, Populate::Readahead];
-    const WHAT: &'static str = "populate mode";
-
-    fn name(self) -> &'static str {
-        match self {
-            Populate::Write => "write",
-            Populate::Readahead => "readahead",
-        }
+named_enum! {
+    /// How the file entered the page cache. Names are a contract (`--populate`, JSON).
+    pub enum Populate as "populate mode" {
+        Write = "write",
+        Readahead = "readahead",
     }
 }
 
@@ -164,26 +140,23 @@ pub struct Params {
     pub page_cache: String,
 }
 
+impl super::RowParams for Params {
+    fn check(&self) -> std::result::Result<(), String> {
+        use super::size_param;
+        size_param("block_size", self.block_size, 1)?;
+        size_param("file_size", self.file_size, 1)
+    }
+}
+
 /// The read probe, independent of options.
 pub struct Kind;
 
 impl ProbeKind for Kind {
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
-        super::check_typed::<Params>(m)
+        super::typed_params::<Params>(m).map(|_| ())
     }
     fn name(&self) -> &'static str {
         "read"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::named::<Method>("method"),
-            ParamSpec::size("block_size", 1),
-            ParamSpec::size("file_size", 1),
-            ParamSpec::named::<Populate>("populate").optional(),
-            ParamSpec::text("page_cache"),
-        ];
-        PARAMS
     }
 
     fn observed_params(&self) -> &'static [&'static str] {

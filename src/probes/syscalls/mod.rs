@@ -8,9 +8,10 @@
 
 mod present;
 
-use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
+use crate::present::named_enum;
 use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::calls::{self, short};
@@ -24,58 +25,22 @@ use std::ffi::CStr;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-/// The cases, in table order. Their names are a contract (`--case`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Case {
-    Null,
-    OpenClose,
-    OpenWriteClose,
-    OpenReadClose,
-    Lseek,
-    LseekWrite,
-    LseekRead,
-    Pwrite,
-    Pread,
-    MmapStore,
-    MmapLoad,
-    Fstat,
-    Stat,
-}
-
-impl Named for Case {
-    const ALL: &'static [Case] = &[
-        Case::Null,
-        Case::OpenClose,
-        Case::OpenWriteClose,
-        Case::OpenReadClose,
-        Case::Lseek,
-        Case::LseekWrite,
-        Case::LseekRead,
-        Case::Pwrite,
-        Case::Pread,
-        Case::MmapStore,
-        Case::MmapLoad,
-        Case::Fstat,
-        Case::Stat,
-    ];
-    const WHAT: &'static str = "case";
-
-    fn name(self) -> &'static str {
-        match self {
-            Case::Null => "null",
-            Case::OpenClose => "open_close",
-            Case::OpenWriteClose => "open_write_close",
-            Case::OpenReadClose => "open_read_close",
-            Case::Lseek => "lseek",
-            Case::LseekWrite => "lseek_write",
-            Case::LseekRead => "lseek_read",
-            Case::Pwrite => "pwrite",
-            Case::Pread => "pread",
-            Case::MmapStore => "mmap_store",
-            Case::MmapLoad => "mmap_load",
-            Case::Fstat => "fstat",
-            Case::Stat => "stat",
-        }
+named_enum! {
+    /// The cases, in table order. Their names are a contract (`--case`, JSON).
+    pub enum Case as "case" {
+        Null = "null",
+        OpenClose = "open_close",
+        OpenWriteClose = "open_write_close",
+        OpenReadClose = "open_read_close",
+        Lseek = "lseek",
+        LseekWrite = "lseek_write",
+        LseekRead = "lseek_read",
+        Pwrite = "pwrite",
+        Pread = "pread",
+        MmapStore = "mmap_store",
+        MmapLoad = "mmap_load",
+        Fstat = "fstat",
+        Stat = "stat",
     }
 }
 
@@ -132,6 +97,14 @@ pub struct Params {
     pub file_size: u64,
 }
 
+impl super::RowParams for Params {
+    fn check(&self) -> std::result::Result<(), String> {
+        use super::size_param;
+        size_param("io_size", self.io_size, 0)?;
+        size_param("file_size", self.file_size, 0)
+    }
+}
+
 /// The figures a syscalls row derives from its median.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Derived {
@@ -148,18 +121,10 @@ pub struct Kind;
 
 impl ProbeKind for Kind {
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
-        super::check_typed::<Params>(m)
+        super::typed_params::<Params>(m).map(|_| ())
     }
     fn name(&self) -> &'static str {
         "syscalls"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::size("io_size", 0),
-            ParamSpec::size("file_size", 0),
-        ];
-        PARAMS
     }
 
     fn observed_params(&self) -> &'static [&'static str] {

@@ -17,9 +17,10 @@
 mod present;
 
 use super::sweep;
-use super::{Context, ParamSpec, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
+use crate::present::named_enum;
 use crate::present::{Grid, Named, Plot, Recommendation};
 use crate::results::Measurement;
 use crate::sys::buffer::AlignedBuf;
@@ -34,23 +35,11 @@ use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 
-/// How a pass writes the file. Names are a contract (`--method`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Method {
-    Write,
-    Pwrite,
-}
-
-impl Named for Method {
-    const ALL: &'static [Method] = &[Method::Write, Method::Pwrite];
-    const WHAT: &'static str = "method";
-
-    fn name(self) -> &'static str {
-        match self {
-            Method::Write => "write",
-            Method::Pwrite => "pwrite",
-        }
+named_enum! {
+    /// How a pass writes the file. Names are a contract (`--method`, JSON).
+    pub enum Method as "method" {
+        Write = "write",
+        Pwrite = "pwrite",
     }
 }
 
@@ -76,26 +65,13 @@ impl Method {
     }
 }
 
-/// When the written data must be on stable storage. Names are a contract
-/// (`--durability`, JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    None,
-    Fsync,
-    Dsync,
-}
-
-impl Named for Durability {
-    const ALL: &'static [Durability] = &[Durability::None, Durability::Fsync, Durability::Dsync];
-    const WHAT: &'static str = "durability";
-
-    fn name(self) -> &'static str {
-        match self {
-            Durability::None => "none",
-            Durability::Fsync => "fsync",
-            Durability::Dsync => "dsync",
-        }
+named_enum! {
+    /// When the written data must be on stable storage. Names are a contract
+    /// (`--durability`, JSON).
+    pub enum Durability as "durability" {
+        None = "none",
+        Fsync = "fsync",
+        Dsync = "dsync",
     }
 }
 
@@ -177,27 +153,23 @@ pub struct Params {
     pub durability_state: String,
 }
 
+impl super::RowParams for Params {
+    fn check(&self) -> std::result::Result<(), String> {
+        use super::size_param;
+        size_param("block_size", self.block_size, 1)?;
+        size_param("file_size", self.file_size, 1)
+    }
+}
+
 /// The write probe, independent of options.
 pub struct Kind;
 
 impl ProbeKind for Kind {
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
-        super::check_typed::<Params>(m)
+        super::typed_params::<Params>(m).map(|_| ())
     }
     fn name(&self) -> &'static str {
         "write"
-    }
-
-    fn params(&self) -> &'static [ParamSpec] {
-        const PARAMS: &[ParamSpec] = &[
-            ParamSpec::named::<Method>("method"),
-            ParamSpec::named::<Durability>("durability"),
-            ParamSpec::size("block_size", 1),
-            ParamSpec::size("file_size", 1),
-            ParamSpec::text("page_cache"),
-            ParamSpec::text("durability_state"),
-        ];
-        PARAMS
     }
 
     fn observed_params(&self) -> &'static [&'static str] {
