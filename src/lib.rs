@@ -20,6 +20,7 @@ pub mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harness;
+pub mod names;
 pub mod present;
 pub mod probes;
 pub mod progress;

@@ -10,7 +10,7 @@ use crate::progress::Progress;
 use crate::report::{self, Format};
 use crate::results::runref::{self, Named};
 use crate::results::store::{self, Store};
-use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, time::now_rfc3339};
+use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, Unit, time::now_rfc3339};
 use crate::settings::Settings;
 use crate::sys::affinity;
 use crate::sys::machine::Environment;
@@ -86,7 +86,7 @@ fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
         for m in run
             .measurements
             .iter()
-            .filter(|m| m.is_ok() && m.unit == "bytes/s")
+            .filter(|m| m.is_ok() && m.unit == Unit::BytesPerSec)
         {
             if !rates.contains_key(&m.case) {
                 rates.insert(m.case.clone(), (m.median, m.samples));

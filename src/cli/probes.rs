@@ -2,7 +2,7 @@
 //! variant to [`ProbeCommand`], its flags struct and its [`ProbeArgs`] here.
 
 use super::shared::Measuring;
-use crate::present::names::parser;
+use crate::names::parser;
 use crate::probes::{Probe, Scale, copy, pipe, read, syscalls, write};
 use crate::units::{parse_size, parse_size_or_zero};
 use clap::{Args, Subcommand};

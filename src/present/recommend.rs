@@ -15,7 +15,7 @@
 //! as tied but never chosen.
 
 use crate::harness::stats::{Modes, bimodal};
-use crate::results::Measurement;
+use crate::results::{Measurement, Unit};
 use crate::units::{format_gbps, format_ns, format_size, sig3};
 use serde::{Deserialize, Serialize};
 
@@ -124,7 +124,7 @@ pub struct Row {
     pub case: String,
     /// `choice`, `best`, `tied`, `baseline` or `next` (the nearest option ruled out).
     pub role: String,
-    pub unit: String,
+    pub unit: Unit,
     pub median: f64,
     pub ci95: [f64; 2],
     /// The two regimes, when the samples are bimodal.
@@ -195,7 +195,7 @@ pub struct Opt<'a> {
 
 /// Is a higher figure better (bytes/s) or a lower one (ns/op)?
 pub fn higher_is_better(m: &Measurement) -> bool {
-    m.unit == "bytes/s"
+    m.unit.higher_is_better()
 }
 
 /// A figure in its unit: "24.7 GB/s" or "145 ns".
@@ -274,7 +274,7 @@ pub fn row(m: &Measurement, role: &str) -> Row {
         probe: m.probe.clone(),
         case: m.case.clone(),
         role: role.into(),
-        unit: m.unit.clone(),
+        unit: m.unit,
         median: m.median,
         ci95: m.ci95,
         modes: bimodal(&m.raw).map(|Modes { low, high, .. }| [low, high]),
@@ -785,8 +785,8 @@ mod tests {
     fn lower_is_better_for_ns_per_op() {
         let mut a = m("pread", 145.0, 0.005);
         let mut b = m("lseek_read", 227.0, 0.005);
-        a.unit = "ns/op".into();
-        b.unit = "ns/op".into();
+        a.unit = Unit::NsPerOp;
+        b.unit = Unit::NsPerOp;
         let opts = vec![
             ("lseek+read".to_string(), Opt { m: &b, cost: 0.0 }),
             ("pread".to_string(), Opt { m: &a, cost: 0.0 }),

@@ -18,7 +18,7 @@ pub mod write;
 use crate::harness::{self, Overhead, Sampled, Workload};
 use crate::present::{Grid, Plot, Recommendation};
 use crate::progress::Progress;
-use crate::results::Measurement;
+use crate::results::{Measurement, Run};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use anyhow::Result;
@@ -245,6 +245,28 @@ pub trait RowParams: serde::de::DeserializeOwned {
     /// The ranges: sizes within [`crate::units::MAX_SIZE`], nonzero where zero means
     /// nothing. Err names the param.
     fn check(&self) -> std::result::Result<(), String>;
+}
+
+/// The measured rows of `probe` in `run`, with their typed params: how `trace/` and
+/// `cp/` read a probe's rows (through the probe's own readers, never by string keys).
+/// A row that does not read as `P` is left out; run files are refused at load when one
+/// does not ([`ProbeKind::check_typed`]).
+fn measured_rows<'a, P: RowParams>(run: &'a Run, probe: &'a str) -> Vec<(&'a Measurement, P)> {
+    run.of_probe(probe)
+        .filter(|m| m.is_ok())
+        .filter_map(|m| Some((m, typed_params::<P>(m).ok()?)))
+        .collect()
+}
+
+/// (size, figure) points in ascending size; where several rows share a size (two ways
+/// of populating a file, say), the best (highest) figure.
+fn best_per_size(points: impl IntoIterator<Item = (u64, f64)>) -> Vec<(u64, f64)> {
+    let mut by: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
+    for (size, v) in points {
+        let e = by.entry(size).or_insert(0.0);
+        *e = e.max(v);
+    }
+    by.into_iter().collect()
 }
 
 /// Err naming `key` unless `min <= value <= MAX_SIZE`.

@@ -5,7 +5,7 @@
 
 use super::Context;
 use crate::harness::{Sampled, Workload};
-use crate::results::Measurement;
+use crate::results::{Measurement, Unit};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -30,11 +30,11 @@ type Split<P, W> = (Vec<(String, P, W)>, Vec<Option<Measurement>>);
 pub struct Plan<P, W> {
     rows: Vec<Row<P, W>>,
     /// `ns/op` or `bytes/s`: the unit of every row, unsupported ones included.
-    unit: &'static str,
+    unit: Unit,
 }
 
 impl<P: Serialize, W> Plan<P, W> {
-    pub fn new(unit: &'static str) -> Plan<P, W> {
+    pub fn new(unit: Unit) -> Plan<P, W> {
         Plan {
             rows: Vec::new(),
             unit,
@@ -155,7 +155,7 @@ mod tests {
     use super::*;
 
     fn row(case: &str) -> Measurement {
-        Measurement::unsupported("p", case, serde_json::Map::new(), "ns/op", "x")
+        Measurement::unsupported("p", case, serde_json::Map::new(), Unit::NsPerOp, "x")
     }
 
     #[test]
@@ -168,15 +168,15 @@ mod tests {
 
     #[test]
     fn unsupported_rows_keep_their_typed_params_and_unit() {
-        let mut plan: Plan<serde_json::Value, ()> = Plan::new("bytes/s");
+        let mut plan: Plan<serde_json::Value, ()> = Plan::new(Unit::BytesPerSec);
         plan.unsupported("m/1".into(), serde_json::json!({"k": 1}), "EINVAL".into());
         plan.ready("m/2".into(), serde_json::json!({"k": 2}), ());
         let (ready, slots) = plan.split("p");
         assert_eq!(ready.len(), 1);
         let m = slots[0].as_ref().unwrap();
         assert_eq!(
-            (m.unit.as_str(), m.reason.as_deref()),
-            ("bytes/s", Some("EINVAL"))
+            (m.unit, m.reason.as_deref()),
+            (Unit::BytesPerSec, Some("EINVAL"))
         );
         assert_eq!(m.params.get("k"), Some(&serde_json::json!(1)));
         assert!(slots[1].is_none());

@@ -160,19 +160,15 @@ pub fn detail(r: &Recommendation) -> Vec<String> {
         .iter()
         .map(|e| {
             let modes = e.modes.map_or(String::new(), |[lo, hi]| {
-                format!(
-                    ", bimodal: {} and {}",
-                    figure(&e.unit, lo),
-                    figure(&e.unit, hi)
-                )
+                format!(", bimodal: {} and {}", e.unit.figure(lo), e.unit.figure(hi))
             });
             format!(
                 "{} {} {} ({}–{}{modes})",
                 e.role,
                 e.case,
-                figure(&e.unit, e.median),
-                bare(&e.unit, e.ci95[0]),
-                bare(&e.unit, e.ci95[1])
+                e.unit.figure(e.median),
+                e.unit.bare(e.ci95[0]),
+                e.unit.bare(e.ci95[1])
             )
         })
         .collect();
@@ -195,20 +191,4 @@ pub fn detail(r: &Recommendation) -> Vec<String> {
         out.push(format!("  caveats: {}", r.caveats.join("; ")));
     }
     out
-}
-
-fn figure(unit: &str, v: f64) -> String {
-    if unit == "bytes/s" {
-        format!("{} GB/s", crate::units::format_gbps(v))
-    } else {
-        crate::units::format_ns(v)
-    }
-}
-
-fn bare(unit: &str, v: f64) -> String {
-    if unit == "bytes/s" {
-        crate::units::format_gbps(v)
-    } else {
-        crate::units::sig3(v)
-    }
 }

@@ -3,12 +3,14 @@
 
 use super::Format;
 use super::grid::Grid;
+use crate::names::Named;
+use crate::results::Unit;
 use crate::results::compare::{Comparison, Verdict};
 use crate::units::{format_gbps, sig3};
 use anyhow::Result;
 
-fn value(unit: &str, v: f64) -> String {
-    if unit == "bytes/s" {
+fn value(unit: Unit, v: f64) -> String {
+    if unit.higher_is_better() {
         format!("{} GB/s", format_gbps(v))
     } else {
         format!("{} ns", sig3(v))
@@ -48,8 +50,8 @@ fn grids(c: &Comparison) -> Vec<Grid> {
         .map(|r| {
             vec![
                 format!("{}/{}", r.probe, r.case),
-                value(&r.unit, r.a_median),
-                value(&r.unit, r.b_median),
+                value(r.unit, r.a_median),
+                value(r.unit, r.b_median),
                 format!("{}×", sig3(r.ratio)),
                 format!("{}× – {}×", sig3(r.ratio_ci95[0]), sig3(r.ratio_ci95[1])),
                 if r.p_value < 0.001 {
@@ -159,7 +161,7 @@ pub fn render(c: &Comparison, format: Format) -> Result<String> {
                     r.probe.clone(),
                     r.case.clone(),
                     r.params.clone(),
-                    r.unit.clone(),
+                    r.unit.name().to_string(),
                     r.a_median.to_string(),
                     r.b_median.to_string(),
                     r.ratio.to_string(),
@@ -180,7 +182,7 @@ pub fn render(c: &Comparison, format: Format) -> Result<String> {
 /// the verdict (seed 000's shape: machines side by side).
 fn matrix_grid(cs: &[Comparison]) -> Grid {
     let base = cs.first().map_or(String::new(), |c| c.a.clone());
-    let mut keys: Vec<(String, String, String, String, f64)> = Vec::new();
+    let mut keys: Vec<(String, String, String, Unit, f64)> = Vec::new();
     for c in cs {
         for r in &c.rows {
             if !keys
@@ -191,7 +193,7 @@ fn matrix_grid(cs: &[Comparison]) -> Grid {
                     r.probe.clone(),
                     r.case.clone(),
                     r.params.clone(),
-                    r.unit.clone(),
+                    r.unit,
                     r.a_median,
                 ));
             }
@@ -200,7 +202,7 @@ fn matrix_grid(cs: &[Comparison]) -> Grid {
     let rows = keys
         .iter()
         .map(|(probe, case, params, unit, a_median)| {
-            let mut row = vec![format!("{probe}/{case}"), value(unit, *a_median)];
+            let mut row = vec![format!("{probe}/{case}"), value(*unit, *a_median)];
             for c in cs {
                 row.push(
                     c.rows

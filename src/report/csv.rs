@@ -2,6 +2,7 @@
 //! derived figure and normalised rusage counter that any row carries, then each
 //! process's counters (`writer_user_s`, ...) when the work ran in other processes.
 
+use crate::names::Named;
 use crate::results::Run;
 use anyhow::Result;
 use serde_json::Value;
@@ -81,7 +82,7 @@ pub fn render_run(run: &Run) -> Result<String> {
         let mut rec: Vec<String> = vec![
             m.probe.clone(),
             m.case.clone(),
-            m.unit.clone(),
+            m.unit.name().to_string(),
             m.median.to_string(),
             m.ci95[0].to_string(),
             m.ci95[1].to_string(),

@@ -5,7 +5,7 @@
 pub use crate::present::Grid;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::probes::{self, ProbeKind};
-use crate::results::{Measurement, Run};
+use crate::results::{Measurement, Run, Unit};
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size};
 
@@ -16,7 +16,7 @@ fn generic_grid(probe: &str, rows: &[&Measurement]) -> Grid {
         .iter()
         .map(|m| {
             let f = |v: f64| {
-                if m.unit == "ns/op" {
+                if m.unit == Unit::NsPerOp {
                     format_ns(v)
                 } else {
                     format!("{} GB/s", format_gbps(v))

@@ -4,18 +4,18 @@
 //! fleet's figures over time. Unsupported and failed rows have no figure and are left
 //! out.
 
-use crate::results::Run;
+use crate::results::{Run, Unit};
 
 /// Metric families: (unit in the run document, family name, OpenMetrics unit, help).
-const FAMILIES: [(&str, &str, &str, &str); 2] = [
+const FAMILIES: [(Unit, &str, &str, &str); 2] = [
     (
-        "ns/op",
+        Unit::NsPerOp,
         "ioprobe_operation_seconds",
         "seconds",
         "Median time of one operation (ioprobe syscalls).",
     ),
     (
-        "bytes/s",
+        Unit::BytesPerSec,
         "ioprobe_throughput_bytes_per_second",
         "bytes_per_second",
         "Median throughput (ioprobe read, write, pipe, copy).",
@@ -77,7 +77,7 @@ pub fn render(run: &Run) -> String {
                 .iter()
                 .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
                 .collect();
-            let value = if unit == "ns/op" {
+            let value = if unit == Unit::NsPerOp {
                 m.median * 1e-9
             } else {
                 m.median

@@ -12,6 +12,7 @@
 //! a shift shared by every row is still reported). On this VM back-to-back runs differed by 2–10% in rows whose
 //! samples were within ±0.5%: within-run figures alone cannot see that drift.
 
+use super::Unit;
 use super::{Measurement, Run};
 use crate::harness::compare::{MAX_SAMPLES, mann_whitney_p, ratio_interval, subsample};
 use crate::harness::stats::relative_spread;
@@ -64,7 +65,7 @@ pub struct Row {
     pub probe: String,
     pub case: String,
     pub params: String,
-    pub unit: String,
+    pub unit: Unit,
     pub a_median: f64,
     pub b_median: f64,
     /// median(B) ÷ median(A).
@@ -224,7 +225,7 @@ fn row(a: &Measurement, b: &Measurement, dispersion: f64, observed: Observed) ->
     });
     let (lo, hi) = ratio_interval(&ra, &rb);
     let p = mann_whitney_p(&ra, &rb);
-    let higher_is_better = a.unit == "bytes/s";
+    let higher_is_better = a.unit.higher_is_better();
     let slowdown = if higher_is_better {
         a.median / b.median - 1.0
     } else {
@@ -247,7 +248,7 @@ fn row(a: &Measurement, b: &Measurement, dispersion: f64, observed: Observed) ->
         probe: a.probe.clone(),
         case: a.case.clone(),
         params: identifying_params(a, observed),
-        unit: a.unit.clone(),
+        unit: a.unit,
         a_median: a.median,
         b_median: b.median,
         ratio,

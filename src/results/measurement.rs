@@ -3,6 +3,7 @@
 
 use crate::harness::rusage::{RusageDelta, RusagePer};
 use crate::harness::{Overhead, Sampled, summarize};
+use crate::names::named_enum;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -43,7 +44,7 @@ pub struct Measurement {
     pub case: String,
     pub params: Map<String, Value>,
     /// `ns/op` or `bytes/s`.
-    pub unit: String,
+    pub unit: Unit,
     /// `ok`; `unsupported` when the case cannot run here (`reason` names the call and
     /// errno; every figure is then 0 and `samples` is 0); `failed` when its result was
     /// wrong (`reason` says how).
@@ -87,22 +88,46 @@ pub fn to_map(v: &impl Serialize) -> Map<String, Value> {
     }
 }
 
-/// Whether a row was measured. Names are a contract (JSON `status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    #[default]
-    Ok,
-    Unsupported,
-    Failed,
+named_enum! {
+    /// Whether a row was measured. Names are a contract (JSON `status`).
+    #[derive(Default)]
+    pub enum Status as "status" {
+        #[default]
+        Ok = "ok",
+        Unsupported = "unsupported",
+        Failed = "failed",
+    }
 }
 
-impl Status {
-    pub fn name(self) -> &'static str {
+named_enum! {
+    /// What a row's figures are in. Names are a contract (JSON `unit`).
+    pub enum Unit as "unit" {
+        /// Nanoseconds per operation (lower is better).
+        NsPerOp = "ns/op",
+        /// Bytes per second (higher is better).
+        BytesPerSec = "bytes/s",
+    }
+}
+
+impl Unit {
+    /// Whether a larger figure is better (throughput) rather than smaller (time).
+    pub fn higher_is_better(self) -> bool {
+        self == Unit::BytesPerSec
+    }
+
+    /// A figure with its unit, as tables print it: "24.7 GB/s" or "145 ns".
+    pub fn figure(self, v: f64) -> String {
         match self {
-            Status::Ok => "ok",
-            Status::Unsupported => "unsupported",
-            Status::Failed => "failed",
+            Unit::BytesPerSec => format!("{} GB/s", crate::units::format_gbps(v)),
+            Unit::NsPerOp => crate::units::format_ns(v),
+        }
+    }
+
+    /// The figure's number alone (GB/s, or ns to 3 significant digits).
+    pub fn bare(self, v: f64) -> String {
+        match self {
+            Unit::BytesPerSec => crate::units::format_gbps(v),
+            Unit::NsPerOp => crate::units::sig3(v),
         }
     }
 }
@@ -119,13 +144,13 @@ impl Measurement {
         note: impl Into<String>,
     ) -> anyhow::Result<Measurement> {
         let ns = sampled.ns_per_iter();
-        let (raw, unit): (Vec<f64>, &str) = match metric {
+        let (raw, unit): (Vec<f64>, Unit) = match metric {
             Metric::PerOp { ops_per_iter } => {
-                (ns.iter().map(|v| v / ops_per_iter).collect(), "ns/op")
+                (ns.iter().map(|v| v / ops_per_iter).collect(), Unit::NsPerOp)
             }
             Metric::Throughput { bytes_per_iter } => (
                 ns.iter().map(|v| bytes_per_iter * 1e9 / v).collect(),
-                "bytes/s",
+                Unit::BytesPerSec,
             ),
         };
         let s =
@@ -185,7 +210,7 @@ impl Measurement {
             probe: probe.into(),
             case: case.into(),
             params: to_map(&params),
-            unit: unit.into(),
+            unit,
             status: Status::Ok,
             reason: None,
             median: s.median,
@@ -219,7 +244,7 @@ impl Measurement {
         probe: &str,
         case: &str,
         params: impl Serialize,
-        unit: &str,
+        unit: Unit,
         reason: impl Into<String>,
     ) -> Measurement {
         let reason = reason.into();
@@ -227,7 +252,7 @@ impl Measurement {
             probe: probe.into(),
             case: case.into(),
             params: to_map(&params),
-            unit: unit.into(),
+            unit,
             status: Status::Unsupported,
             reason: Some(reason.clone()),
             median: 0.0,

@@ -9,6 +9,7 @@
 
 use super::Run;
 use crate::error::UsageError;
+use crate::names::Named;
 use anyhow::{Context, Result, anyhow, bail};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -373,7 +374,7 @@ impl Store {
         for m in &run.measurements {
             tx.execute(
                 "INSERT INTO measurements (run_id, probe, \"case\", params, unit, median) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![run_id, m.probe, m.case, serde_json::to_string(&m.params)?, m.unit, m.median],
+                params![run_id, m.probe, m.case, serde_json::to_string(&m.params)?, m.unit.name(), m.median],
             )
             .map_err(wrap)?;
             let mid = tx.last_insert_rowid();

@@ -4,7 +4,9 @@
 //! newest saved run on this host. Traced durations are never used: tracing inflates them.
 
 use super::profile::{Kind, OpStats, Profile};
-use crate::results::{Measurement, Run};
+use crate::names::Named;
+use crate::probes::syscalls::Case;
+use crate::results::Run;
 use crate::units::{format_ns, format_size};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -60,30 +62,11 @@ pub struct Figures {
     pub sources: Vec<(String, i64)>,
 }
 
-fn text<'a>(m: &'a Measurement, key: &str) -> &'a str {
-    m.params.get(key).and_then(|v| v.as_str()).unwrap_or("")
-}
-
-fn num(m: &Measurement, key: &str) -> u64 {
-    m.params.get(key).and_then(|v| v.as_u64()).unwrap_or(0)
-}
-
-fn curve<'a>(rows: impl Iterator<Item = &'a Measurement>, size_key: &str) -> Curve {
-    let mut pts: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-    for m in rows.filter(|m| m.is_ok()) {
-        pts.entry(num(m, size_key)).or_default().push(m.median);
-    }
-    // Where several rows share a size (two ways of populating), the faster.
-    Curve(
-        pts.into_iter()
-            .map(|(s, v)| (s, v.into_iter().fold(0.0, f64::max)))
-            .collect(),
-    )
-}
-
 impl Figures {
-    /// Takes each probe's figures from the newest of `runs` (id, run) that has them.
+    /// Takes each probe's figures from the newest of `runs` (id, run) that has them,
+    /// read through the probes' typed readers.
     pub fn from_runs(runs: &[(i64, Run)]) -> Figures {
+        use crate::probes::{copy, pipe, read, syscalls, write};
         let mut f = Figures::default();
         let newest = |probe: &str| {
             runs.iter()
@@ -91,25 +74,16 @@ impl Figures {
                 .find(|(_, r)| r.of_probe(probe).any(|m| m.is_ok()))
         };
         if let Some((id, r)) = newest("read") {
-            f.read = curve(
-                r.of_probe("read").filter(|m| text(m, "method") == "read"),
-                "block_size",
-            );
+            f.read = Curve(read::curve(r, read::Method::Read));
             f.sources.push(("read".into(), *id));
         }
         if let Some((id, r)) = newest("write") {
-            let by = |d: &str| {
-                curve(
-                    r.of_probe("write")
-                        .filter(|m| text(m, "method") == "write" && text(m, "durability") == d),
-                    "block_size",
-                )
-            };
-            f.write = by("none");
+            let by = |d| Curve(write::curve(r, write::Method::Write, d));
+            f.write = by(write::Durability::None);
             // A small durable write (O_DSYNC, smallest block) less the same write to the
             // page cache: what one fsync after a small write adds. fsync-per-pass rows
             // would price the write-back of a whole file instead.
-            let dsync = by("dsync");
+            let dsync = by(write::Durability::Dsync);
             if let Some(&(b, rate)) = dsync.0.first()
                 && let Some(none) = f.write.rate(b)
             {
@@ -120,44 +94,26 @@ impl Figures {
             f.sources.push(("write".into(), *id));
         }
         if let Some((id, r)) = newest("pipe") {
-            let rows = || {
-                r.of_probe("pipe")
-                    .filter(|m| text(m, "method") == "write-read" && text(m, "placement") == "any")
-            };
-            f.pipe = curve(
-                rows().filter(|m| text(m, "pipe_size_requested") == "default"),
-                "chunk_size",
-            );
-            let large = rows()
-                .filter(|m| text(m, "pipe_size_requested") != "default")
-                .map(|m| num(m, "pipe_size"))
-                .max();
-            if let Some(cap) = large.filter(|&c| c > 0) {
-                f.pipe_large = Some((
-                    cap,
-                    curve(rows().filter(|m| num(m, "pipe_size") == cap), "chunk_size"),
-                ));
+            let (method, placement) = (pipe::Method::WriteRead, pipe::Placement::Any);
+            f.pipe = Curve(pipe::curve(r, method, placement, None));
+            if let Some(cap) = pipe::largest_capacity(r, method, placement) {
+                f.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
             }
             f.sources.push(("pipe".into(), *id));
         }
         if let Some((id, r)) = newest("syscalls") {
-            for m in r.of_probe("syscalls").filter(|m| m.is_ok()) {
-                let case = m.case.rsplit('/').next().unwrap_or(&m.case);
-                f.calls_ns.insert(case.to_string(), m.median);
+            for (case, ns) in syscalls::per_call(r) {
+                f.calls_ns.insert(case.name().to_string(), ns);
             }
             f.sources.push(("syscalls".into(), *id));
         }
         if let Some((id, r)) = newest("copy") {
-            f.copy_file_range = r
-                .of_probe("copy")
-                .filter(|m| {
-                    m.is_ok()
-                        && text(m, "method") == "copy-file-range"
-                        && text(m, "cache") == "warm"
-                        && text(m, "durability") == "none"
-                })
-                .map(|m| m.median)
-                .reduce(f64::max);
+            f.copy_file_range = copy::best(
+                r,
+                copy::Method::CopyFileRange,
+                copy::Cache::Warm,
+                copy::Durability::None,
+            );
             f.sources.push(("copy".into(), *id));
         }
         f
@@ -165,18 +121,20 @@ impl Figures {
 
     /// Whether the figures that price most calls are here (read curve and call costs).
     pub fn enough(&self) -> bool {
-        !self.read.0.is_empty() && self.calls_ns.contains_key("pread")
+        !self.read.0.is_empty() && self.ns(Case::Pread).is_some()
     }
 
-    fn ns(&self, case: &str) -> Option<f64> {
-        self.calls_ns.get(case).copied()
+    fn ns(&self, case: Case) -> Option<f64> {
+        self.calls_ns.get(case.name()).copied()
     }
 
     /// What one data call costs here at the least, however few bytes it moves: the
     /// syscalls probe's small pread or pwrite (else its null call), in seconds.
     fn floor_s(&self, reading: bool) -> Option<f64> {
-        let case = if reading { "pread" } else { "pwrite" };
-        self.ns(case).or_else(|| self.ns("null")).map(|n| n * 1e-9)
+        let case = if reading { Case::Pread } else { Case::Pwrite };
+        self.ns(case)
+            .or_else(|| self.ns(Case::Null))
+            .map(|n| n * 1e-9)
     }
 
     /// `calls` data calls moving `bytes` in requests of `size` along `c`: the bytes at
@@ -196,7 +154,7 @@ impl Figures {
     }
 
     /// The extra cost of one call over `base` (say lseek_read over pread), in seconds.
-    fn extra(&self, case: &str, base: &str) -> Option<f64> {
+    fn extra(&self, case: Case, base: Case) -> Option<f64> {
         Some(((self.ns(case)? - self.ns(base)?) * 1e-9).max(0.0))
     }
 }
@@ -356,21 +314,21 @@ pub fn time_here(f: &Figures, kind: Kind, op: &str, s: &OpStats, large_pipe: boo
             let size = s.typical_size().unwrap_or(s.bytes);
             return f.data_time(c, reading, s.bytes, s.calls, size);
         }
-        return f.ns("null").map(|ns| s.calls as f64 * ns * 1e-9);
+        return f.ns(Case::Null).map(|ns| s.calls as f64 * ns * 1e-9);
     }
     let per_call = match op {
         // lseek alone, as the syscalls probe measures it; older runs without that
         // case: what it adds to a read.
         "lseek" => f
-            .ns("lseek")
+            .ns(Case::Lseek)
             .map(|n| n * 1e-9)
-            .or_else(|| f.extra("lseek_read", "pread")),
-        "open" | "openat" | "openat2" | "creat" => f.extra("open_read_close", "pread"),
+            .or_else(|| f.extra(Case::LseekRead, Case::Pread)),
+        "open" | "openat" | "openat2" | "creat" => f.extra(Case::OpenReadClose, Case::Pread),
         "close" => Some(0.0),
-        "stat" => f.ns("stat").map(|n| n * 1e-9),
-        "fstat" => f.ns("fstat").map(|n| n * 1e-9),
+        "stat" => f.ns(Case::Stat).map(|n| n * 1e-9),
+        "fstat" => f.ns(Case::Fstat).map(|n| n * 1e-9),
         "fsync" | "fdatasync" => f.fsync_s,
-        _ => f.ns("null").map(|n| n * 1e-9),
+        _ => f.ns(Case::Null).map(|n| n * 1e-9),
     }?;
     Some(s.calls as f64 * per_call)
 }
@@ -560,9 +518,9 @@ impl Finder<'_> {
         // lseek then read/write: pread/pwrite would do it in one call.
         if s.after_lseek >= 10 {
             let per = f
-                .ns("lseek")
+                .ns(Case::Lseek)
                 .map(|n| n * 1e-9)
-                .or_else(|| f.extra("lseek_read", "pread"));
+                .or_else(|| f.extra(Case::LseekRead, Case::Pread));
             self.push(
                 "lseek_then_io",
                 pid,
@@ -644,7 +602,7 @@ impl Finder<'_> {
         let (p, f) = (self.p, self.f);
         for ((pid, path), &n) in &p.opens {
             if n >= 10 {
-                let per = f.extra("open_read_close", "pread");
+                let per = f.extra(Case::OpenReadClose, Case::Pread);
                 self.push(
                     "reopen",
                     *pid,
@@ -665,7 +623,7 @@ impl Finder<'_> {
         let (p, f) = (self.p, self.f);
         for ((pid, path), &n) in &p.stats {
             if n >= 100 {
-                let per = f.ns("stat").map(|x| x * 1e-9);
+                let per = f.ns(Case::Stat).map(|x| x * 1e-9);
                 self.push(
                     "stat_storm",
                     *pid,

@@ -5,7 +5,7 @@
 //! call.
 
 use crate::harness::interrupt;
-use crate::present::Named;
+use crate::names::Named;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::copyfile;

@@ -19,9 +19,9 @@ pub mod variant;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
-use crate::present::named_enum;
-use crate::present::{Grid, Named, Plot, Recommendation};
-use crate::results::{Measurement, Metric, Status, measurement::to_map};
+use crate::names::{Named, named_enum};
+use crate::present::{Grid, Plot, Recommendation};
+use crate::results::{Measurement, Metric, Run, Status, Unit, measurement::to_map};
 use crate::sys::calls::{self, SysError};
 use crate::sys::copyfile;
 use crate::sys::machine::Environment;
@@ -274,6 +274,16 @@ impl super::RowParams for Params {
         }
         size_param("file_size", self.file_size, 0)
     }
+}
+
+/// The best throughput (bytes/s) `run` measured for `method` with the source `cache`d
+/// and the copy's `durability`, over every size and variant.
+pub fn best(run: &Run, method: Method, cache: Cache, durability: Durability) -> Option<f64> {
+    super::measured_rows::<Params>(run, Kind.name())
+        .into_iter()
+        .filter(|(_, p)| p.method == method && p.cache == cache && p.durability == durability)
+        .map(|(m, _)| m.median)
+        .reduce(f64::max)
 }
 
 /// The figures a copy row derives (per copy). Keys are a contract.
@@ -692,7 +702,7 @@ impl Probe for CopyProbe {
         let mut out = Vec::new();
         for &size in &o.file_sizes {
             let src = Source::create(dir, size, o.sparse, &stop)?;
-            let mut plan = Plan::new("bytes/s");
+            let mut plan = Plan::new(Unit::BytesPerSec);
             let mut dst_n = 0;
             let mut warmed: Vec<String> = Vec::new();
             for &cache in &o.caches {

@@ -5,9 +5,10 @@
 //! method, the read-write buffer size to use, and how far the mmap methods lag.
 
 use super::{Cache, Derived, Durability, Method, Params};
+use crate::names::Named;
 use crate::present::grid::{ci_text, warnings};
 use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Named, Plot, Recommendation, distinct, plot, with_params};
+use crate::present::{Grid, Plot, Recommendation, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size, sig3};

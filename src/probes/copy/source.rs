@@ -6,7 +6,7 @@
 //! changes the fingerprint, unlike a file of one repeated chunk. `--sparse` leaves
 //! every other MiB a hole.
 
-use crate::present::named_enum;
+use crate::names::named_enum;
 use crate::sys::calls::{self, SysResult};
 use crate::sys::copyfile;
 use crate::sys::copyfile::Advice;

@@ -5,7 +5,7 @@
 //! inside the timing. The child's rusage comes from wait4(2).
 
 use super::variant::{Method, Variant};
-use crate::present::Named;
+use crate::names::Named;
 use crate::sys::calls;
 use crate::sys::copyfile;
 use crate::sys::rusage::RawRusage;

@@ -2,8 +2,7 @@
 //! its destination's data has reached when it returns. Shared by the in-process
 //! methods and the system tools, which do not know each other.
 
-use crate::present::Named;
-use crate::present::named_enum;
+use crate::names::{Named, named_enum};
 
 named_enum! {
     /// How a copy is made. Names are a contract (`--method`, JSON).

@@ -12,9 +12,9 @@ pub mod transfer;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::{External, Workload, interrupt};
-use crate::present::named_enum;
-use crate::present::{Grid, Named, Plot, Recommendation};
-use crate::results::{Measurement, Metric, measurement::to_map};
+use crate::names::{Named, named_enum};
+use crate::present::{Grid, Plot, Recommendation};
+use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use crate::units::{format_size, size_label};
@@ -215,6 +215,45 @@ impl super::RowParams for Params {
         self.pipe_size
             .map_or(Ok(()), |b| size_param("pipe_size", b, 1))
     }
+}
+
+/// The pipe curve in `run`: (chunk size, bytes/s) of the measured rows of `method` at
+/// `placement`, through the default capacity (`capacity` None) or through a capacity
+/// the kernel granted on request (Some).
+pub fn curve(
+    run: &Run,
+    method: Method,
+    placement: Placement,
+    capacity: Option<u64>,
+) -> Vec<(u64, f64)> {
+    super::best_per_size(
+        rows_of(run, method, placement)
+            .filter(|(_, p)| match capacity {
+                None => p.pipe_size_requested == "default",
+                Some(c) => p.pipe_size_requested != "default" && p.pipe_size == Some(c),
+            })
+            .map(|(m, p)| (p.chunk_size, m.median)),
+    )
+}
+
+/// The largest capacity granted on request among `run`'s measured rows of `method` at
+/// `placement`.
+pub fn largest_capacity(run: &Run, method: Method, placement: Placement) -> Option<u64> {
+    rows_of(run, method, placement)
+        .filter(|(_, p)| p.pipe_size_requested != "default")
+        .filter_map(|(_, p)| p.pipe_size)
+        .filter(|&c| c > 0)
+        .max()
+}
+
+fn rows_of(
+    run: &Run,
+    method: Method,
+    placement: Placement,
+) -> impl Iterator<Item = (&Measurement, Params)> {
+    super::measured_rows::<Params>(run, Kind.name())
+        .into_iter()
+        .filter(move |(_, p)| p.method == method && p.placement == placement)
 }
 
 /// The figures a pipe row derives from its median. Keys are a contract.
@@ -481,7 +520,7 @@ impl Probe for PipeProbe {
         let vmsplice = vmsplice_support();
         let resize = resize_support();
         let pinning = crate::sys::affinity::pinning();
-        let mut plan = Plan::new("bytes/s");
+        let mut plan = Plan::new(Unit::BytesPerSec);
         for (method, placement, cap, chunk) in o.cases() {
             let case = case_name((method, placement, cap, chunk));
             let Some((wc, rc)) = placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {

@@ -5,9 +5,10 @@
 
 use super::{Derived, Method, Params, Placement};
 use crate::harness::rusage::RusagePer;
+use crate::names::Named;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Named, Plot, Recommendation, distinct, plot, with_params};
+use crate::present::{Grid, Plot, Recommendation, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_size, sig3};
 use anyhow::Result;

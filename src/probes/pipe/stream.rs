@@ -7,8 +7,7 @@
 //! last byte of every read against the pattern, and requires end-of-file right after
 //! `total` bytes: a lost, repeated, reordered, zeroed or extra chunk fails the case.
 
-use crate::present::Named;
-use crate::present::named_enum;
+use crate::names::{Named, named_enum};
 use crate::sys::calls::{self, SysResult};
 use crate::sys::mapping::AnonPages;
 use crate::sys::pipes;

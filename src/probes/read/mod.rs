@@ -20,9 +20,9 @@ use super::sweep;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::present::named_enum;
-use crate::present::{Grid, Named, Plot, Recommendation};
-use crate::results::Measurement;
+use crate::names::{Named, named_enum};
+use crate::present::{Grid, Plot, Recommendation};
+use crate::results::{Measurement, Run, Unit};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
@@ -146,6 +146,17 @@ impl super::RowParams for Params {
         size_param("block_size", self.block_size, 1)?;
         size_param("file_size", self.file_size, 1)
     }
+}
+
+/// The read loop's curve in `run`: (block size, bytes/s) of `method`'s measured rows,
+/// the faster populate mode where both were measured.
+pub fn curve(run: &Run, method: Method) -> Vec<(u64, f64)> {
+    super::best_per_size(
+        super::measured_rows::<Params>(run, Kind.name())
+            .into_iter()
+            .filter(|(_, p)| p.method == method)
+            .map(|(m, p)| (p.block_size, m.median)),
+    )
 }
 
 /// The read probe, independent of options.
@@ -292,7 +303,7 @@ impl Probe for ReadProbe {
             Ok(())
         };
         let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
-        let mut plan = Plan::new("bytes/s");
+        let mut plan = Plan::new(Unit::BytesPerSec);
         for ((populate, method, block), case) in self.opts.cases() {
             let params = Params {
                 method,

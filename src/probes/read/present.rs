@@ -2,9 +2,10 @@
 
 use super::super::sweep;
 use super::{Method, Params, Populate};
+use crate::names::Named;
 use crate::present::grid::notes_and_warnings;
 use crate::present::recommend::Words;
-use crate::present::{Grid, Named, Plot, Recommendation, distinct, with_params};
+use crate::present::{Grid, Plot, Recommendation, distinct, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::format_size;

@@ -11,9 +11,9 @@ mod present;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::present::named_enum;
-use crate::present::{Grid, Named, Plot, Recommendation};
-use crate::results::{Measurement, Metric, measurement::to_map};
+use crate::names::{Named, named_enum};
+use crate::present::{Grid, Plot, Recommendation};
+use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
 use crate::sys::mapping::Mapping;
@@ -103,6 +103,18 @@ impl super::RowParams for Params {
         size_param("io_size", self.io_size, 0)?;
         size_param("file_size", self.file_size, 0)
     }
+}
+
+/// What one call of each case measured in `run` costs: (case, ns per call), in run
+/// order.
+pub fn per_call(run: &Run) -> Vec<(Case, f64)> {
+    super::measured_rows::<Params>(run, Kind.name())
+        .into_iter()
+        .filter_map(|(m, _)| {
+            let name = m.case.rsplit('/').next().unwrap_or(&m.case);
+            Some((Case::parse(name).ok()?, m.median))
+        })
+        .collect()
 }
 
 /// The figures a syscalls row derives from its median.
@@ -326,7 +338,7 @@ impl Probe for Syscalls {
             io_size: io as u64,
             file_size: io as u64,
         };
-        let mut plan = Plan::new("ns/op");
+        let mut plan = Plan::new(Unit::NsPerOp);
         for &case in &self.opts.cases {
             plan.ready(case.name().to_string(), params.clone(), case);
         }

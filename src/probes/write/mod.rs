@@ -20,9 +20,9 @@ use super::sweep;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::error::usage;
 use crate::harness::Workload;
-use crate::present::named_enum;
-use crate::present::{Grid, Named, Plot, Recommendation};
-use crate::results::Measurement;
+use crate::names::{Named, named_enum};
+use crate::present::{Grid, Plot, Recommendation};
+use crate::results::{Measurement, Run, Unit};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
 use crate::sys::copyfile;
@@ -159,6 +159,17 @@ impl super::RowParams for Params {
         size_param("block_size", self.block_size, 1)?;
         size_param("file_size", self.file_size, 1)
     }
+}
+
+/// The write curve in `run`: (block size, bytes/s) of the measured rows of `method` at
+/// `durability`.
+pub fn curve(run: &Run, method: Method, durability: Durability) -> Vec<(u64, f64)> {
+    super::best_per_size(
+        super::measured_rows::<Params>(run, Kind.name())
+            .into_iter()
+            .filter(|(_, p)| p.method == method && p.durability == durability)
+            .map(|(m, p)| (p.block_size, m.median)),
+    )
 }
 
 /// The write probe, independent of options.
@@ -316,7 +327,7 @@ impl Probe for WriteProbe {
         // Created, written and fdatasynced: every block is allocated before timing.
         let (path, fd) = ctx.scratch.create_file("write.dat", size, &stop)?;
         let dsync = calls::open(&path, OFlags::RDWR | OFlags::DSYNC | OFlags::CLOEXEC, 0)?;
-        let mut plan = Plan::new("bytes/s");
+        let mut plan = Plan::new(Unit::BytesPerSec);
         for (key, case) in o.cases() {
             plan.ready(case, key, ());
         }

@@ -60,7 +60,7 @@ macro_rules! named_enum {
             $( $(#[$vmeta])* $variant ),+
         }
 
-        impl $crate::present::Named for $name {
+        impl $crate::names::Named for $name {
             const ALL: &'static [Self] = &[$($name::$variant),+];
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
@@ -72,7 +72,7 @@ macro_rules! named_enum {
 
         impl ::serde::Serialize for $name {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str($crate::present::Named::name(*self))
+                s.serialize_str($crate::names::Named::name(*self))
             }
         }
 
@@ -80,10 +80,10 @@ macro_rules! named_enum {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 const NAMES: &[&str] = &[$($label),+];
                 let s = <String as ::serde::Deserialize>::deserialize(d)?;
-                <Self as $crate::present::Named>::ALL
+                <Self as $crate::names::Named>::ALL
                     .iter()
                     .copied()
-                    .find(|v| $crate::present::Named::name(*v) == s)
+                    .find(|v| $crate::names::Named::name(*v) == s)
                     .ok_or_else(|| ::serde::de::Error::unknown_variant(&s, NAMES))
             }
         }
