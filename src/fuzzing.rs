@@ -38,8 +38,8 @@ pub fn check_import(data: &[u8], dir: &std::path::Path) {
     let Ok(plots) = report::plots::plots(&run) else {
         return;
     };
-    let recs = report::advice::recommendations(&run, None);
-    let obs = report::advice::observations(&run);
+    let recs = crate::advice::recommendations(&run, None);
+    let obs = crate::advice::observations(&run);
     if let Ok(page) = report::html::render(&run, &recs, &obs, "fuzz", &plots) {
         std::fs::write(dir.join("r.html"), page).expect("writing the report");
     }

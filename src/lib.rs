@@ -12,6 +12,7 @@
 // Unsafe code is refused everywhere but `sys`, which opts back in.
 #![deny(unsafe_code)]
 
+pub mod advice;
 pub mod cli;
 pub mod commands;
 pub mod cp;
@@ -20,6 +21,7 @@ pub mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod harness;
+pub mod interrupt;
 pub mod names;
 pub mod present;
 pub mod probes;

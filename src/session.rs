@@ -4,7 +4,8 @@
 //! probe's cases in order), then saving and rendering. Saved runs are found here too.
 
 use crate::error::UsageError;
-use crate::harness::{interrupt, measure_overhead};
+use crate::harness::measure_overhead;
+use crate::interrupt;
 use crate::probes::{Context, Probe};
 use crate::progress::Progress;
 use crate::report::{self, Format};
@@ -408,8 +409,8 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
     let plots = report::plots::plots(run)?;
     let page = report::html::render(
         run,
-        &report::advice::recommendations(run, Some(id)),
-        &report::advice::observations(run),
+        &crate::advice::recommendations(run, Some(id)),
+        &crate::advice::observations(run),
         &format!("run {id}"),
         &plots,
     )?;

@@ -22,8 +22,8 @@ pub fn report(
     let plots = report::plots::plots(&named.run)?;
     let mut out = String::new();
     if let Some(path) = html {
-        let recs = report::advice::recommendations(&named.run, named.id);
-        let obs = report::advice::observations(&named.run);
+        let recs = crate::advice::recommendations(&named.run, named.id);
+        let obs = crate::advice::observations(&named.run);
         let page = report::html::render(&named.run, &recs, &obs, &named.label, &plots)?;
         write_atomically(path, &page, Some(&store))?;
         out.push_str(&format!("wrote {}\n", path.display()));

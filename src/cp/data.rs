@@ -87,7 +87,7 @@ fn unsupported(e: &SysError) -> bool {
 }
 
 fn interrupted() -> anyhow::Result<()> {
-    crate::harness::interrupt::check().map_err(anyhow::Error::from)
+    crate::interrupt::check().map_err(anyhow::Error::from)
 }
 
 /// Copies a regular file of `size` bytes (`blocks` 512-byte blocks allocated) from
@@ -319,7 +319,7 @@ fn write_stream(dst: &OwnedFd, mut buf: &[u8]) -> anyhow::Result<()> {
             Ok(0) => anyhow::bail!("write: wrote nothing"),
             Ok(n) => buf = &buf[n..],
             Err(e) if e.errno == rustix::io::Errno::AGAIN.raw_os_error() => {
-                crate::sys::pipes::wait_writable(dst, &crate::harness::interrupt::requested)?;
+                crate::sys::pipes::wait_writable(dst, &crate::interrupt::requested)?;
                 interrupted()?;
             }
             Err(e) => return Err(e.into()),
@@ -391,7 +391,7 @@ fn pump(src: &OwnedFd, dst: &OwnedFd, mut off: u64, p: &Path, flow: Flow) -> any
     with_buffer(p.buffer, |buf| {
         loop {
             if flow.src_stream {
-                crate::sys::pipes::wait_readable(src, &crate::harness::interrupt::requested)?;
+                crate::sys::pipes::wait_readable(src, &crate::interrupt::requested)?;
             }
             interrupted()?;
             let n = if flow.src_stream {

@@ -144,7 +144,7 @@ pub(super) fn copy_nondir(
     meta: &Metadata,
     opened: Option<std::fs::File>,
 ) -> Result<()> {
-    crate::harness::interrupt::check()?;
+    crate::interrupt::check()?;
     let o = &sh.opts;
     let (src, dst) = (it.src, it.dst);
     let (existing, mut new_dst) = find_existing(sh, &it, meta)?;
@@ -607,7 +607,7 @@ fn open_existing(dst: &Path, flags: OFlags, fifo: bool) -> Result<OwnedFd, Errno
         };
         match rustix::fs::open(dst, f, Mode::empty()) {
             Err(Errno::NXIO) if fifo => {
-                if crate::harness::interrupt::requested() {
+                if crate::interrupt::requested() {
                     return Err(Errno::INTR);
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));

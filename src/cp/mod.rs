@@ -214,7 +214,7 @@ impl Links {
             match m.get(&key) {
                 Some(LinkState::Done(p)) => return Ok(Claim::Link(p.clone())),
                 Some(LinkState::Pending) => {
-                    crate::harness::interrupt::check()?;
+                    crate::interrupt::check()?;
                     m = self
                         .cond
                         .wait_timeout(m, std::time::Duration::from_millis(100))
@@ -404,7 +404,7 @@ fn operands(o: &Options) -> Result<(Vec<OsString>, Dest)> {
 /// Runs the copy; Err only for a usage problem. Per-file failures are reported as they
 /// happen and make the exit status 1, as cp does.
 pub fn run(mut opts: Options) -> Result<i32> {
-    crate::harness::interrupt::install()?;
+    crate::interrupt::install()?;
     // A write past `ulimit -f` fails with EFBIG (and the file is removed) instead of
     // killing ioprobe with SIGXFSZ.
     crate::sys::signals::install().map_err(|e| anyhow!("cannot set signal dispositions: {e}"))?;
@@ -457,7 +457,7 @@ pub fn run(mut opts: Options) -> Result<i32> {
     let progress = walk::progress(Arc::clone(&shared));
     let mut seen_sources = HashSet::new();
     for s in &sources {
-        if crate::harness::interrupt::requested() {
+        if crate::interrupt::requested() {
             break;
         }
         let src = PathBuf::from(s);
@@ -489,7 +489,7 @@ pub fn run(mut opts: Options) -> Result<i32> {
     if let Some(p) = progress {
         let _ = p.join();
     }
-    crate::harness::interrupt::check()?;
+    crate::interrupt::check()?;
     Ok(if shared.errors.load(Relaxed) == 0 {
         0
     } else {

@@ -5,7 +5,7 @@
 //! advice picks it); with a saved pipe run, the capacity to raise a pipe source to.
 //! Without them, GNU cp's order and sizes.
 
-use crate::present::recommend::{Opt, rank};
+use crate::advice::{Opt, rank};
 use crate::present::with_params;
 use crate::probes::copy::{Cache, Durability, Method, Params};
 use crate::probes::pipe;
@@ -146,8 +146,7 @@ pub fn copy_choice(rows: &[&Measurement]) -> Option<(usize, bool, String)> {
     // The loop goes first only when it is clearly faster: copy_file_range also shares
     // or offloads blocks where the filesystem can, which a warm page-cache copy hides.
     let best_loop = loops[ranking.best].0;
-    let loop_wins =
-        best_loop.median > cfr.median && !crate::present::recommend::ties(cfr, best_loop);
+    let loop_wins = best_loop.median > cfr.median && !crate::advice::ties(cfr, best_loop);
     let why = format!(
         "copy_file_range {} GB/s, read-write/{} {} GB/s at {} (warm, no fsync){}",
         gbps(cfr),
@@ -184,7 +183,7 @@ pub fn pipe_choice(rows: &[&Measurement]) -> Option<(usize, String)> {
     let (d, big) = (best(true)?, best(false)?);
     let (dcap, bcap) = (d.1.pipe_size?, big.1.pipe_size?);
     let gbps = |m: &Measurement| crate::units::format_gbps(m.median);
-    let larger_wins = big.0.median > d.0.median && !crate::present::recommend::ties(d.0, big.0);
+    let larger_wins = big.0.median > d.0.median && !crate::advice::ties(d.0, big.0);
     let (cap, verdict) = if larger_wins {
         (bcap, "the larger pipe")
     } else {

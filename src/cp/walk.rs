@@ -195,7 +195,7 @@ pub(super) fn tree(sh: &Arc<Shared>, src: &Path, dst: &Path, meta: Metadata) -> 
         top: (src.to_path_buf(), dst.to_path_buf()),
     };
     let walked = walk_dir(sh, &mut queue, src, dst, meta, created, &mut w);
-    if !crate::harness::interrupt::requested() {
+    if !crate::interrupt::requested() {
         let _ = queue.send_again();
     }
     drop(queue);
@@ -435,7 +435,7 @@ fn walk_dir(
     };
     let mut batch = new_batch();
     for (name, t) in entries {
-        if crate::harness::interrupt::requested() {
+        if crate::interrupt::requested() {
             return Ok(());
         }
         match t {
@@ -455,7 +455,7 @@ fn walk_dir(
         tx.send_dir(batch)?;
     }
     for name in subdirs {
-        if crate::harness::interrupt::requested() {
+        if crate::interrupt::requested() {
             return Ok(());
         }
         if let Err(err) = plan(sh, tx, &src.join(&name), &dst.join(&name), created, w) {

@@ -7,7 +7,6 @@
 pub mod clock;
 pub mod compare;
 pub mod config;
-pub mod interrupt;
 pub mod limit;
 pub mod overhead;
 pub mod rounds;

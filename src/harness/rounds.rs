@@ -17,8 +17,8 @@
 use super::Workload;
 use super::clock::now;
 use super::config::Config;
-use super::interrupt;
 use super::sampler::{Sampled, timed};
+use crate::interrupt;
 use anyhow::Result;
 use std::time::Duration;
 

@@ -5,9 +5,9 @@
 use super::Workload;
 use super::clock::{now, ns_between};
 use super::config::Config;
-use super::interrupt;
 use super::rusage::{RusageDelta, thread_now};
 use super::stats::{Summary, summarize};
+use crate::interrupt;
 use anyhow::Result;
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! A neutral table (title, headers, rows of text, footnotes) that probes fill and the
 //! table, Markdown, CSV and HTML renderers share.
 
-use super::recommend::figure;
+use crate::advice::figure;
 use crate::harness::stats::bimodal;
 use crate::results::Measurement;
 use std::sync::atomic::{AtomicBool, Ordering};

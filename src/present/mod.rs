@@ -4,11 +4,9 @@
 
 pub mod grid;
 pub mod plot;
-pub mod recommend;
 
 pub use grid::Grid;
 pub use plot::Plot;
-pub use recommend::Recommendation;
 
 /// The distinct values of `items`, in the order they first appear (the series or
 /// groups of a probe's rows, say).

@@ -15,8 +15,9 @@ mod sweep;
 pub mod syscalls;
 pub mod write;
 
+use crate::advice::Recommendation;
 use crate::harness::{self, Overhead, Sampled, Workload};
-use crate::present::{Grid, Plot, Recommendation};
+use crate::present::{Grid, Plot};
 use crate::progress::Progress;
 use crate::results::{Measurement, Run};
 use crate::sys::machine::Environment;
@@ -54,7 +55,7 @@ pub trait ProbeKind: Sync {
     /// The probe's plots, from its measured rows (never empty).
     fn plots(&self, rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>>;
     /// Recommendations (what to do, with evidence and confidence), decided with the
-    /// statistics in [`present::recommend`](crate::present::recommend).
+    /// statistics in [`advice::decide`](crate::advice::decide).
     fn recommend(&self, rows: &[&Measurement], env: &Environment) -> Vec<Recommendation>;
     /// Observations that are not a choice (where throughput falls off against the
     /// caches, one call's fixed cost, what durability costs), each with its figures.

@@ -4,10 +4,11 @@
 //! throughput falls off, one call's fixed cost). Seed 000's method, for either direction.
 
 use super::Context;
+use crate::advice::Recommendation;
+use crate::advice::{self, Words};
 use crate::harness::Sampled;
 use crate::present::grid::ci_text;
-use crate::present::recommend::{self, Words};
-use crate::present::{Plot, Recommendation, plot};
+use crate::present::{Plot, plot};
 use crate::results::{Measurement, Metric, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};
@@ -222,7 +223,7 @@ pub fn plot(
 /// The recommendation of one series of a sweep: the smallest block tied with the best,
 /// with its effect against 4 KiB.
 pub fn recommend(w: Words, rows: &[(u64, &Measurement)]) -> Option<Recommendation> {
-    recommend::sizes(w, rows, 4096)
+    advice::sizes(w, rows, 4096)
 }
 
 /// Observations from one series of a sweep (`what` prefixes every line, e.g. `read

@@ -3,7 +3,7 @@
 
 use super::grid::{Grid, environment_grid, grids_of, run_header};
 use super::plots::Plot;
-use crate::present::Recommendation;
+use crate::advice::Recommendation;
 use crate::results::Run;
 use anyhow::{Context, Result};
 use askama::Template;
@@ -62,11 +62,11 @@ pub fn render(
         header: run_header(run),
         warnings: run.warnings.clone(),
         notes: run.environment.caveats(),
-        summary: super::advice::summary(recs),
+        summary: crate::advice::summary(recs),
         details: recs
             .iter()
             .map(|r| {
-                let mut lines = super::advice::detail(r);
+                let mut lines = crate::advice::detail(r);
                 let head = lines.remove(0);
                 (head, lines.iter().map(|l| l.trim().to_string()).collect())
             })

@@ -1,7 +1,7 @@
 //! JSON (`--json`): the run document (schema version 1) plus its recommendations and
 //! the advice lines.
 
-use crate::present::Recommendation;
+use crate::advice::Recommendation;
 use crate::results::Run;
 use anyhow::Result;
 use serde_json::Value;
@@ -14,7 +14,7 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
         map.insert("recommendations".into(), serde_json::to_value(recs)?);
         map.insert(
             "advice".into(),
-            serde_json::json!(super::advice::lines(recs, observations)),
+            serde_json::json!(crate::advice::lines(recs, observations)),
         );
     }
     Ok(serde_json::to_string_pretty(&v)? + "\n")

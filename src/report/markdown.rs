@@ -1,7 +1,7 @@
 //! GitHub-flavoured Markdown tables (`--markdown`).
 
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
-use crate::present::Recommendation;
+use crate::advice::Recommendation;
 use crate::results::Run;
 
 fn cell(s: &str) -> String {
@@ -59,7 +59,7 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
 /// recommendation in detail, and the observations.
 pub fn render_advice(recs: &[Recommendation], observations: &[String], between: &str) -> String {
     let mut out = String::new();
-    let summary = super::advice::summary(recs);
+    let summary = crate::advice::summary(recs);
     if !summary.rows.is_empty() {
         out.push_str(&render_grid(&summary));
         out.push('\n');
@@ -68,7 +68,7 @@ pub fn render_advice(recs: &[Recommendation], observations: &[String], between: 
     if !recs.is_empty() {
         out.push_str("### recommendations in detail\n\n");
         for r in recs {
-            let mut lines = super::advice::detail(r).into_iter();
+            let mut lines = crate::advice::detail(r).into_iter();
             if let Some(head) = lines.next() {
                 out.push_str(&format!("- **{head}**\n"));
             }

@@ -1,7 +1,6 @@
 //! Output: human tables, JSON, CSV, Markdown and advice; one file per format. Report
 //! code reads measurements and never measures.
 
-pub mod advice;
 pub mod compare;
 pub mod csv;
 pub mod grid;
@@ -22,8 +21,8 @@ pub use crate::settings::Format;
 /// Renders a run in `format`; stdout gets exactly this text. `id` is the run's id in
 /// the store (evidence cites it), None for a run that was not saved.
 pub fn render(run: &Run, id: Option<i64>, format: Format) -> Result<String> {
-    let recs = advice::recommendations(run, id);
-    let obs = advice::observations(run);
+    let recs = crate::advice::recommendations(run, id);
+    let obs = crate::advice::observations(run);
     Ok(match format {
         Format::Table => table::render_run(run, &recs, &obs),
         Format::Json => json::render_run(run, &recs, &obs)?,

@@ -1,7 +1,7 @@
 //! Human-readable tables (comfy-table) for stdout.
 
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
-use crate::present::Recommendation;
+use crate::advice::Recommendation;
 use crate::results::Run;
 use comfy_table::{
     Attribute, Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED,
@@ -270,7 +270,7 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
 /// recommendation in detail, and the observations.
 pub fn render_advice(recs: &[Recommendation], observations: &[String], between: &str) -> String {
     let mut out = String::new();
-    let summary = super::advice::summary(recs);
+    let summary = crate::advice::summary(recs);
     if !summary.rows.is_empty() {
         out.push('\n');
         out.push_str(&render_grid(&summary));
@@ -279,7 +279,7 @@ pub fn render_advice(recs: &[Recommendation], observations: &[String], between: 
     if !recs.is_empty() {
         out.push_str("\nrecommendations in detail:\n");
         for r in recs {
-            for line in super::advice::detail(r) {
+            for line in crate::advice::detail(r) {
                 out.push_str(&format!("  {line}\n"));
             }
         }

@@ -4,7 +4,7 @@
 //! `fsync` mode, makes the data durable before returning. The caller times the whole
 //! call.
 
-use crate::harness::interrupt;
+use crate::interrupt;
 use crate::names::Named;
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};

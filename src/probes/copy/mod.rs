@@ -17,10 +17,12 @@ pub mod tools;
 pub mod variant;
 
 use super::{Context, Plan, Probe, ProbeKind, Scale};
+use crate::advice::Recommendation;
 use crate::error::usage;
-use crate::harness::{External, Workload, interrupt};
+use crate::harness::{External, Workload};
+use crate::interrupt;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot, Recommendation};
+use crate::present::{Grid, Plot};
 use crate::results::{Measurement, Metric, Run, Status, Unit, measurement::to_map};
 use crate::sys::calls::{self, SysError};
 use crate::sys::copyfile;

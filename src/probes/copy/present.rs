@@ -5,10 +5,11 @@
 //! method, the read-write buffer size to use, and how far the mmap methods lag.
 
 use super::{Cache, Derived, Durability, Method, Params};
+use crate::advice::Recommendation;
+use crate::advice::{self, Opt, Words};
 use crate::names::Named;
 use crate::present::grid::{ci_text, warnings};
-use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Plot, Recommendation, distinct, plot, with_params};
+use crate::present::{Grid, Plot, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
@@ -377,7 +378,7 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
                     )
                 })
                 .collect();
-            let r = recommend::methods(
+            let r = advice::methods(
                 Words {
                     topic,
                     scope: scope.clone(),
@@ -404,7 +405,7 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
             .filter_map(|t| Some((t.1.buffer_size?, t.0)))
             .collect();
         if rw.len() >= 2 {
-            out.extend(recommend::sizes(
+            out.extend(advice::sizes(
                 Words {
                     topic: "copy loop buffer",
                     scope: format!("read/write loop, {scope}"),

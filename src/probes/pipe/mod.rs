@@ -10,10 +10,12 @@ pub mod stream;
 pub mod transfer;
 
 use super::{Context, Plan, Probe, ProbeKind, Scale};
+use crate::advice::Recommendation;
 use crate::error::usage;
-use crate::harness::{External, Workload, interrupt};
+use crate::harness::{External, Workload};
+use crate::interrupt;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot, Recommendation};
+use crate::present::{Grid, Plot};
 use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;

@@ -4,11 +4,12 @@
 //! pipe buys, and what splitting writer and reader across CPUs costs.
 
 use super::{Derived, Method, Params, Placement};
+use crate::advice::Recommendation;
+use crate::advice::{self, Opt, Words};
 use crate::harness::rusage::RusagePer;
 use crate::names::Named;
 use crate::present::grid::{ci_text, notes_and_warnings};
-use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Plot, Recommendation, distinct, plot, with_params};
+use crate::present::{Grid, Plot, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::units::{format_gbps, format_size, sig3};
 use anyhow::Result;
@@ -258,7 +259,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             })
             .map(|t| (t.1.chunk_size, t.0))
             .collect();
-        out.extend(recommend::sizes(
+        out.extend(advice::sizes(
             Words {
                 topic: "pipe chunk",
                 scope: format!(
@@ -298,7 +299,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             .iter()
             .find(|o| o.0.starts_with("default"))
             .map(|o| o.0.clone());
-        out.extend(recommend::methods(
+        out.extend(advice::methods(
             Words {
                 topic: "pipe capacity",
                 scope: format!("{}, placement {}, each capacity at its best chunk", method.name(), tp.placement.name()),

@@ -18,10 +18,11 @@ mod present;
 
 use super::sweep;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
+use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot, Recommendation};
+use crate::present::{Grid, Plot};
 use crate::results::{Measurement, Run, Unit};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
@@ -295,7 +296,7 @@ impl Probe for ReadProbe {
 
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let size = self.opts.file_size;
-        let stop = crate::harness::interrupt::requested;
+        let stop = crate::interrupt::requested;
         // Readahead population needs a way to drop a file's cached pages.
         let eviction = if self.opts.populate.contains(&Populate::Readahead) {
             crate::sys::copyfile::eviction(ctx.scratch.path())?

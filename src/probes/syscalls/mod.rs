@@ -9,10 +9,11 @@
 mod present;
 
 use super::{Context, Plan, Probe, ProbeKind, Scale};
+use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot, Recommendation};
+use crate::present::{Grid, Plot};
 use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
@@ -330,7 +331,7 @@ impl Probe for Syscalls {
 
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let io = self.opts.io_size as usize;
-        let stop = crate::harness::interrupt::requested;
+        let stop = crate::interrupt::requested;
         let (path, fd): (PathBuf, OwnedFd) =
             ctx.scratch.create_file("syscalls.dat", io as u64, &stop)?;
         let cpath = calls::c_path(&path)?;

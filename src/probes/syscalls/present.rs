@@ -1,9 +1,10 @@
 //! The syscalls table (seed 004's), its bar plot and its advice.
 
 use super::{Derived, Params};
+use crate::advice::Recommendation;
+use crate::advice::{self, Opt, Words};
 use crate::present::grid::{ci_text, notes_and_warnings};
-use crate::present::recommend::{self, Opt, Words};
-use crate::present::{Grid, Plot, Recommendation, plot};
+use crate::present::{Grid, Plot, plot};
 use crate::results::Measurement;
 use crate::units::{format_count, format_size, sig3};
 use anyhow::Result;
@@ -82,7 +83,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
         if opts.len() < 2 {
             return None;
         }
-        recommend::methods(
+        advice::methods(
             Words {
                 topic,
                 scope: scope.into(),

@@ -18,10 +18,11 @@ mod present;
 
 use super::sweep;
 use super::{Context, Plan, Probe, ProbeKind, Scale};
+use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot, Recommendation};
+use crate::present::{Grid, Plot};
 use crate::results::{Measurement, Run, Unit};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
@@ -323,7 +324,7 @@ impl Probe for WriteProbe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let o = &self.opts;
         let size = o.file_size;
-        let stop = crate::harness::interrupt::requested;
+        let stop = crate::interrupt::requested;
         // Created, written and fdatasynced: every block is allocated before timing.
         let (path, fd) = ctx.scratch.create_file("write.dat", size, &stop)?;
         let dsync = calls::open(&path, OFlags::RDWR | OFlags::DSYNC | OFlags::CLOEXEC, 0)?;

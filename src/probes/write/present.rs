@@ -4,10 +4,11 @@
 
 use super::super::sweep;
 use super::{Durability, Method, Params};
+use crate::advice::Recommendation;
+use crate::advice::Words;
 use crate::names::Named;
 use crate::present::grid::notes_and_warnings;
-use crate::present::recommend::Words;
-use crate::present::{Grid, Plot, Recommendation, distinct, with_params};
+use crate::present::{Grid, Plot, distinct, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_size, sig3};

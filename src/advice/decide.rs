@@ -1,4 +1,4 @@
-//! Recommendations: what a programmer should do, decided with statistics rather than
+//! The statistics that choose: what a programmer should do, decided with statistics rather than
 //! point estimates, with the evidence, the confidence and the caveats. Probes build
 //! them from their rows with the helpers here ([`sizes`], [`methods`]); the report
 //! renders them and puts them in JSON (`recommendations`). Nothing here names a probe.
@@ -14,10 +14,10 @@
 //! 93.0% in the next). A noisy point that ties only through its wide interval is listed
 //! as tied but never chosen.
 
+use super::model::*;
 use crate::harness::stats::{Modes, bimodal};
-use crate::results::{Measurement, Unit};
+use crate::results::Measurement;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
-use serde::{Deserialize, Serialize};
 
 /// How close to the best (relative) an option's interval must reach to tie with it.
 pub const MARGIN: f64 = 0.05;
@@ -29,161 +29,6 @@ pub const PICK_MARGIN: f64 = 0.03;
 /// above which to low.
 const WIDE_CI: f64 = 0.05;
 const VERY_WIDE_CI: f64 = 0.15;
-
-/// How much a recommendation can be trusted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Low,
-    Medium,
-    High,
-}
-
-impl Level {
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Low => "low",
-            Level::Medium => "medium",
-            Level::High => "high",
-        }
-    }
-
-    /// One level lower (low stays low).
-    pub fn lower(self) -> Level {
-        match self {
-            Level::High => Level::Medium,
-            _ => Level::Low,
-        }
-    }
-}
-
-/// The confidence and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Confidence {
-    pub level: Level,
-    /// Every reason that lowered it, or what supports it when nothing did.
-    pub reasons: Vec<String>,
-}
-
-impl Confidence {
-    /// Starts high; every [`cap`](Self::cap) may lower it.
-    fn new() -> Confidence {
-        Confidence {
-            level: Level::High,
-            reasons: Vec::new(),
-        }
-    }
-
-    /// Lowers the level to at most `level`, for `reason`.
-    pub fn cap(&mut self, level: Level, reason: String) {
-        self.level = self.level.min(level);
-        self.reasons.push(reason);
-    }
-}
-
-/// What to do: a size (with the sizes tied with the best) or a method (with the methods
-/// tied with it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Choice {
-    Size {
-        bytes: u64,
-        label: String,
-        /// Every measured size tied with the best, ascending.
-        tied: Vec<u64>,
-        /// The smallest and largest tied size.
-        range: [u64; 2],
-    },
-    Method {
-        name: String,
-        /// The other options tied with the best.
-        tied: Vec<String>,
-    },
-}
-
-impl Choice {
-    /// What ties, in words ("64 KiB–512 KiB", "sendfile, splice"), or None.
-    pub fn ties_text(&self) -> Option<String> {
-        match self {
-            Choice::Size { tied, range, .. } if tied.len() > 1 => Some(format!(
-                "{}–{} ({} sizes)",
-                format_size(range[0]),
-                format_size(range[1]),
-                tied.len()
-            )),
-            Choice::Method { tied, .. } if !tied.is_empty() => Some(tied.join(", ")),
-            _ => None,
-        }
-    }
-}
-
-/// One row the recommendation rests on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub probe: String,
-    pub case: String,
-    /// `choice`, `best`, `tied`, `baseline` or `next` (the nearest option ruled out).
-    pub role: String,
-    pub unit: Unit,
-    pub median: f64,
-    pub ci95: [f64; 2],
-    /// The two regimes, when the samples are bimodal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modes: Option<[f64; 2]>,
-}
-
-/// Where the recommendation comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Evidence {
-    /// Saved runs the rows come from (empty for a run that was not saved).
-    pub runs: Vec<i64>,
-    /// The machine (host, filesystem, kernel), when advice spans saved runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub machine: Option<String>,
-    pub rows: Vec<Row>,
-}
-
-/// One recommendation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recommendation {
-    /// What it is about: "read loop buffer", "file copy method (durable)", …
-    pub topic: String,
-    /// Which rows it covers within the topic (method, durability, file size), or empty.
-    pub scope: String,
-    /// The summary's row ("reading a file sequentially"), for the headline of a topic.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation: Option<String>,
-    /// What to do, in words.
-    pub action: String,
-    pub choice: Choice,
-    /// What it buys, e.g. "×1.8 against 4 KiB".
-    pub effect: String,
-    pub evidence: Evidence,
-    pub confidence: Confidence,
-    pub caveats: Vec<String>,
-}
-
-impl Recommendation {
-    /// "topic (scope)".
-    pub fn title(&self) -> String {
-        if self.scope.is_empty() {
-            self.topic.clone()
-        } else {
-            format!("{} ({})", self.topic, self.scope)
-        }
-    }
-
-    /// The one-line form kept in the `advice` strings.
-    pub fn line(&self) -> String {
-        format!(
-            "{}: {}; {} [confidence {}]",
-            self.title(),
-            self.action,
-            self.effect,
-            self.confidence.level.name()
-        )
-    }
-}
 
 /// One option to choose from.
 #[derive(Clone, Copy)]
@@ -571,6 +416,7 @@ pub fn methods(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::Unit;
 
     /// A bytes/s row with samples spread ±`spread` around `median`.
     pub(crate) fn m(case: &str, median: f64, spread: f64) -> Measurement {

@@ -1,6 +1,8 @@
 //! Cooperative stop on SIGINT, SIGTERM and SIGHUP: an async-signal-safe handler only
-//! raises a flag; the sampler checks it between samples and returns `Interrupted`, so
-//! scratch files are removed by the normal unwinding of owners and the process exits 130.
+//! raises a flag; the harness checks it between samples and `cp` between files and
+//! chunks, and returns `Interrupted`, so scratch files and unfinished copies are removed
+//! by the normal unwinding of owners and the process exits 130. It lives outside the
+//! harness because `cp` and `trace` stop on it too.
 //!
 //! No thread is started for this (unlike the ctrlc crate): a second thread makes the
 //! kernel take the shared-file-table paths in fdget/fdget_pos (atomic reference counts,

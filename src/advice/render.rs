@@ -1,0 +1,209 @@
+//! Rendering advice: the one-line forms, the summary table a programmer can paste, each
+//! recommendation in detail, and a machine's advice in every output format.
+
+use super::model::{MachineAdvice, Recommendation, Source};
+use crate::report::{self, Format, grid::Grid};
+use anyhow::Result;
+
+/// One line per recommendation, then the observations.
+pub fn lines(recs: &[Recommendation], observations: &[String]) -> Vec<String> {
+    recs.iter()
+        .map(Recommendation::line)
+        .chain(observations.iter().cloned())
+        .collect()
+}
+
+/// The summary: one row per operation (the first recommendation naming it).
+pub fn summary(recs: &[Recommendation]) -> Grid {
+    let mut seen: Vec<&str> = Vec::new();
+    let rows = recs
+        .iter()
+        .filter_map(|r| {
+            let op = r.operation.as_deref()?;
+            if seen.contains(&op) {
+                return None;
+            }
+            seen.push(op);
+            Some(vec![
+                op.to_string(),
+                r.action.clone(),
+                // The saving per call stays in the detail: the summary must fit.
+                r.effect
+                    .split(", saving")
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                r.confidence.level.name().to_string(),
+            ])
+        })
+        .collect();
+    Grid {
+        title: "what to do".into(),
+        headers: ["operation", "do this", "why (the figure)", "confidence"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows,
+        footnotes: Vec::new(),
+        numeric: false,
+        ..Default::default()
+    }
+}
+
+/// A recommendation in detail, as indented text lines.
+pub fn detail(r: &Recommendation) -> Vec<String> {
+    let runs = if r.evidence.runs.is_empty() {
+        "this run".to_string()
+    } else {
+        let ids: Vec<String> = r.evidence.runs.iter().map(|i| i.to_string()).collect();
+        format!("run {}", ids.join(", "))
+    };
+    let rows: Vec<String> = r
+        .evidence
+        .rows
+        .iter()
+        .map(|e| {
+            let modes = e.modes.map_or(String::new(), |[lo, hi]| {
+                format!(", bimodal: {} and {}", e.unit.figure(lo), e.unit.figure(hi))
+            });
+            format!(
+                "{} {} {} ({}–{}{modes})",
+                e.role,
+                e.case,
+                e.unit.figure(e.median),
+                e.unit.bare(e.ci95[0]),
+                e.unit.bare(e.ci95[1])
+            )
+        })
+        .collect();
+    let mut out = vec![
+        format!("{}: {}", r.title(), r.action),
+        format!("  effect: {}", r.effect),
+    ];
+    if let Some(t) = r.choice.ties_text() {
+        out.push(format!("  tied with the best: {t}"));
+    }
+    out.extend([
+        format!("  evidence ({runs}): {}", rows.join("; ")),
+        format!(
+            "  confidence {}: {}",
+            r.confidence.level.name(),
+            r.confidence.reasons.join("; ")
+        ),
+    ]);
+    if !r.caveats.is_empty() {
+        out.push(format!("  caveats: {}", r.caveats.join("; ")));
+    }
+    out
+}
+
+/// Renders advice in the chosen format. Text and Markdown: per machine, the summary
+/// table, where each probe's advice comes from, the details and the observations. JSON:
+/// `recommendations` (each citing its runs and machine), `sources`, and `advice` (the
+/// per-probe line lists of earlier versions). CSV: a row per advice line.
+pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<String> {
+    let source_line = |s: &Source| match (s.measured, s.run) {
+        (false, _) => format!(
+            "{}: no saved run measures it; run `ioprobe {}`",
+            s.probe, s.probe
+        ),
+        (true, run) => format!(
+            "{}: {} ({}, {}), {} ({} of {} default cases)",
+            s.probe,
+            run.map_or("this run (not saved)".into(), |i| format!("run {i}")),
+            s.started_at,
+            s.host,
+            s.coverage.map_or("", |c| c.name()),
+            s.cases[0],
+            s.cases[1]
+        ),
+    };
+    match format {
+        Format::Table | Format::Markdown => {
+            let md = format == Format::Markdown;
+            let mut out = String::new();
+            for m in machines {
+                let mut sources = String::from(if md {
+                    "### sources\n\n"
+                } else {
+                    "\nfrom these runs:\n"
+                });
+                for s in &m.sources {
+                    let bullet = if md { "- " } else { "  " };
+                    sources.push_str(&format!("{bullet}{}\n", source_line(s)));
+                }
+                if md {
+                    sources.push('\n');
+                    out.push_str(&format!("## advice for {}\n\n", m.machine));
+                    out.push_str(&report::markdown::render_advice(
+                        &m.recs,
+                        &m.observations,
+                        &sources,
+                    ));
+                } else {
+                    out.push_str(&format!("advice for {}\n", m.machine));
+                    out.push_str(&report::table::render_advice(
+                        &m.recs,
+                        &m.observations,
+                        &sources,
+                    ));
+                }
+                out.push('\n');
+            }
+            Ok(out)
+        }
+        Format::Json => {
+            let recs: Vec<&Recommendation> = machines.iter().flat_map(|m| &m.recs).collect();
+            let sources: Vec<serde_json::Value> = machines
+                .iter()
+                .flat_map(|m| {
+                    m.sources.iter().map(|s| {
+                        let mut v = serde_json::to_value(s).unwrap_or_default();
+                        v["machine"] = serde_json::json!(m.machine);
+                        v
+                    })
+                })
+                .collect();
+            Ok(serde_json::to_string_pretty(&serde_json::json!({
+                "recommendations": recs,
+                "sources": sources,
+                "advice": sources,
+            }))? + "\n")
+        }
+        Format::Csv => {
+            let g = report::grid::Grid {
+                title: "advice".into(),
+                headers: ["probe", "run", "date", "host", "advice", "machine"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                rows: machines
+                    .iter()
+                    .flat_map(|m| {
+                        m.sources.iter().flat_map(move |s| {
+                            let lines = if s.measured {
+                                s.advice.clone()
+                            } else {
+                                vec![format!("not measured; run `ioprobe {}`", s.probe)]
+                            };
+                            lines.into_iter().map(move |l| {
+                                vec![
+                                    s.probe.clone(),
+                                    s.run.map_or(String::new(), |i| i.to_string()),
+                                    s.started_at.clone(),
+                                    s.host.clone(),
+                                    l,
+                                    m.machine.clone(),
+                                ]
+                            })
+                        })
+                    })
+                    .collect(),
+                footnotes: Vec::new(),
+                numeric: false,
+                ..Default::default()
+            };
+            report::csv::render_grid(&g)
+        }
+    }
+}
