@@ -16,7 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-/// Installs the signal handlers (idempotent).
+/// Installs the signal handlers (idempotent). A signal ioprobe was started with
+/// ignored stays ignored, as coreutils do: a background job's SIGINT, `nohup`'s SIGHUP.
+/// It then stays ignored across exec too, so a traced command gets it as it would
+/// untraced.
 pub fn install() -> anyhow::Result<()> {
     let flag = STOP.get_or_init(|| Arc::new(AtomicBool::new(false)));
     for sig in [
@@ -24,6 +27,9 @@ pub fn install() -> anyhow::Result<()> {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ] {
+        if crate::sys::signals::ignored_at_start(sig) {
+            continue;
+        }
         signal_hook::flag::register(sig, Arc::clone(flag))
             .map_err(|e| anyhow::anyhow!("cannot install signal handler: {e}"))?;
     }

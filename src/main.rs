@@ -11,6 +11,8 @@ use ioprobe::{commands, error, probes, report, session};
 use std::io::Write;
 
 fn main() {
+    // Before any handler is installed: which stop signals the caller left ignored.
+    ioprobe::sys::signals::record_start_dispositions();
     if let Some(code) = ioprobe::trace::overhead::child_main() {
         std::process::exit(code);
     }

@@ -53,6 +53,47 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The stop signals whose disposition at start is kept for ioprobe and what it runs.
+const STOP_SIGNALS: [c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
+
+/// Which of [`STOP_SIGNALS`] were ignored when ioprobe started, a bit per signal
+/// number (u64::MAX: not read yet).
+static IGNORED_AT_START: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// Reads which stop signals ioprobe was started with ignored (a shell's background job
+/// ignores SIGINT and SIGQUIT, `nohup` SIGHUP). main calls it first, before any handler
+/// replaces a disposition; later calls change nothing.
+pub fn record_start_dispositions() {
+    let mask = STOP_SIGNALS
+        .iter()
+        .filter(|&&s| is_ignored(s).unwrap_or(false))
+        .fold(0u64, |m, &s| m | 1 << s);
+    let _ = IGNORED_AT_START.compare_exchange(u64::MAX, mask, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Whether `sig`, one of SIGINT, SIGQUIT, SIGTERM and SIGHUP, was ignored when ioprobe
+/// started: ioprobe then installs no handler for it, and a command it runs gets it
+/// ignored, as it would without ioprobe.
+pub fn ignored_at_start(sig: c_int) -> bool {
+    record_start_dispositions();
+    STOP_SIGNALS.contains(&sig) && IGNORED_AT_START.load(Ordering::SeqCst) & (1 << sig) != 0
+}
+
+/// Whether `sig` is ignored (SIG_IGN) in this process now. Err: the query failed.
+fn is_ignored(sig: c_int) -> std::io::Result<bool> {
+    // SAFETY: a null new action only reads the current one into `old`, a zeroed
+    // sigaction we own; the result is checked.
+    let (r, old) = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        let r = libc::sigaction(sig, std::ptr::null(), &mut old);
+        (r, old)
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(old.sa_sigaction == libc::SIG_IGN)
+}
+
 /// Names the scratch directory the SIGBUS handler removes; None once it is gone.
 pub fn set_scratch(path: Option<&std::path::Path>) {
     use std::os::unix::ffi::OsStrExt;

@@ -292,6 +292,23 @@ impl Tracer {
         }
         let (rd, wr) = (fds[0], fds[1]);
         let xfsz = crate::sys::signals::original_xfsz();
+        // What each stop signal was when ioprobe started: ignored stays ignored (a
+        // background job's SIGINT, nohup's SIGHUP), anything else is the default.
+        let start: Vec<(libc::c_int, libc::sighandler_t)> = LEFT_TO_TERMINAL
+            .iter()
+            .chain(&PASSED_ON)
+            .map(|&s| {
+                let ignored = crate::sys::signals::ignored_at_start(s);
+                (
+                    s,
+                    if ignored {
+                        libc::SIG_IGN
+                    } else {
+                        libc::SIG_DFL
+                    },
+                )
+            })
+            .collect();
         let close_ptr: Vec<libc::c_int> = close.to_vec();
         // Before the fork, so that no signal finds ioprobe without its handlers.
         forward_signals()?;
@@ -313,8 +330,8 @@ impl Tracer {
                     libc::_exit(127);
                 };
                 libc::close(rd);
-                for sig in LEFT_TO_TERMINAL.iter().chain(&PASSED_ON) {
-                    libc::signal(*sig, libc::SIG_DFL);
+                for &(sig, h) in start.iter() {
+                    libc::signal(sig, h);
                 }
                 // Rust's runtime ignores SIGPIPE at start (std's Command restores it
                 // for children the same way); ioprobe's own SIGXFSZ is undone.
@@ -584,11 +601,13 @@ impl Tracer {
 /// other task it started. Detaching instead is not possible:
 /// the command's seccomp filter would make its I/O calls fail (ENOSYS) without a tracer.
 fn forward_signals() -> io::Result<()> {
-    for sig in LEFT_TO_TERMINAL {
+    // A signal ignored at start is left ignored: the command ignores it too.
+    let handled = |s: &i32| !crate::sys::signals::ignored_at_start(*s);
+    for sig in LEFT_TO_TERMINAL.into_iter().filter(handled) {
         // SAFETY: the action does nothing, which is async-signal-safe.
         unsafe { signal_hook::low_level::register(sig, || {}) }?;
     }
-    for sig in PASSED_ON {
+    for sig in PASSED_ON.into_iter().filter(handled) {
         // SAFETY: atomics and kill(2) are async-signal-safe; MAIN is the traced
         // command's pid, which stays reserved (a zombie) until the trace loop reaps it.
         unsafe {
