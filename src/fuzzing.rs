@@ -33,14 +33,14 @@ pub fn check_import(data: &[u8], dir: &std::path::Path) {
         return;
     };
     for f in [Format::Table, Format::Json, Format::Csv, Format::Markdown] {
-        let _ = report::render(&run, None, f);
+        let _ = report::render(&run, None, f, &Default::default());
     }
     let Ok(plots) = report::plots::plots(&run) else {
         return;
     };
     let recs = crate::advice::recommendations(&run, None);
     let obs = crate::advice::observations(&run);
-    if let Ok(page) = report::html::render(&run, &recs, &obs, "fuzz", &plots) {
+    if let Ok(page) = report::html::render(&run, &recs, &obs, "fuzz", &plots, &Default::default()) {
         std::fs::write(dir.join("r.html"), page).expect("writing the report");
     }
     for (p, path) in plots.iter().zip(report::html::svg_paths(&plots, dir)) {

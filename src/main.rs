@@ -62,8 +62,6 @@ fn failure(command: &Command, e: &anyhow::Error) -> i32 {
 }
 
 fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Result<()> {
-    report::table::set_style(cli::table_style(cli, s));
-    ioprobe::present::grid::set_verbose(s.verbose);
     if let Some(text) = cli::generated(&cli.command)? {
         // Scripts and roff are never re-wrapped.
         return print_out(&text);
@@ -74,7 +72,7 @@ fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Resul
         Command::Sysinfo { .. } => {
             let dir = std::fs::canonicalize(&s.dir).ok();
             let env = ioprobe::sys::machine::Environment::collect(dir.as_deref());
-            report::render_environment(&env, s.format)?
+            report::render_environment(&env, s.format, &s.style)?
         }
         Command::Cp(c) => {
             let opts = c
@@ -120,7 +118,7 @@ fn measure(s: &Settings, name: &str, list: Vec<Box<dyn probes::Probe>>) -> anyho
 /// Table-format output with its prose fitted to the width (see `report::table`).
 fn fitted(s: &Settings, text: &str) -> String {
     if s.format == Format::Table {
-        report::table::fit_text(text)
+        report::table::fit_text(text, &s.style)
     } else {
         text.to_string()
     }

@@ -6,6 +6,7 @@
 use crate::error::UsageError;
 use crate::harness::measure_overhead;
 use crate::interrupt;
+use crate::present::Style;
 use crate::probes::{Context, Probe};
 use crate::progress::Progress;
 use crate::report::{self, Format};
@@ -399,7 +400,7 @@ pub fn save(store: Option<&mut Store>, run: &Run) -> Result<Option<i64>> {
 }
 
 /// Writes the HTML report of run `id` next to the store; returns its path.
-pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
+pub fn write_run_report(store: &Store, id: i64, run: &Run, st: &Style) -> Result<PathBuf> {
     let dir = store
         .path()
         .parent()
@@ -413,6 +414,7 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run) -> Result<PathBuf> {
         &crate::advice::observations(run),
         &format!("run {id}"),
         &plots,
+        st,
     )?;
     report::write_atomically(&path, &page, Some(store.path()))?;
     Ok(path)
@@ -452,12 +454,12 @@ pub fn measure(
     let mut store = store_for_saving(settings)?;
     let run = run_probes(settings, probes, name)?;
     let id = save(store.as_mut(), &run)?;
-    let mut text = report::render(&run, id, settings.format)?;
+    let mut text = report::render(&run, id, settings.format, &settings.style)?;
     let mut where_to = Vec::new();
     if let (Some(id), Some(store)) = (id, &store) {
         where_to.push(format!("saved as run {id} in {}", store.path().display()));
         if html_report {
-            let html = write_run_report(store, id, &run)?;
+            let html = write_run_report(store, id, &run, &settings.style)?;
             where_to.push(format!("HTML report: {}", html.display()));
         }
     }

@@ -42,7 +42,8 @@ pub struct Settings {
     pub no_save: bool,
     pub quiet: bool,
     pub verbose: bool,
-    pub wide: bool,
+    /// How text output is laid out (width, colour, verbose warnings).
+    pub style: crate::present::Style,
 }
 
 /// What `export --format` can write.

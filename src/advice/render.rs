@@ -2,6 +2,7 @@
 //! recommendation in detail, and a machine's advice in every output format.
 
 use super::model::{MachineAdvice, Recommendation, Source};
+use crate::present::Style;
 use crate::report::{self, Format, grid::Grid};
 use anyhow::Result;
 
@@ -101,7 +102,7 @@ pub fn detail(r: &Recommendation) -> Vec<String> {
 /// table, where each probe's advice comes from, the details and the observations. JSON:
 /// `recommendations` (each citing its runs and machine), `sources`, and `advice` (the
 /// per-probe line lists of earlier versions). CSV: a row per advice line.
-pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<String> {
+pub fn render_advice(machines: &[MachineAdvice], format: Format, st: &Style) -> Result<String> {
     let source_line = |s: &Source| match (s.measured, s.run) {
         (false, _) => format!(
             "{}: no saved run measures it; run `ioprobe {}`",
@@ -123,11 +124,11 @@ pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<Strin
             let md = format == Format::Markdown;
             let mut out = String::new();
             for m in machines {
-                let mut sources = String::from(if md {
-                    "### sources\n\n"
+                let mut sources = if md {
+                    "### sources\n\n".to_string()
                 } else {
-                    "\nfrom these runs:\n"
-                });
+                    format!("\n{}\n", st.heading("from these runs:"))
+                };
                 for s in &m.sources {
                     let bullet = if md { "- " } else { "  " };
                     sources.push_str(&format!("{bullet}{}\n", source_line(s)));
@@ -146,6 +147,7 @@ pub fn render_advice(machines: &[MachineAdvice], format: Format) -> Result<Strin
                         &m.recs,
                         &m.observations,
                         &sources,
+                        st,
                     ));
                 }
                 out.push('\n');

@@ -32,6 +32,7 @@ mod shared;
 
 pub use crate::cp::args::CpArgs;
 use crate::harness;
+use crate::present::Style;
 pub use crate::settings::{ExportFormat, Format, Scale, Settings};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 pub use probes::{CopyArgs, PipeArgs, ProbeArgs, ProbeCommand, ReadArgs, SyscallsArgs, WriteArgs};
@@ -471,7 +472,7 @@ impl Cli {
             no_save: m.no_save,
             quiet: self.quiet,
             verbose: self.verbose,
-            wide: o.wide,
+            style: output_style(self, o.wide),
         };
         (settings, refused)
     }
@@ -543,25 +544,25 @@ pub fn one_line(s: &str) -> String {
 
 /// How tables are drawn on stdout: the terminal's width (or COLUMNS, or 100 columns
 /// when stdout is no terminal; none with `--wide`), and colour as `--color` and the
-/// environment say.
-pub fn table_style(cli: &Cli, s: &Settings) -> crate::report::table::Style {
-    use crate::report::table;
+/// environment say, and `-v` for every warning on its own line.
+fn output_style(cli: &Cli, wide: bool) -> Style {
     let terminal = crate::sys::calls::stdout_terminal_width();
     let env = |k: &str| std::env::var(k).ok();
-    table::Style {
-        width: if s.wide {
+    Style {
+        width: if wide {
             None
         } else {
             terminal
                 .or_else(|| env("COLUMNS").and_then(|c| c.trim().parse().ok()))
                 .filter(|&w: &usize| w >= 40)
-                .or(Some(table::DEFAULT_WIDTH))
+                .or(Some(crate::present::style::DEFAULT_WIDTH))
         },
         color: cli.color.resolve(
             env("NO_COLOR").as_deref(),
             env("CLICOLOR_FORCE").as_deref(),
             terminal.is_some(),
         ),
+        verbose: cli.verbose,
     }
 }
 

@@ -18,5 +18,5 @@ pub fn advise(settings: &Settings) -> Result<String> {
             advice_of_run(&m.run, m.id)
         }
     };
-    render_advice(&blocks, settings.format)
+    render_advice(&blocks, settings.format, &settings.style)
 }

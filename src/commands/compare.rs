@@ -36,8 +36,8 @@ pub fn compare(
         comparisons.push(c);
     }
     let text = match comparisons.as_slice() {
-        [one] => report::compare::render(one, settings.format)?,
-        many => report::compare::render_matrix(many, settings.format)?,
+        [one] => report::compare::render(one, settings.format, &settings.style)?,
+        many => report::compare::render_matrix(many, settings.format, &settings.style)?,
     };
     let regression = fail_if_slower.and_then(|t| {
         let slow: Vec<String> = comparisons

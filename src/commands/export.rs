@@ -19,5 +19,5 @@ pub fn export(settings: &Settings, spec: &str, to: Option<ExportFormat>) -> Resu
             other => other,
         },
     };
-    report::render(&named.run, named.id, format)
+    report::render(&named.run, named.id, format, &settings.style)
 }

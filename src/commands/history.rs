@@ -54,6 +54,6 @@ pub fn history(settings: &Settings) -> Result<String> {
             serde_json::to_string_pretty(&v)? + "\n"
         }
         Format::Csv => report::csv::render_grid(&g)?,
-        Format::Table => report::table::render_grid(&g),
+        Format::Table => report::table::render_grid(&g, &settings.style),
     })
 }

@@ -24,7 +24,14 @@ pub fn report(
     if let Some(path) = html {
         let recs = crate::advice::recommendations(&named.run, named.id);
         let obs = crate::advice::observations(&named.run);
-        let page = report::html::render(&named.run, &recs, &obs, &named.label, &plots)?;
+        let page = report::html::render(
+            &named.run,
+            &recs,
+            &obs,
+            &named.label,
+            &plots,
+            &settings.style,
+        )?;
         write_atomically(path, &page, Some(&store))?;
         out.push_str(&format!("wrote {}\n", path.display()));
     }

@@ -8,5 +8,5 @@ use anyhow::Result;
 /// `ioprobe show RUN`.
 pub fn show(settings: &Settings, spec: &str) -> Result<String> {
     let named = resolve(settings, spec)?;
-    report::render(&named.run, named.id, settings.format)
+    report::render(&named.run, named.id, settings.format, &settings.style)
 }

@@ -4,7 +4,6 @@
 use crate::advice::figure;
 use crate::harness::stats::bimodal;
 use crate::results::Measurement;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A titled table of text cells.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -85,6 +84,7 @@ pub fn ci_text(m: &Measurement, f: &dyn Fn(f64) -> String) -> String {
 pub fn notes_and_warnings(
     rows: &[&Measurement],
     label: &dyn Fn(&Measurement) -> String,
+    verbose: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen_notes: Vec<&str> = Vec::new();
@@ -94,15 +94,8 @@ pub fn notes_and_warnings(
             out.push(format!("{}: {}", label(m), m.note));
         }
     }
-    out.extend(warnings(rows));
+    out.extend(warnings(rows, verbose));
     out
-}
-
-static VERBOSE: AtomicBool = AtomicBool::new(false);
-
-/// `-v/--verbose`: every warning on its own line instead of the folded summary.
-pub fn set_verbose(verbose: bool) {
-    VERBOSE.store(verbose, Ordering::Relaxed);
 }
 
 /// The start of the harness's warning for a row whose CI missed the target.
@@ -137,8 +130,7 @@ fn folded_wide_ci(rows: &[&Measurement]) -> Option<String> {
 /// Every warning of `rows`, with its case, and a warning for each row whose samples are
 /// bimodal (see [`bimodal`]). The rows whose CI missed the target share one line unless
 /// `--verbose`.
-pub fn warnings(rows: &[&Measurement]) -> Vec<String> {
-    let verbose = VERBOSE.load(Ordering::Relaxed);
+pub fn warnings(rows: &[&Measurement], verbose: bool) -> Vec<String> {
     let folded = if verbose { None } else { folded_wide_ci(rows) };
     folded
         .into_iter()

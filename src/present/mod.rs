@@ -4,9 +4,11 @@
 
 pub mod grid;
 pub mod plot;
+pub mod style;
 
 pub use grid::Grid;
 pub use plot::Plot;
+pub use style::Style;
 
 /// The distinct values of `items`, in the order they first appear (the series or
 /// groups of a probe's rows, say).

@@ -17,7 +17,7 @@ pub mod write;
 
 use crate::advice::Recommendation;
 use crate::harness::{self, Overhead, Sampled, Workload};
-use crate::present::{Grid, Plot};
+use crate::present::{Grid, Plot, Style};
 use crate::progress::Progress;
 use crate::results::{Measurement, Run};
 use crate::sys::machine::Environment;
@@ -51,7 +51,7 @@ pub trait ProbeKind: Sync {
     /// damaged document must not reach tables and plots. Err names the field.
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String>;
     /// The probe's tables, from its rows in run order.
-    fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid>;
+    fn grids(&self, rows: &[&Measurement], env: &Environment, st: &Style) -> Vec<Grid>;
     /// The probe's plots, from its measured rows (never empty).
     fn plots(&self, rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>>;
     /// Recommendations (what to do, with evidence and confidence), decided with the

@@ -4,6 +4,7 @@
 use super::Format;
 use super::grid::Grid;
 use crate::names::Named;
+use crate::present::Style;
 use crate::results::Unit;
 use crate::results::compare::{Comparison, Verdict};
 use crate::units::{format_gbps, sig3};
@@ -120,7 +121,7 @@ fn grids(c: &Comparison) -> Vec<Grid> {
 }
 
 /// Renders a comparison in `format`.
-pub fn render(c: &Comparison, format: Format) -> Result<String> {
+pub fn render(c: &Comparison, format: Format, st: &Style) -> Result<String> {
     Ok(match format {
         Format::Json => serde_json::to_string_pretty(c)? + "\n",
         Format::Table => {
@@ -130,7 +131,7 @@ pub fn render(c: &Comparison, format: Format) -> Result<String> {
                 String::new()
             };
             for g in grids(c) {
-                s.push_str(&super::table::render_grid(&g));
+                s.push_str(&super::table::render_grid(&g, st));
                 s.push('\n');
             }
             s
@@ -239,12 +240,12 @@ fn matrix_grid(cs: &[Comparison]) -> Grid {
 
 /// Renders a matrix of comparisons against one baseline in `format`; JSON holds every
 /// pairwise comparison in full.
-pub fn render_matrix(cs: &[Comparison], format: Format) -> Result<String> {
+pub fn render_matrix(cs: &[Comparison], format: Format, st: &Style) -> Result<String> {
     Ok(match format {
         Format::Json => {
             serde_json::to_string_pretty(&serde_json::json!({ "comparisons": cs }))? + "\n"
         }
-        Format::Table => super::table::render_grid(&matrix_grid(cs)),
+        Format::Table => super::table::render_grid(&matrix_grid(cs), st),
         Format::Markdown => super::markdown::render_grid(&matrix_grid(cs)),
         Format::Csv => super::csv::render_grid(&matrix_grid(cs))?,
     })

@@ -3,6 +3,7 @@
 //! Markdown, CSV and HTML renderers share.
 
 pub use crate::present::Grid;
+use crate::present::Style;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::probes::{self, ProbeKind};
 use crate::results::{Measurement, Run, Unit};
@@ -11,7 +12,7 @@ use crate::units::{format_gbps, format_ns, format_size};
 
 /// Layout for rows whose probe this ioprobe does not know (validation keeps them out of
 /// saved runs; kept so a report never drops rows).
-fn generic_grid(probe: &str, rows: &[&Measurement]) -> Grid {
+fn generic_grid(probe: &str, rows: &[&Measurement], st: &Style) -> Grid {
     let body = rows
         .iter()
         .map(|m| {
@@ -35,22 +36,25 @@ fn generic_grid(probe: &str, rows: &[&Measurement]) -> Grid {
         &["case", "median", "95% CI", "samples"],
         body,
     );
-    g.footnotes = notes_and_warnings(rows, &|m| m.case.clone());
+    g.footnotes = notes_and_warnings(rows, &|m| m.case.clone(), st.verbose);
     g
 }
 
 /// The grids of one probe of the run, as the probe lays them out.
-pub fn grids_of(run: &Run, probe: &str) -> Vec<Grid> {
+pub fn grids_of(run: &Run, probe: &str, st: &Style) -> Vec<Grid> {
     let rows: Vec<&Measurement> = run.of_probe(probe).collect();
     match probes::kind(probe) {
-        Some(k) => k.grids(&rows, &run.environment),
-        None => vec![generic_grid(probe, &rows)],
+        Some(k) => k.grids(&rows, &run.environment, st),
+        None => vec![generic_grid(probe, &rows, st)],
     }
 }
 
 /// Every probe's grids, in run order.
-pub fn probe_grids(run: &Run) -> Vec<Grid> {
-    run.probes().iter().flat_map(|p| grids_of(run, p)).collect()
+pub fn probe_grids(run: &Run, st: &Style) -> Vec<Grid> {
+    run.probes()
+        .iter()
+        .flat_map(|p| grids_of(run, p, st))
+        .collect()
 }
 
 /// The kinds of the probes a run measured, in run order.

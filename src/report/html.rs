@@ -4,6 +4,7 @@
 use super::grid::{Grid, environment_grid, grids_of, run_header};
 use super::plots::Plot;
 use crate::advice::Recommendation;
+use crate::present::Style;
 use crate::results::Run;
 use anyhow::{Context, Result};
 use askama::Template;
@@ -40,12 +41,13 @@ pub fn render(
     observations: &[String],
     label: &str,
     plots: &[Plot],
+    st: &Style,
 ) -> Result<String> {
     let sections = run
         .probes()
         .into_iter()
         .map(|probe| {
-            let grids = grids_of(run, &probe);
+            let grids = grids_of(run, &probe, st);
             let title = match grids.as_slice() {
                 [one] => one.title.clone(),
                 _ => probe.clone(),

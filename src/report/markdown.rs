@@ -2,6 +2,7 @@
 
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
 use crate::advice::Recommendation;
+use crate::present::Style;
 use crate::results::Run;
 
 fn cell(s: &str) -> String {
@@ -39,7 +40,12 @@ pub fn render_grid(g: &Grid) -> String {
 }
 
 /// The whole run as Markdown.
-pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -> String {
+pub fn render_run(
+    run: &Run,
+    recs: &[Recommendation],
+    observations: &[String],
+    st: &Style,
+) -> String {
     let mut out = format!("## ioprobe {}\n\n{}\n\n", run.command, run_header(run));
     for w in &run.warnings {
         out.push_str(&format!("> warning: {w}\n\n"));
@@ -47,7 +53,7 @@ pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -
     for c in run.environment.caveats() {
         out.push_str(&format!("> note: {c}\n\n"));
     }
-    for g in probe_grids(run) {
+    for g in probe_grids(run, st) {
         out.push_str(&render_grid(&g));
         out.push('\n');
     }

@@ -12,6 +12,7 @@ pub mod plots;
 pub mod table;
 
 use crate::error::UsageError;
+use crate::present::Style;
 use crate::results::Run;
 use anyhow::{Context as _, Result};
 use std::path::Path;
@@ -20,14 +21,14 @@ pub use crate::settings::Format;
 
 /// Renders a run in `format`; stdout gets exactly this text. `id` is the run's id in
 /// the store (evidence cites it), None for a run that was not saved.
-pub fn render(run: &Run, id: Option<i64>, format: Format) -> Result<String> {
+pub fn render(run: &Run, id: Option<i64>, format: Format, st: &Style) -> Result<String> {
     let recs = crate::advice::recommendations(run, id);
     let obs = crate::advice::observations(run);
     Ok(match format {
-        Format::Table => table::render_run(run, &recs, &obs),
+        Format::Table => table::render_run(run, &recs, &obs, st),
         Format::Json => json::render_run(run, &recs, &obs)?,
         Format::Csv => csv::render_run(run)?,
-        Format::Markdown => markdown::render_run(run, &recs, &obs),
+        Format::Markdown => markdown::render_run(run, &recs, &obs, st),
     })
 }
 
@@ -35,9 +36,10 @@ pub fn render(run: &Run, id: Option<i64>, format: Format) -> Result<String> {
 pub fn render_environment(
     env: &crate::sys::machine::Environment,
     format: Format,
+    st: &Style,
 ) -> Result<String> {
     Ok(match format {
-        Format::Table => table::render_environment(env),
+        Format::Table => table::render_environment(env, st),
         Format::Json => json::render_environment(env)?,
         Format::Markdown => markdown::render_environment(env),
         Format::Csv => csv::render_grid(&grid::environment_grid(env))?,

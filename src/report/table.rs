@@ -2,48 +2,11 @@
 
 use super::grid::{Grid, environment_grid, probe_grids, run_header};
 use crate::advice::Recommendation;
+use crate::present::Style;
 use crate::results::Run;
 use comfy_table::{
     Attribute, Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED,
 };
-use std::sync::RwLock;
-
-/// How text output is laid out: the width it must fit (None: no limit, `--wide`) and
-/// whether it is coloured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Style {
-    pub width: Option<usize>,
-    pub color: bool,
-}
-
-/// The width text fits when stdout is not a terminal and nothing else is asked for.
-pub const DEFAULT_WIDTH: usize = 100;
-
-static STYLE: RwLock<Style> = RwLock::new(Style {
-    width: Some(DEFAULT_WIDTH),
-    color: false,
-});
-
-/// Sets the layout for everything rendered afterwards (main does, once).
-pub fn set_style(style: Style) {
-    // comfy-table colours cells through crossterm, which drops colour when NO_COLOR is
-    // set: the choice made here (the flag first, then NO_COLOR) must win.
-    crossterm::style::force_color_output(style.color);
-    if let Ok(mut s) = STYLE.write() {
-        *s = style;
-    }
-}
-
-/// The current layout.
-pub fn style() -> Style {
-    STYLE.read().map_or(
-        Style {
-            width: Some(DEFAULT_WIDTH),
-            color: false,
-        },
-        |s| *s,
-    )
-}
 
 /// The width of `s` on a terminal: characters, not counting ANSI colour sequences.
 pub fn visible_len(s: &str) -> usize {
@@ -150,12 +113,10 @@ fn text_width(text: &str) -> usize {
 /// Renders one grid with a title line and footnotes, fitted to the width: optional
 /// columns are left out (the grid's drop order) until it fits, and only then do
 /// cells wrap inside the table.
-pub fn render_grid(g: &Grid) -> String {
-    render_grid_in(g, style())
-}
-
-/// [`render_grid`] with the layout `st`.
-fn render_grid_in(g: &Grid, st: Style) -> String {
+pub fn render_grid(g: &Grid, st: &Style) -> String {
+    // comfy-table colours cells through crossterm, which drops colour when NO_COLOR is
+    // set: the choice made in `st` (the flag first, then NO_COLOR) must win.
+    crossterm::style::force_color_output(st.color);
     let mut keep: Vec<usize> = (0..g.headers.len()).collect();
     let mut wrap_cells = None;
     if let Some(limit) = st.width {
@@ -170,12 +131,7 @@ fn render_grid_in(g: &Grid, st: Style) -> String {
         }
     }
     let t = build(g, &keep, st.color, st.width.is_some(), wrap_cells);
-    let title = if st.color {
-        format!("\u{1b}[1m{}\u{1b}[0m", g.title)
-    } else {
-        g.title.clone()
-    };
-    let mut out = format!("{title}\n{t}\n");
+    let mut out = format!("{}\n{t}\n", st.heading(&g.title));
     let left_out: Vec<&str> = (0..g.headers.len())
         .filter(|c| !keep.contains(c))
         .map(|c| g.headers[c].as_str())
@@ -184,7 +140,13 @@ fn render_grid_in(g: &Grid, st: Style) -> String {
         out.push_str(&format!("  (--wide adds: {})\n", left_out.join(", ")));
     }
     for f in &g.footnotes {
-        out.push_str(&format!("  {f}\n"));
+        let line = format!("  {f}");
+        if f.starts_with("warning:") {
+            out.push_str(&st.warning(&line));
+        } else {
+            out.push_str(&line);
+        }
+        out.push('\n');
     }
     out
 }
@@ -197,13 +159,20 @@ fn is_table_line(line: &str) -> bool {
 /// `line` broken at spaces into lines no wider than `width`, each continuation indented
 /// two more than the line itself. A word wider than the width stays whole.
 fn wrap(line: &str, width: usize) -> Vec<String> {
-    let indent = line.len() - line.trim_start().len();
+    // A line coloured where it was written starts with its colour: the indent follows.
+    let colour = if line.starts_with('\u{1b}') {
+        line.find('m').map_or(0, |i| i + 1)
+    } else {
+        0
+    };
+    let body = &line[colour..];
+    let indent = body.len() - body.trim_start().len();
     let pad = " ".repeat(indent + 2);
     let mut out = Vec::new();
-    let mut cur = line[..indent].to_string();
+    let mut cur = line[..colour + indent].to_string();
     let mut cur_len = indent;
     let mut empty = true;
-    for word in line[indent..].split(' ').filter(|w| !w.is_empty()) {
+    for word in body[indent..].split(' ').filter(|w| !w.is_empty()) {
         let w = visible_len(word);
         if !empty && cur_len + 1 + w > width {
             out.push(std::mem::replace(&mut cur, pad.clone()));
@@ -222,25 +191,20 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
     out
 }
 
-/// The final pass over table-format output: prose lines wrapped to the width, and
-/// warnings coloured when colour is on. Drawn tables are already fitted.
-pub fn fit_text(text: &str) -> String {
-    let st = style();
+/// The final pass over table-format output: prose lines wrapped to the width (drawn
+/// tables are already fitted). Colour is put on where a line is written, not here.
+pub fn fit_text(text: &str, st: &Style) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        let lines = match st.width {
-            Some(w) if !is_table_line(line) && visible_len(line) > w => wrap(line, w),
-            _ => vec![line.to_string()],
-        };
-        let warn = st.color && line.trim_start().starts_with("warning:");
-        let heading = st.color && !line.starts_with(' ') && line.ends_with(':');
-        for l in lines {
-            if warn {
-                out.push_str(&format!("\u{1b}[33m{l}\u{1b}[0m\n"));
-            } else if heading {
-                out.push_str(&format!("\u{1b}[1m{l}\u{1b}[0m\n"));
-            } else {
-                out.push_str(&l);
+        match st.width {
+            Some(w) if !is_table_line(line) && visible_len(line) > w => {
+                for l in wrap(line, w) {
+                    out.push_str(&l);
+                    out.push('\n');
+                }
+            }
+            _ => {
+                out.push_str(line);
                 out.push('\n');
             }
         }
@@ -250,34 +214,45 @@ pub fn fit_text(text: &str) -> String {
 
 /// The whole run: header, one table per probe, then what to do (the summary), the
 /// recommendations in detail and the observations.
-pub fn render_run(run: &Run, recs: &[Recommendation], observations: &[String]) -> String {
+pub fn render_run(
+    run: &Run,
+    recs: &[Recommendation],
+    observations: &[String],
+    st: &Style,
+) -> String {
     let mut out = format!("{}\n", run_header(run));
     for w in &run.warnings {
-        out.push_str(&format!("warning: {w}\n"));
+        out.push_str(&st.warning(&format!("warning: {w}")));
+        out.push('\n');
     }
     for c in run.environment.caveats() {
         out.push_str(&format!("note: {c}\n"));
     }
-    for g in probe_grids(run) {
+    for g in probe_grids(run, st) {
         out.push('\n');
-        out.push_str(&render_grid(&g));
+        out.push_str(&render_grid(&g, st));
     }
-    out.push_str(&render_advice(recs, observations, ""));
+    out.push_str(&render_advice(recs, observations, "", st));
     out
 }
 
 /// The summary table, `between` (where the advice came from, say), each
 /// recommendation in detail, and the observations.
-pub fn render_advice(recs: &[Recommendation], observations: &[String], between: &str) -> String {
+pub fn render_advice(
+    recs: &[Recommendation],
+    observations: &[String],
+    between: &str,
+    st: &Style,
+) -> String {
     let mut out = String::new();
     let summary = crate::advice::summary(recs);
     if !summary.rows.is_empty() {
         out.push('\n');
-        out.push_str(&render_grid(&summary));
+        out.push_str(&render_grid(&summary, st));
     }
     out.push_str(between);
     if !recs.is_empty() {
-        out.push_str("\nrecommendations in detail:\n");
+        out.push_str(&format!("\n{}\n", st.heading("recommendations in detail:")));
         for r in recs {
             for line in crate::advice::detail(r) {
                 out.push_str(&format!("  {line}\n"));
@@ -285,7 +260,7 @@ pub fn render_advice(recs: &[Recommendation], observations: &[String], between: 
         }
     }
     if !observations.is_empty() {
-        out.push_str("\nobservations:\n");
+        out.push_str(&format!("\n{}\n", st.heading("observations:")));
         for a in observations {
             out.push_str(&format!("  {a}\n"));
         }
@@ -294,8 +269,8 @@ pub fn render_advice(recs: &[Recommendation], observations: &[String], between: 
 }
 
 /// Machine facts as a table.
-pub fn render_environment(env: &crate::sys::machine::Environment) -> String {
-    render_grid(&environment_grid(env))
+pub fn render_environment(env: &crate::sys::machine::Environment, st: &Style) -> String {
+    render_grid(&environment_grid(env), st)
 }
 
 #[cfg(test)]
@@ -316,6 +291,11 @@ mod tests {
             ["a", "  averyveryverylongword", "  b"]
         );
         assert_eq!(wrap("short", 10), ["short"]);
+        // A coloured line keeps its indent after the colour.
+        assert_eq!(
+            wrap("\u{1b}[33m  warning: one two three\u{1b}[0m", 20),
+            ["\u{1b}[33m  warning: one two", "    three\u{1b}[0m"]
+        );
     }
 
     #[test]
@@ -354,10 +334,10 @@ mod tests {
         let g = grid(5, 20);
         let style = |width| Style {
             width,
-            color: false,
+            ..Style::default()
         };
-        let narrow = render_grid_in(&g, style(Some(100)));
-        let wide = render_grid_in(&g, style(None));
+        let narrow = render_grid(&g, &style(Some(100)));
+        let wide = render_grid(&g, &style(None));
         assert!(narrow.lines().all(|l| visible_len(l) <= 100), "{narrow}");
         let header = narrow.lines().nth(2).unwrap();
         assert!(

@@ -10,6 +10,7 @@ mod uring;
 
 use crate::error::Exit;
 use crate::present::Grid;
+use crate::present::Style;
 use crate::results::Run;
 use crate::settings::Settings;
 use crate::sys::os::Ended;
@@ -194,14 +195,16 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     };
     // Colour follows the report's destination: never into a file, and into stderr
     // only when it is a terminal.
-    let mut style = crate::report::table::style();
-    style.color =
-        style.color && out.is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    crate::report::table::set_style(style);
+    let style = Style {
+        color: settings.style.color
+            && out.is_none()
+            && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        ..settings.style
+    };
     let text = if opts.json {
         report.json()?
     } else {
-        report.text()
+        report.text(&style)
     };
     match (&mut out, &opts.output) {
         (Some(f), Some(path)) => std::io::Write::write_all(f, text.as_bytes())
@@ -528,7 +531,7 @@ struct Report<'a> {
 
 impl Report<'_> {
     /// The report as text: what ran, the table of its I/O, the findings.
-    fn text(&self) -> String {
+    fn text(&self, st: &Style) -> String {
         let Report {
             cmd,
             ended,
@@ -653,14 +656,17 @@ impl Report<'_> {
                 secs(rest.iter().map(|r| r.0).sum())
             ));
         }
-        out.push_str(&crate::report::table::render_grid(&g));
+        out.push_str(&crate::report::table::render_grid(&g, st));
         if found.is_empty() {
             out.push_str("\nno findings: nothing in these calls is worth changing\n");
         } else {
-            out.push_str("\nfindings, largest saving first:\n");
+            out.push_str(&format!(
+                "\n{}\n",
+                st.heading("findings, largest saving first:")
+            ));
             out.push_str(&findings_text(found, run.estimate_s));
         }
-        crate::report::table::fit_text(&out)
+        crate::report::table::fit_text(&out, st)
     }
 
     /// The report as JSON (schema version 1).

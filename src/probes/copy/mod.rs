@@ -22,7 +22,7 @@ use crate::error::usage;
 use crate::harness::{External, Workload};
 use crate::interrupt;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot};
+use crate::present::{Grid, Plot, Style};
 use crate::results::{Measurement, Metric, Run, Status, Unit, measurement::to_map};
 use crate::sys::calls::{self, SysError};
 use crate::sys::copyfile;
@@ -319,8 +319,8 @@ impl ProbeKind for Kind {
         &["cache_observed"]
     }
 
-    fn grids(&self, rows: &[&Measurement], env: &Environment) -> Vec<Grid> {
-        present::grids(rows, env)
+    fn grids(&self, rows: &[&Measurement], env: &Environment, st: &Style) -> Vec<Grid> {
+        present::grids(rows, env, st)
     }
 
     fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {

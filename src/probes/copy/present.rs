@@ -8,6 +8,7 @@ use super::{Cache, Derived, Durability, Method, Params};
 use crate::advice::Recommendation;
 use crate::advice::{self, Opt, Words};
 use crate::names::Named;
+use crate::present::Style;
 use crate::present::grid::{ci_text, warnings};
 use crate::present::{Grid, Plot, distinct, plot, with_params};
 use crate::results::Measurement;
@@ -25,7 +26,7 @@ fn key(p: &Params) -> Key {
 }
 
 /// Ranked grids, in run order of (size, cache, durability).
-pub fn grids(rows: &[&Measurement], env: &Environment) -> Vec<Grid> {
+pub fn grids(rows: &[&Measurement], env: &Environment, st: &Style) -> Vec<Grid> {
     let all = with_params::<Params>(rows);
     let mut groups: Vec<(Key, Vec<Typed>)> = Vec::new();
     for t in all.iter().cloned() {
@@ -38,7 +39,7 @@ pub fn grids(rows: &[&Measurement], env: &Environment) -> Vec<Grid> {
     groups
         .into_iter()
         .map(|(k, ts)| {
-            let mut g = grid(k, ts);
+            let mut g = grid(k, ts, st);
             g.footnotes.extend(
                 machine_notes(&all, k, env)
                     .into_iter()
@@ -131,7 +132,7 @@ const OPTIONAL: [&str; 7] = [
     "median time",
 ];
 
-fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
+fn grid((size, cache, dur): Key, mut ts: Vec<Typed>, st: &Style) -> Grid {
     ts.sort_by(|a, b| {
         b.0.is_ok()
             .cmp(&a.0.is_ok())
@@ -219,7 +220,7 @@ fn grid((size, cache, dur): Key, mut ts: Vec<Typed>) -> Grid {
             )
         }));
     let ms: Vec<&Measurement> = ts.iter().map(|t| t.0).collect();
-    g.footnotes.extend(warnings(&ms));
+    g.footnotes.extend(warnings(&ms, st.verbose));
     g
 }
 

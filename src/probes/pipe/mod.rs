@@ -15,7 +15,7 @@ use crate::error::usage;
 use crate::harness::{External, Workload};
 use crate::interrupt;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot};
+use crate::present::{Grid, Plot, Style};
 use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
@@ -283,8 +283,8 @@ impl ProbeKind for Kind {
         &["pipe_size", "writer_cpus", "reader_cpus", "total"]
     }
 
-    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
-        present::grids(rows)
+    fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
+        present::grids(rows, st)
     }
 
     fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {

@@ -8,6 +8,7 @@ use crate::advice::Recommendation;
 use crate::advice::{self, Opt, Words};
 use crate::harness::rusage::RusagePer;
 use crate::names::Named;
+use crate::present::Style;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::present::{Grid, Plot, distinct, plot, with_params};
 use crate::results::Measurement;
@@ -87,7 +88,7 @@ fn row((m, p): &Typed) -> Vec<String> {
 }
 
 /// One grid per (method, placement), in run order.
-pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
+pub fn grids(rows: &[&Measurement], st: &Style) -> Vec<Grid> {
     let mut groups: Vec<(Method, Placement, Vec<Typed>)> = Vec::new();
     for t in with_params::<Params>(rows) {
         let (method, place) = (t.1.method, t.1.placement);
@@ -119,8 +120,11 @@ pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
                 list(&first.writer_cpus),
                 list(&first.reader_cpus)
             ));
-            g.footnotes
-                .extend(notes_and_warnings(&ms, &|_| method.name().to_string()));
+            g.footnotes.extend(notes_and_warnings(
+                &ms,
+                &|_| method.name().to_string(),
+                st.verbose,
+            ));
             g
         })
         .collect()

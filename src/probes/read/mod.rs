@@ -22,7 +22,7 @@ use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot};
+use crate::present::{Grid, Plot, Style};
 use crate::results::{Measurement, Run, Unit};
 use crate::sys::buffer::AlignedBuf;
 use crate::sys::calls::{self, short};
@@ -175,8 +175,8 @@ impl ProbeKind for Kind {
         &["page_cache"]
     }
 
-    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
-        vec![present::grid(rows)]
+    fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
+        vec![present::grid(rows, st)]
     }
 
     fn plots(&self, rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {

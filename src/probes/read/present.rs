@@ -5,6 +5,7 @@ use super::{Method, Params, Populate};
 use crate::advice::Recommendation;
 use crate::advice::Words;
 use crate::names::Named;
+use crate::present::Style;
 use crate::present::grid::notes_and_warnings;
 use crate::present::{Grid, Plot, distinct, with_params};
 use crate::results::Measurement;
@@ -40,7 +41,7 @@ fn label((method, populate): Series) -> String {
     }
 }
 
-pub fn grid(rows: &[&Measurement]) -> Grid {
+pub fn grid(rows: &[&Measurement], st: &Style) -> Grid {
     let typed = with_params::<Params>(rows);
     let body = typed
         .iter()
@@ -85,10 +86,14 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
     if let Some(p) = first {
         g.footnotes.push(format!("page cache: {}", p.page_cache));
     }
-    g.footnotes.extend(notes_and_warnings(rows, &|m| {
-        m.params_as::<Params>()
-            .map_or(m.case.clone(), |p| p.method.name().to_string())
-    }));
+    g.footnotes.extend(notes_and_warnings(
+        rows,
+        &|m| {
+            m.params_as::<Params>()
+                .map_or(m.case.clone(), |p| p.method.name().to_string())
+        },
+        st.verbose,
+    ));
     g
 }
 

@@ -13,7 +13,7 @@ use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::Workload;
 use crate::names::{Named, named_enum};
-use crate::present::{Grid, Plot};
+use crate::present::{Grid, Plot, Style};
 use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
 use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
@@ -144,8 +144,8 @@ impl ProbeKind for Kind {
         &[]
     }
 
-    fn grids(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Grid> {
-        vec![present::grid(rows)]
+    fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
+        vec![present::grid(rows, st)]
     }
 
     fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {

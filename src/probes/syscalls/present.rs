@@ -3,13 +3,14 @@
 use super::{Derived, Params};
 use crate::advice::Recommendation;
 use crate::advice::{self, Opt, Words};
+use crate::present::Style;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::present::{Grid, Plot, plot};
 use crate::results::Measurement;
 use crate::units::{format_count, format_size, sig3};
 use anyhow::Result;
 
-pub fn grid(rows: &[&Measurement]) -> Grid {
+pub fn grid(rows: &[&Measurement], st: &Style) -> Grid {
     let body = rows
         .iter()
         .map(|m| {
@@ -43,7 +44,7 @@ pub fn grid(rows: &[&Measurement]) -> Grid {
         body,
     )
     .optional(&["ops/s"]);
-    g.footnotes = notes_and_warnings(rows, &|m| m.case.clone());
+    g.footnotes = notes_and_warnings(rows, &|m| m.case.clone(), st.verbose);
     g
 }
 

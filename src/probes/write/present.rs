@@ -7,6 +7,7 @@ use super::{Durability, Method, Params};
 use crate::advice::Recommendation;
 use crate::advice::Words;
 use crate::names::Named;
+use crate::present::Style;
 use crate::present::grid::notes_and_warnings;
 use crate::present::{Grid, Plot, distinct, with_params};
 use crate::results::Measurement;
@@ -17,19 +18,19 @@ use anyhow::Result;
 type Typed<'a> = (&'a Measurement, Params);
 
 /// One grid per durability mode, in run order.
-pub fn grids(rows: &[&Measurement]) -> Vec<Grid> {
+pub fn grids(rows: &[&Measurement], st: &Style) -> Vec<Grid> {
     let all = with_params::<Params>(rows);
     let modes = distinct(all.iter().map(|t| t.1.durability));
     modes
         .into_iter()
         .map(|dur| {
             let ts: Vec<&Typed> = all.iter().filter(|t| t.1.durability == dur).collect();
-            grid(dur, &ts)
+            grid(dur, &ts, st)
         })
         .collect()
 }
 
-fn grid(dur: Durability, ts: &[&Typed]) -> Grid {
+fn grid(dur: Durability, ts: &[&Typed], st: &Style) -> Grid {
     let body = ts
         .iter()
         .map(|(m, p)| {
@@ -70,10 +71,14 @@ fn grid(dur: Durability, ts: &[&Typed]) -> Grid {
     g.footnotes
         .push(format!("durability: {}", first.durability_state));
     let ms: Vec<&Measurement> = ts.iter().map(|t| t.0).collect();
-    g.footnotes.extend(notes_and_warnings(&ms, &|m| {
-        m.params_as::<Params>()
-            .map_or(m.case.clone(), |p| p.method.name().to_string())
-    }));
+    g.footnotes.extend(notes_and_warnings(
+        &ms,
+        &|m| {
+            m.params_as::<Params>()
+                .map_or(m.case.clone(), |p| p.method.name().to_string())
+        },
+        st.verbose,
+    ));
     g
 }
 
