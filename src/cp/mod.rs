@@ -4,9 +4,11 @@
 //! destination included, is in [`file`].
 
 pub mod args;
+mod attrs;
 pub mod backup;
 pub mod data;
 mod file;
+mod pool;
 pub mod tuning;
 mod walk;
 
@@ -257,6 +259,32 @@ struct Shared {
 }
 
 impl Shared {
+    /// The state every worker shares, for `opts` with the `tuning` measured here;
+    /// `several`: several sources into a directory (a later one must not overwrite what
+    /// an earlier one made).
+    fn new(opts: Options, tuning: &tuning::Tuning, several: bool) -> Shared {
+        Shared {
+            path: data::Path {
+                reflink: opts.reflink,
+                sparse: opts.sparse,
+                buffer: tuning.buffer,
+                chunk: 64 << 20,
+                offload_first: tuning.offload_first,
+            },
+            pipe_capacity: tuning.pipe_capacity,
+            umask: umask(),
+            links: Links::default(),
+            dest_info: several.then(|| Mutex::new(HashSet::new())),
+            errors: Default::default(),
+            asking: Mutex::new(()),
+            planned_files: Default::default(),
+            planned_bytes: Default::default(),
+            done_files: Default::default(),
+            planned: Default::default(),
+            opts,
+        }
+    }
+
     /// Whether a symlink at `top` level (a command-line operand) or inside a tree is
     /// followed.
     fn follows(&self, top: bool) -> bool {
@@ -408,82 +436,18 @@ pub fn run(mut opts: Options) -> Result<i32> {
     // A write past `ulimit -f` fails with EFBIG (and the file is removed) instead of
     // killing ioprobe with SIGXFSZ.
     crate::sys::signals::install().map_err(|e| anyhow!("cannot set signal dispositions: {e}"))?;
-    let (sources, mut dest) = operands(&opts)?;
-    // `cp --force --backup F F` is `cp F F~` (GNU's do_copy): the backup is the copy.
-    if let Dest::As(d) = &dest
-        && opts.force
-        && opts.backup != Backup::None
-        && sources.len() == 1
-        && sources[0] == d.as_os_str()
-        && std::fs::metadata(d).is_ok_and(|m| m.is_file())
-    {
-        dest = Dest::As(backup::name_for(d, opts.backup, &opts.suffix));
-        opts.backup = Backup::None;
-    }
+    let (sources, dest) = operands(&opts)?;
+    let dest = backup_is_the_copy(&mut opts, &sources, dest);
     // What ioprobe measured on this host and the destination's filesystem, if saved.
-    let dest_dir = match &dest {
-        Dest::Into(d) => d.clone(),
-        Dest::As(d) => match d.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        },
-    };
-    let tuning = tuning::for_destination(&dest_dir);
+    let tuning = tuning::for_destination(&dest_dir(&dest));
     if opts.debug {
         crate::progress::note(&format!("cp: file data: {}", tuning.copy_from));
         crate::progress::note(&format!("cp: pipe sources: {}", tuning.pipe_from));
     }
     let several = sources.len() >= 2 && matches!(dest, Dest::Into(_));
-    let shared = Arc::new(Shared {
-        path: data::Path {
-            reflink: opts.reflink,
-            sparse: opts.sparse,
-            buffer: tuning.buffer,
-            chunk: 64 << 20,
-            offload_first: tuning.offload_first,
-        },
-        pipe_capacity: tuning.pipe_capacity,
-        umask: umask(),
-        links: Links::default(),
-        dest_info: several.then(|| Mutex::new(HashSet::new())),
-        errors: Default::default(),
-        asking: Mutex::new(()),
-        planned_files: Default::default(),
-        planned_bytes: Default::default(),
-        done_files: Default::default(),
-        planned: Default::default(),
-        opts,
-    });
+    let shared = Arc::new(Shared::new(opts, &tuning, several));
     let progress = walk::progress(Arc::clone(&shared));
-    let mut seen_sources = HashSet::new();
-    for s in &sources {
-        if crate::interrupt::requested() {
-            break;
-        }
-        let src = PathBuf::from(s);
-        let (dst, parents) = match &dest {
-            Dest::Into(dir) if shared.opts.parents => {
-                let dst = concat(dir.as_os_str(), &strip_trailing_slashes(s));
-                match walk::make_parents(&shared, dir, s) {
-                    Ok(made) => (dst, made),
-                    Err(e) => {
-                        fail(&shared, format!("{e:#}"));
-                        continue;
-                    }
-                }
-            }
-            Dest::Into(dir) => (concat(dir.as_os_str(), base_name(s)), Vec::new()),
-            Dest::As(d) => (d.clone(), Vec::new()),
-        };
-        if let Err(e) = operand(&shared, &src, &dst, several, &mut seen_sources) {
-            fail(&shared, format!("{e:#}"));
-        }
-        for (d, _, meta, made) in parents.iter().rev() {
-            if let Err(e) = walk::dir_attributes(&shared, d, &file::Attrs::of(meta), *made) {
-                fail(&shared, format!("setting attributes of {}: {e:#}", q(d)));
-            }
-        }
-    }
+    copy_operands(&shared, &sources, &dest, several);
     shared.planned.store(true, Relaxed);
     shared.done_files.store(u64::MAX, Relaxed);
     if let Some(p) = progress {
@@ -495,6 +459,67 @@ pub fn run(mut opts: Options) -> Result<i32> {
     } else {
         1
     })
+}
+
+/// `cp --force --backup F F` is `cp F F~` (GNU's do_copy): the backup is the copy.
+fn backup_is_the_copy(opts: &mut Options, sources: &[OsString], dest: Dest) -> Dest {
+    if let Dest::As(d) = &dest
+        && opts.force
+        && opts.backup != Backup::None
+        && sources.len() == 1
+        && sources[0] == d.as_os_str()
+        && std::fs::metadata(d).is_ok_and(|m| m.is_file())
+    {
+        let copy = Dest::As(backup::name_for(d, opts.backup, &opts.suffix));
+        opts.backup = Backup::None;
+        return copy;
+    }
+    dest
+}
+
+/// The directory the copies land in (whose filesystem the tuning is read for).
+fn dest_dir(dest: &Dest) -> PathBuf {
+    match dest {
+        Dest::Into(d) => d.clone(),
+        Dest::As(d) => match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+    }
+}
+
+/// Each command-line operand in order, with `--parents`' directories made before it and
+/// given their attributes after it.
+fn copy_operands(shared: &Arc<Shared>, sources: &[OsString], dest: &Dest, several: bool) {
+    let mut seen_sources = HashSet::new();
+    for s in sources {
+        if crate::interrupt::requested() {
+            break;
+        }
+        let src = PathBuf::from(s);
+        let (dst, parents) = match dest {
+            Dest::Into(dir) if shared.opts.parents => {
+                let dst = concat(dir.as_os_str(), &strip_trailing_slashes(s));
+                match walk::make_parents(shared, dir, s) {
+                    Ok(made) => (dst, made),
+                    Err(e) => {
+                        fail(shared, format!("{e:#}"));
+                        continue;
+                    }
+                }
+            }
+            Dest::Into(dir) => (concat(dir.as_os_str(), base_name(s)), Vec::new()),
+            Dest::As(d) => (d.clone(), Vec::new()),
+        };
+        if let Err(e) = operand(shared, &src, &dst, several, &mut seen_sources) {
+            fail(shared, format!("{e:#}"));
+        }
+        for (d, _, meta, made) in parents.iter().rev() {
+            if let Err(e) = walk::dir_attributes(shared, d, &attrs::Attrs::of(meta), *made) {
+                fail(shared, format!("setting attributes of {}: {e:#}", q(d)));
+            }
+        }
+    }
 }
 
 /// One command-line operand: a directory is walked by [`walk::tree`], anything else is
