@@ -35,7 +35,7 @@ use crate::harness;
 use crate::present::Style;
 pub use crate::settings::{ExportFormat, Format, Scale, Settings};
 use clap::{Args, CommandFactory, Parser, Subcommand};
-pub use probes::{CopyArgs, PipeArgs, ProbeArgs, ProbeCommand, ReadArgs, SyscallsArgs, WriteArgs};
+pub use probes::{ProbeArgs, ProbeCommand};
 pub use shared::{Before, MeasureFlags, Measuring, OutputFlags, StoreFlags, parse_percent};
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! Each probe's own command and flags, and the probe they build. A new probe adds its
-//! variant to [`ProbeCommand`], its flags struct and its [`ProbeArgs`] here.
+//! flags struct (with `options(scale)`) and one entry in `probe_commands!` here.
 
 use super::shared::Measuring;
 use crate::names::parser;
@@ -7,47 +7,46 @@ use crate::probes::{Probe, Scale, copy, pipe, read, syscalls, write};
 use crate::units::{parse_size, parse_size_or_zero};
 use clap::{Args, Subcommand};
 
-/// The probes' own commands.
-#[derive(Debug, Subcommand)]
-pub enum ProbeCommand {
-    /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
-    #[command(after_help = examples!(
-        "ioprobe syscalls                  every case, ns per call",
-        "ioprobe syscalls --case pread,lseek_read",
-        "ioprobe syscalls --io-size 4k --cpu 1",
-    ))]
-    Syscalls(SyscallsArgs),
-    /// read(2) throughput from the page cache versus block size (seed 000).
-    #[command(after_help = examples!(
-        "ioprobe read                      1 KiB … 8 MiB, both ways to populate",
-        "ioprobe read --sizes 4k,64k,1m --method read,pread,mmap",
-        "ioprobe read --file-size 100m --populate readahead",
-    ))]
-    Read(ReadArgs),
-    /// write(2) throughput versus block size, rewriting a pre-allocated file in place,
-    /// in each durability mode (the mirror of seed 000).
-    #[command(after_help = examples!(
-        "ioprobe write                     none, fsync and dsync, 1 KiB … 8 MiB",
-        "ioprobe write --durability fsync --sizes 64k,1m",
-        "ioprobe write --method pwrite --file-size 100m",
-    ))]
-    Write(WriteArgs),
-    /// Pipe throughput and context switches versus chunk size, capacity, method and
-    /// CPU placement (seed 002).
-    #[command(after_help = examples!(
-        "ioprobe pipe --quick              both on one CPU, about 15 s",
-        "ioprobe pipe --sizes 4k,64k,1m --placement split",
-        "ioprobe pipe --method write-read --pipe-size default,1m",
-    ))]
-    Pipe(PipeArgs),
-    /// Every way to copy a file, ranked, in each cache state and durability mode
-    /// (seeds 001 and 003).
-    #[command(after_help = examples!(
-        "ioprobe copy --quick              every method on a 32 MiB file",
-        "ioprobe copy --method read-write,copy-file-range --sizes 64k,1m",
-        "ioprobe copy --system-tools --cache warm   beside cp, cat and dd",
-    ))]
-    Copy(CopyArgs),
+/// Declares every probe's command once: its variant of [`ProbeCommand`] (doc comment,
+/// examples, flags struct), its name as typed, and the probe its flags build (through
+/// the flags struct's `options(scale)`).
+macro_rules! probe_commands {
+    ($(
+        $(#[$meta:meta])*
+        $variant:ident($args:ty) = $name:literal => $probe:path
+    ),+ $(,)?) => {
+        /// The probes' own commands.
+        #[derive(Debug, Subcommand)]
+        pub enum ProbeCommand {
+            $( $(#[$meta])* $variant($args), )+
+        }
+
+        impl ProbeCommand {
+            pub fn args(&self) -> &dyn ProbeArgs {
+                match self {
+                    $( ProbeCommand::$variant(a) => a, )+
+                }
+            }
+
+            /// The command's name, as typed (the probe's name).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( ProbeCommand::$variant(_) => $name, )+
+                }
+            }
+        }
+
+        $(
+            impl ProbeArgs for $args {
+                fn shared(&self) -> &Measuring {
+                    &self.shared
+                }
+                fn probe(&self, scale: Scale) -> Box<dyn Probe> {
+                    Box::new(<$probe>::new(self.options(scale)))
+                }
+            }
+        )+
+    };
 }
 
 /// What main needs of a probe's command: its shared flags and the probe it asks for.
@@ -56,49 +55,46 @@ pub trait ProbeArgs {
     fn probe(&self, scale: Scale) -> Box<dyn Probe>;
 }
 
-impl ProbeCommand {
-    pub fn args(&self) -> &dyn ProbeArgs {
-        match self {
-            ProbeCommand::Syscalls(a) => a,
-            ProbeCommand::Read(a) => a,
-            ProbeCommand::Write(a) => a,
-            ProbeCommand::Pipe(a) => a,
-            ProbeCommand::Copy(a) => a,
-        }
-    }
-
-    /// The command's name, as typed (the probe's name).
-    pub fn name(&self) -> &'static str {
-        match self {
-            ProbeCommand::Syscalls(_) => "syscalls",
-            ProbeCommand::Read(_) => "read",
-            ProbeCommand::Write(_) => "write",
-            ProbeCommand::Pipe(_) => "pipe",
-            ProbeCommand::Copy(_) => "copy",
-        }
-    }
+probe_commands! {
+    /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
+    #[command(after_help = examples!(
+        "ioprobe syscalls                  every case, ns per call",
+        "ioprobe syscalls --case pread,lseek_read",
+        "ioprobe syscalls --io-size 4k --cpu 1",
+    ))]
+    Syscalls(SyscallsArgs) = "syscalls" => syscalls::Syscalls,
+    /// read(2) throughput from the page cache versus block size (seed 000).
+    #[command(after_help = examples!(
+        "ioprobe read                      1 KiB … 8 MiB, both ways to populate",
+        "ioprobe read --sizes 4k,64k,1m --method read,pread,mmap",
+        "ioprobe read --file-size 100m --populate readahead",
+    ))]
+    Read(ReadArgs) = "read" => read::ReadProbe,
+    /// write(2) throughput versus block size, rewriting a pre-allocated file in place,
+    /// in each durability mode (the mirror of seed 000).
+    #[command(after_help = examples!(
+        "ioprobe write                     none, fsync and dsync, 1 KiB … 8 MiB",
+        "ioprobe write --durability fsync --sizes 64k,1m",
+        "ioprobe write --method pwrite --file-size 100m",
+    ))]
+    Write(WriteArgs) = "write" => write::WriteProbe,
+    /// Pipe throughput and context switches versus chunk size, capacity, method and
+    /// CPU placement (seed 002).
+    #[command(after_help = examples!(
+        "ioprobe pipe --quick              both on one CPU, about 15 s",
+        "ioprobe pipe --sizes 4k,64k,1m --placement split",
+        "ioprobe pipe --method write-read --pipe-size default,1m",
+    ))]
+    Pipe(PipeArgs) = "pipe" => pipe::PipeProbe,
+    /// Every way to copy a file, ranked, in each cache state and durability mode
+    /// (seeds 001 and 003).
+    #[command(after_help = examples!(
+        "ioprobe copy --quick              every method on a 32 MiB file",
+        "ioprobe copy --method read-write,copy-file-range --sizes 64k,1m",
+        "ioprobe copy --system-tools --cache warm   beside cp, cat and dd",
+    ))]
+    Copy(CopyArgs) = "copy" => copy::CopyProbe,
 }
-
-macro_rules! probe_args {
-    ($($args:ty => $probe:path),* $(,)?) => {$(
-        impl ProbeArgs for $args {
-            fn shared(&self) -> &Measuring {
-                &self.shared
-            }
-            fn probe(&self, scale: Scale) -> Box<dyn Probe> {
-                Box::new(<$probe>::new(self.options(scale)))
-            }
-        }
-    )*};
-}
-
-probe_args!(
-    SyscallsArgs => syscalls::Syscalls,
-    ReadArgs => read::ReadProbe,
-    WriteArgs => write::WriteProbe,
-    PipeArgs => pipe::PipeProbe,
-    CopyArgs => copy::CopyProbe,
-);
 
 #[derive(Debug, Args)]
 pub struct SyscallsArgs {

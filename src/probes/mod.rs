@@ -4,16 +4,23 @@
 //!
 //! A probe turns its options into workloads, hands them to the harness and returns
 //! [`Measurement`]s; it never formats them (its presentation reads them back, from a
-//! live run or a saved one). Adding a probe means its folder, its `mod` line and one
-//! line in [`REGISTRY`] here, and its command in `cli/probes.rs`.
+//! live run or a saved one). Adding a probe means its folder, its name in `probes!`
+//! here, and its flags and command in `cli/probes.rs`.
 
-pub mod copy;
-pub mod pipe;
 mod plan;
-pub mod read;
 mod sweep;
-pub mod syscalls;
-pub mod write;
+
+/// Declares the probes once: each folder's module, and [`REGISTRY`] in that order.
+macro_rules! probes {
+    ($($name:ident),+ $(,)?) => {
+        $(pub mod $name;)+
+
+        /// Every probe, in the order `ioprobe run` runs them and reports show them.
+        pub const REGISTRY: &[&dyn ProbeKind] = &[$(&$name::Kind),+];
+    };
+}
+
+probes!(syscalls, read, write, pipe, copy);
 
 use crate::advice::Recommendation;
 use crate::harness::{self, Overhead, Sampled, Workload};
@@ -24,15 +31,6 @@ use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use anyhow::Result;
 pub use plan::Plan;
-
-/// Every probe, in the order `ioprobe run` runs them and reports show them.
-pub const REGISTRY: &[&dyn ProbeKind] = &[
-    &syscalls::Kind,
-    &read::Kind,
-    &write::Kind,
-    &pipe::Kind,
-    &copy::Kind,
-];
 
 pub use crate::settings::Scale;
 
