@@ -17,4 +17,5 @@ pub mod process;
 pub mod rusage;
 pub mod scratch;
 pub mod signals;
+pub mod syscall;
 pub use os::uring;

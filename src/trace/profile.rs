@@ -4,8 +4,10 @@
 //! (lseek+read pairs, opens of one path, stat storms, fsyncs per write, read-then-write
 //! copies, pipe capacities). Built from [`Event`]s; names no probe.
 
+use crate::names::Named;
 use crate::sys::os::Event;
-use crate::sys::os::trace::{exec_note, read_string, traced_calls};
+use crate::sys::os::trace::{exec_note, read_string};
+use crate::sys::syscall::Syscall;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -139,7 +141,6 @@ pub struct Profile {
     pub notes: std::collections::BTreeSet<String>,
     /// Per-directory rows past [`TARGETS`] targets: target → files folded into it.
     pub folded: BTreeMap<usize, u64>,
-    names: HashMap<u64, &'static str>,
     by_name: HashMap<String, usize>,
     tgid: HashMap<i32, i32>,
     fds: HashMap<i32, HashMap<i32, Fd>>,
@@ -171,12 +172,13 @@ impl Profile {
     }
 
     /// Socket data: what each call asked to move (its size bucket) and what it moved.
-    fn socket_data(&mut self, pid: i32, tid: i32, name: &'static str, a: [u64; 6], ret: i64) {
+    fn socket_data(&mut self, pid: i32, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
+        let name = sys.name();
         let ok = ret >= 0;
         let done = if ok { ret as u64 } else { 0 };
-        let (asked, moved) = match name {
-            "sendto" | "recvfrom" => (a[2], done),
-            "sendmsg" | "recvmsg" => {
+        let (asked, moved) = match sys {
+            Syscall::Sendto | Syscall::Recvfrom => (a[2], done),
+            Syscall::Sendmsg | Syscall::Recvmsg => {
                 let (iov, n) = msghdr_iov(tid, a[1]);
                 (iov_total(tid, iov, n), done)
             }
@@ -253,12 +255,22 @@ impl Profile {
 
     /// A namespace or metadata call, on the path it names (for a rename or a link, the
     /// existing one).
-    fn path_call(&mut self, pid: i32, tid: i32, name: &'static str, a: [u64; 6], ok: bool) {
-        let addr = match name {
-            "symlink" => a[1],
-            "symlinkat" => a[2],
-            "renameat" | "renameat2" | "unlinkat" | "mkdirat" | "linkat" | "utimensat"
-            | "fchmodat" | "fchownat" | "readlinkat" | "faccessat" | "faccessat2" => a[1],
+    fn path_call(&mut self, pid: i32, tid: i32, sys: Syscall, a: [u64; 6], ok: bool) {
+        let name = sys.name();
+        let addr = match sys {
+            Syscall::Symlink => a[1],
+            Syscall::Symlinkat => a[2],
+            Syscall::Renameat
+            | Syscall::Renameat2
+            | Syscall::Unlinkat
+            | Syscall::Mkdirat
+            | Syscall::Linkat
+            | Syscall::Utimensat
+            | Syscall::Fchmodat
+            | Syscall::Fchownat
+            | Syscall::Readlinkat
+            | Syscall::Faccessat
+            | Syscall::Faccessat2 => a[1],
             _ => a[0],
         };
         let path = self.named(pid, tid, addr, a[0] as i32);
@@ -302,7 +314,6 @@ fn read_link(path: String) -> Option<String> {
 impl Profile {
     pub fn new() -> Profile {
         Profile {
-            names: traced_calls().into_iter().collect(),
             ..Profile::default()
         }
     }
@@ -452,7 +463,12 @@ impl Profile {
     /// Takes one event into the profile.
     pub fn add(&mut self, e: &Event) {
         match *e {
-            Event::Call { tid, nr, args, ret } => self.call(tid, nr, args, ret),
+            Event::Call {
+                tid,
+                call,
+                args,
+                ret,
+            } => self.call(tid, call, args, ret),
             Event::Exec { tid } => {
                 let pid = self.pid_of(tid);
                 if let Some(n) = exec_note(pid) {
@@ -485,13 +501,11 @@ impl Profile {
         }
     }
 
-    fn call(&mut self, tid: i32, nr: u64, a: [u64; 6], ret: i64) {
-        let Some(&name) = self.names.get(&nr) else {
-            return;
-        };
+    fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
+        let name = sys.name();
         *self.counts.entry(name).or_default() += 1;
         let pid = self.pid_of(tid);
-        if name == "ptrace" {
+        if sys == Syscall::Ptrace {
             self.notes.insert(format!(
                 "pid {pid} called ptrace, which fails under ioprobe trace (a process has one tracer)"
             ));
@@ -502,52 +516,113 @@ impl Profile {
         let c = Call {
             pid,
             tid,
+            sys,
             name,
             a,
             ret,
             ok,
             fd0,
         };
-        match name {
-            "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv"
-            | "pwritev" | "preadv2" | "pwritev2" => self.data_call(c),
-            "lseek" => self.lseek_call(c),
-            "open" | "openat" | "openat2" | "creat" => self.open_call(c),
-            "close" => self.close_call(c),
-            "dup" | "dup2" | "dup3" => {
+        match sys {
+            Syscall::Read
+            | Syscall::Write
+            | Syscall::Pread64
+            | Syscall::Pwrite64
+            | Syscall::Readv
+            | Syscall::Writev
+            | Syscall::Preadv
+            | Syscall::Pwritev
+            | Syscall::Preadv2
+            | Syscall::Pwritev2 => self.data_call(c),
+            Syscall::Lseek => self.lseek_call(c),
+            Syscall::Open | Syscall::Openat | Syscall::Openat2 | Syscall::Creat => {
+                self.open_call(c)
+            }
+            Syscall::Close => self.close_call(c),
+            Syscall::Dup | Syscall::Dup2 | Syscall::Dup3 => {
                 if ok && let Some(f) = self.fd(pid, fd0) {
                     self.set_fd(pid, ret as i32, f);
                 }
             }
-            "fsync" | "fdatasync" | "sync_file_range" => self.sync_call(c),
-            "sendfile" | "splice" | "tee" | "copy_file_range" | "vmsplice" => self.copy_call(c),
-            "mmap" => self.mmap_call(c),
-            "io_uring_setup" => self.uring_setup(c),
-            "munmap" | "msync" | "madvise" => {
+            Syscall::Fsync | Syscall::Fdatasync | Syscall::SyncFileRange => self.sync_call(c),
+            Syscall::Sendfile
+            | Syscall::Splice
+            | Syscall::Tee
+            | Syscall::CopyFileRange
+            | Syscall::Vmsplice => self.copy_call(c),
+            Syscall::Mmap => self.mmap_call(c),
+            Syscall::IoUringSetup => self.uring_setup(c),
+            Syscall::Munmap | Syscall::Msync | Syscall::Madvise => {
                 let t = self.target("mappings");
                 let s = self.op(pid, t, name);
                 s.calls += 1;
                 s.bytes += a[1];
                 s.errors += u64::from(!ok);
             }
-            "fcntl" => self.fcntl_call(c),
-            "fstat" | "getdents64" | "io_uring_enter" | "fadvise64" | "readahead" | "fallocate"
-            | "ftruncate" | "syncfs" | "ioctl" | "flock" | "fchmod" | "fchown" | "fsetxattr"
-            | "fgetxattr" | "flistxattr" | "fremovexattr" | "fstatfs" => self.fd_call(c),
-            "sendto" | "recvfrom" | "sendmsg" | "recvmsg" | "sendmmsg" | "recvmmsg" => {
-                self.socket_data(pid, tid, name, a, ret)
+            Syscall::Fcntl => self.fcntl_call(c),
+            Syscall::Fstat
+            | Syscall::Getdents64
+            | Syscall::IoUringEnter
+            | Syscall::Fadvise64
+            | Syscall::Readahead
+            | Syscall::Fallocate
+            | Syscall::Ftruncate
+            | Syscall::Syncfs
+            | Syscall::Ioctl
+            | Syscall::Flock
+            | Syscall::Fchmod
+            | Syscall::Fchown
+            | Syscall::Fsetxattr
+            | Syscall::Fgetxattr
+            | Syscall::Flistxattr
+            | Syscall::Fremovexattr
+            | Syscall::Fstatfs => self.fd_call(c),
+            Syscall::Sendto
+            | Syscall::Recvfrom
+            | Syscall::Sendmsg
+            | Syscall::Recvmsg
+            | Syscall::Sendmmsg
+            | Syscall::Recvmmsg => self.socket_data(pid, tid, sys, a, ret),
+            Syscall::IoSubmit => self.aio_submit(pid, tid, a, ret),
+            Syscall::IoGetevents | Syscall::Sync => self.context_call(c),
+            Syscall::Truncate
+            | Syscall::Rename
+            | Syscall::Renameat
+            | Syscall::Renameat2
+            | Syscall::Unlink
+            | Syscall::Unlinkat
+            | Syscall::Mkdir
+            | Syscall::Mkdirat
+            | Syscall::Rmdir
+            | Syscall::Link
+            | Syscall::Linkat
+            | Syscall::Symlink
+            | Syscall::Symlinkat
+            | Syscall::Utimensat
+            | Syscall::Chmod
+            | Syscall::Fchmodat
+            | Syscall::Chown
+            | Syscall::Lchown
+            | Syscall::Fchownat
+            | Syscall::Setxattr
+            | Syscall::Lsetxattr
+            | Syscall::Getxattr
+            | Syscall::Lgetxattr
+            | Syscall::Listxattr
+            | Syscall::Llistxattr
+            | Syscall::Removexattr
+            | Syscall::Lremovexattr
+            | Syscall::Readlink
+            | Syscall::Readlinkat
+            | Syscall::Access
+            | Syscall::Faccessat
+            | Syscall::Faccessat2
+            | Syscall::Statfs => {
+                self.path_call(pid, tid, sys, a, ok);
             }
-            "io_submit" => self.aio_submit(pid, tid, a, ret),
-            "io_getevents" | "sync" => self.context_call(c),
-            "truncate" | "rename" | "renameat" | "renameat2" | "unlink" | "unlinkat" | "mkdir"
-            | "mkdirat" | "rmdir" | "link" | "linkat" | "symlink" | "symlinkat" | "utimensat"
-            | "chmod" | "fchmodat" | "chown" | "lchown" | "fchownat" | "setxattr" | "lsetxattr"
-            | "getxattr" | "lgetxattr" | "listxattr" | "llistxattr" | "removexattr"
-            | "lremovexattr" | "readlink" | "readlinkat" | "access" | "faccessat"
-            | "faccessat2" | "statfs" => {
-                self.path_call(pid, tid, name, a, ok);
+            Syscall::Stat | Syscall::Lstat | Syscall::Newfstatat | Syscall::Statx => {
+                self.stat_call(c)
             }
-            "stat" | "lstat" | "newfstatat" | "statx" => self.stat_call(c),
             _ => {}
         }
     }
@@ -558,6 +633,9 @@ impl Profile {
 struct Call {
     pid: i32,
     tid: i32,
+    /// The call, decoded by the tracer.
+    sys: Syscall,
+    /// Its name (the operation its calls are counted under).
     name: &'static str,
     a: [u64; 6],
     ret: i64,
@@ -572,6 +650,7 @@ impl Profile {
         let Call {
             pid,
             tid,
+            sys,
             name,
             a,
             ret,
@@ -579,14 +658,14 @@ impl Profile {
             fd0,
             ..
         } = c;
-        let vectored = name.contains('v');
+        let vectored = sys.is_vectored();
         let asked = if vectored {
             iov_total(tid, a[1], a[2])
         } else {
             a[2]
         };
-        let positioned = name.starts_with('p');
-        let reading = name.contains("read");
+        let positioned = sys.is_positioned();
+        let reading = sys.is_read();
         let Some(mut f) = self.fd(pid, fd0) else {
             return;
         };
@@ -676,13 +755,14 @@ impl Profile {
         let Call {
             pid,
             tid,
+            sys,
             name,
             a,
             ret,
             ok,
             ..
         } = c;
-        let path_arg = if name == "open" || name == "creat" {
+        let path_arg = if sys == Syscall::Open || sys == Syscall::Creat {
             a[0]
         } else {
             a[1]
@@ -737,13 +817,18 @@ impl Profile {
     /// `fsync` | `fdatasync` | `sync_file_range`.
     fn sync_call(&mut self, c: Call) {
         let Call {
-            pid, name, ok, fd0, ..
+            pid,
+            sys,
+            name,
+            ok,
+            fd0,
+            ..
         } = c;
         if let Some(f) = self.fd(pid, fd0) {
             let s = self.op(pid, f.target, name);
             s.calls += 1;
             s.errors += u64::from(!ok);
-            if name != "sync_file_range" {
+            if sys != Syscall::SyncFileRange {
                 let (w, b) = self.unsynced.remove(&(pid, f.target)).unwrap_or((0, 0));
                 let y = self.syncs.entry((pid, f.target)).or_default();
                 y.syncs += 1;
@@ -758,6 +843,7 @@ impl Profile {
         let Call {
             pid,
             tid,
+            sys,
             name,
             a,
             ret,
@@ -766,12 +852,16 @@ impl Profile {
             ..
         } = c;
         // The source descriptor: sendfile(out, in), the others (in, …, out).
-        let fd = if name == "sendfile" { a[1] as i32 } else { fd0 };
+        let fd = if sys == Syscall::Sendfile {
+            a[1] as i32
+        } else {
+            fd0
+        };
         if let Some(f) = self.fd(pid, fd) {
-            let asked = match name {
-                "sendfile" => a[3],
-                "tee" => a[2],
-                "vmsplice" => iov_total(tid, a[1], a[2]),
+            let asked = match sys {
+                Syscall::Sendfile => a[3],
+                Syscall::Tee => a[2],
+                Syscall::Vmsplice => iov_total(tid, a[1], a[2]),
                 _ => a[4],
             };
             let s = self.op(pid, f.target, name);
@@ -870,6 +960,7 @@ impl Profile {
         let Call {
             pid,
             tid,
+            sys,
             name,
             a,
             ret,
@@ -881,22 +972,24 @@ impl Profile {
             let s = self.op(pid, f.target, name);
             s.calls += 1;
             s.errors += u64::from(!ok);
-            if name == "getdents64" && ok {
+            if sys == Syscall::Getdents64 && ok {
                 s.bytes += ret as u64;
             }
-            if name == "fallocate" {
+            if sys == Syscall::Fallocate {
                 s.bytes += a[3];
             }
         }
-        if name == "io_uring_enter" && ret > 0 {
+        if sys == Syscall::IoUringEnter && ret > 0 {
             self.uring_submitted(pid, tid, a, ret as u64);
         }
     }
 
     /// `io_getevents` | `sync`.
     fn context_call(&mut self, c: Call) {
-        let Call { pid, name, ok, .. } = c;
-        let t = self.target(if name == "sync" {
+        let Call {
+            pid, sys, name, ok, ..
+        } = c;
+        let t = self.target(if sys == Syscall::Sync {
             "every filesystem"
         } else {
             "aio context"
@@ -911,13 +1004,13 @@ impl Profile {
         let Call {
             pid,
             tid,
-            name,
+            sys,
             a,
             ok,
             fd0,
             ..
         } = c;
-        let addr = if name == "stat" || name == "lstat" {
+        let addr = if sys == Syscall::Stat || sys == Syscall::Lstat {
             a[0]
         } else {
             a[1]

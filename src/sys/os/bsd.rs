@@ -164,11 +164,9 @@ pub mod trace {
     const WHY: &str =
         "ioprobe trace needs Linux (ptrace with a seccomp filter and PTRACE_GET_SYSCALL_INFO)";
 
-    pub fn traced_calls() -> Vec<(u64, &'static str)> {
+    pub fn traced_calls() -> Vec<(u64, crate::sys::syscall::Syscall)> {
         Vec::new()
     }
-
-    pub const FCNTL: u64 = u64::MAX;
 
     /// Nothing to say here: tracing is Linux-only.
     pub fn stdio_closed_at_start() -> Vec<i32> {

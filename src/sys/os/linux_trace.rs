@@ -6,126 +6,124 @@
 //! execs are followed (PTRACE_O_TRACE*). This module turns all of it into a stream of
 //! [`Event`]s and keeps every `unsafe` of tracing.
 
+use crate::sys::syscall::Syscall;
 use std::collections::{HashMap, HashSet};
 use std::io;
 
 pub use super::{Ended, Event};
 
 /// The system calls that stop the tracee, for this architecture: (number, name).
-pub fn traced_calls() -> Vec<(u64, &'static str)> {
-    let mut v: Vec<(libc::c_long, &'static str)> = vec![
-        (libc::SYS_read, "read"),
-        (libc::SYS_write, "write"),
-        (libc::SYS_pread64, "pread64"),
-        (libc::SYS_pwrite64, "pwrite64"),
-        (libc::SYS_readv, "readv"),
-        (libc::SYS_writev, "writev"),
-        (libc::SYS_preadv, "preadv"),
-        (libc::SYS_pwritev, "pwritev"),
-        (libc::SYS_preadv2, "preadv2"),
-        (libc::SYS_pwritev2, "pwritev2"),
-        (libc::SYS_lseek, "lseek"),
-        (libc::SYS_openat, "openat"),
-        (libc::SYS_openat2, "openat2"),
-        (libc::SYS_close, "close"),
-        (libc::SYS_fsync, "fsync"),
-        (libc::SYS_fdatasync, "fdatasync"),
-        (libc::SYS_sync_file_range, "sync_file_range"),
-        (libc::SYS_sendfile, "sendfile"),
-        (libc::SYS_splice, "splice"),
-        (libc::SYS_tee, "tee"),
-        (libc::SYS_vmsplice, "vmsplice"),
-        (libc::SYS_copy_file_range, "copy_file_range"),
-        (libc::SYS_mmap, "mmap"),
-        (libc::SYS_munmap, "munmap"),
-        (libc::SYS_msync, "msync"),
-        (libc::SYS_madvise, "madvise"),
-        (libc::SYS_fstat, "fstat"),
-        (libc::SYS_newfstatat, "newfstatat"),
-        (libc::SYS_statx, "statx"),
-        (libc::SYS_getdents64, "getdents64"),
-        (libc::SYS_io_uring_enter, "io_uring_enter"),
-        (libc::SYS_io_uring_setup, "io_uring_setup"),
-        (libc::SYS_dup, "dup"),
-        (libc::SYS_dup3, "dup3"),
-        (libc::SYS_fcntl, "fcntl"),
+pub fn traced_calls() -> Vec<(u64, Syscall)> {
+    let mut v: Vec<(libc::c_long, Syscall)> = vec![
+        (libc::SYS_read, Syscall::Read),
+        (libc::SYS_write, Syscall::Write),
+        (libc::SYS_pread64, Syscall::Pread64),
+        (libc::SYS_pwrite64, Syscall::Pwrite64),
+        (libc::SYS_readv, Syscall::Readv),
+        (libc::SYS_writev, Syscall::Writev),
+        (libc::SYS_preadv, Syscall::Preadv),
+        (libc::SYS_pwritev, Syscall::Pwritev),
+        (libc::SYS_preadv2, Syscall::Preadv2),
+        (libc::SYS_pwritev2, Syscall::Pwritev2),
+        (libc::SYS_lseek, Syscall::Lseek),
+        (libc::SYS_openat, Syscall::Openat),
+        (libc::SYS_openat2, Syscall::Openat2),
+        (libc::SYS_close, Syscall::Close),
+        (libc::SYS_fsync, Syscall::Fsync),
+        (libc::SYS_fdatasync, Syscall::Fdatasync),
+        (libc::SYS_sync_file_range, Syscall::SyncFileRange),
+        (libc::SYS_sendfile, Syscall::Sendfile),
+        (libc::SYS_splice, Syscall::Splice),
+        (libc::SYS_tee, Syscall::Tee),
+        (libc::SYS_vmsplice, Syscall::Vmsplice),
+        (libc::SYS_copy_file_range, Syscall::CopyFileRange),
+        (libc::SYS_mmap, Syscall::Mmap),
+        (libc::SYS_munmap, Syscall::Munmap),
+        (libc::SYS_msync, Syscall::Msync),
+        (libc::SYS_madvise, Syscall::Madvise),
+        (libc::SYS_fstat, Syscall::Fstat),
+        (libc::SYS_newfstatat, Syscall::Newfstatat),
+        (libc::SYS_statx, Syscall::Statx),
+        (libc::SYS_getdents64, Syscall::Getdents64),
+        (libc::SYS_io_uring_enter, Syscall::IoUringEnter),
+        (libc::SYS_io_uring_setup, Syscall::IoUringSetup),
+        (libc::SYS_dup, Syscall::Dup),
+        (libc::SYS_dup3, Syscall::Dup3),
+        (libc::SYS_fcntl, Syscall::Fcntl),
         // Socket data.
-        (libc::SYS_sendto, "sendto"),
-        (libc::SYS_recvfrom, "recvfrom"),
-        (libc::SYS_sendmsg, "sendmsg"),
-        (libc::SYS_recvmsg, "recvmsg"),
-        (libc::SYS_sendmmsg, "sendmmsg"),
-        (libc::SYS_recvmmsg, "recvmmsg"),
+        (libc::SYS_sendto, Syscall::Sendto),
+        (libc::SYS_recvfrom, Syscall::Recvfrom),
+        (libc::SYS_sendmsg, Syscall::Sendmsg),
+        (libc::SYS_recvmsg, Syscall::Recvmsg),
+        (libc::SYS_sendmmsg, Syscall::Sendmmsg),
+        (libc::SYS_recvmmsg, Syscall::Recvmmsg),
         // Linux AIO.
-        (libc::SYS_io_submit, "io_submit"),
-        (libc::SYS_io_getevents, "io_getevents"),
+        (libc::SYS_io_submit, Syscall::IoSubmit),
+        (libc::SYS_io_getevents, Syscall::IoGetevents),
         // Hints, space, sizes, syncs, ioctl (FICLONE among them), locks.
-        (libc::SYS_fadvise64, "fadvise64"),
-        (libc::SYS_readahead, "readahead"),
-        (libc::SYS_fallocate, "fallocate"),
-        (libc::SYS_ftruncate, "ftruncate"),
-        (libc::SYS_truncate, "truncate"),
-        (libc::SYS_sync, "sync"),
-        (libc::SYS_syncfs, "syncfs"),
-        (libc::SYS_ioctl, "ioctl"),
-        (libc::SYS_flock, "flock"),
+        (libc::SYS_fadvise64, Syscall::Fadvise64),
+        (libc::SYS_readahead, Syscall::Readahead),
+        (libc::SYS_fallocate, Syscall::Fallocate),
+        (libc::SYS_ftruncate, Syscall::Ftruncate),
+        (libc::SYS_truncate, Syscall::Truncate),
+        (libc::SYS_sync, Syscall::Sync),
+        (libc::SYS_syncfs, Syscall::Syncfs),
+        (libc::SYS_ioctl, Syscall::Ioctl),
+        (libc::SYS_flock, Syscall::Flock),
         // The namespace.
-        (libc::SYS_renameat, "renameat"),
-        (libc::SYS_renameat2, "renameat2"),
-        (libc::SYS_unlinkat, "unlinkat"),
-        (libc::SYS_mkdirat, "mkdirat"),
-        (libc::SYS_linkat, "linkat"),
-        (libc::SYS_symlinkat, "symlinkat"),
+        (libc::SYS_renameat, Syscall::Renameat),
+        (libc::SYS_renameat2, Syscall::Renameat2),
+        (libc::SYS_unlinkat, Syscall::Unlinkat),
+        (libc::SYS_mkdirat, Syscall::Mkdirat),
+        (libc::SYS_linkat, Syscall::Linkat),
+        (libc::SYS_symlinkat, Syscall::Symlinkat),
         // Metadata.
-        (libc::SYS_utimensat, "utimensat"),
-        (libc::SYS_fchmod, "fchmod"),
-        (libc::SYS_fchmodat, "fchmodat"),
-        (libc::SYS_fchown, "fchown"),
-        (libc::SYS_fchownat, "fchownat"),
-        (libc::SYS_setxattr, "setxattr"),
-        (libc::SYS_lsetxattr, "lsetxattr"),
-        (libc::SYS_fsetxattr, "fsetxattr"),
-        (libc::SYS_getxattr, "getxattr"),
-        (libc::SYS_lgetxattr, "lgetxattr"),
-        (libc::SYS_fgetxattr, "fgetxattr"),
-        (libc::SYS_listxattr, "listxattr"),
-        (libc::SYS_llistxattr, "llistxattr"),
-        (libc::SYS_flistxattr, "flistxattr"),
-        (libc::SYS_removexattr, "removexattr"),
-        (libc::SYS_lremovexattr, "lremovexattr"),
-        (libc::SYS_fremovexattr, "fremovexattr"),
-        (libc::SYS_readlinkat, "readlinkat"),
-        (libc::SYS_faccessat, "faccessat"),
-        (libc::SYS_faccessat2, "faccessat2"),
-        (libc::SYS_statfs, "statfs"),
-        (libc::SYS_fstatfs, "fstatfs"),
+        (libc::SYS_utimensat, Syscall::Utimensat),
+        (libc::SYS_fchmod, Syscall::Fchmod),
+        (libc::SYS_fchmodat, Syscall::Fchmodat),
+        (libc::SYS_fchown, Syscall::Fchown),
+        (libc::SYS_fchownat, Syscall::Fchownat),
+        (libc::SYS_setxattr, Syscall::Setxattr),
+        (libc::SYS_lsetxattr, Syscall::Lsetxattr),
+        (libc::SYS_fsetxattr, Syscall::Fsetxattr),
+        (libc::SYS_getxattr, Syscall::Getxattr),
+        (libc::SYS_lgetxattr, Syscall::Lgetxattr),
+        (libc::SYS_fgetxattr, Syscall::Fgetxattr),
+        (libc::SYS_listxattr, Syscall::Listxattr),
+        (libc::SYS_llistxattr, Syscall::Llistxattr),
+        (libc::SYS_flistxattr, Syscall::Flistxattr),
+        (libc::SYS_removexattr, Syscall::Removexattr),
+        (libc::SYS_lremovexattr, Syscall::Lremovexattr),
+        (libc::SYS_fremovexattr, Syscall::Fremovexattr),
+        (libc::SYS_readlinkat, Syscall::Readlinkat),
+        (libc::SYS_faccessat, Syscall::Faccessat),
+        (libc::SYS_faccessat2, Syscall::Faccessat2),
+        (libc::SYS_statfs, Syscall::Statfs),
+        (libc::SYS_fstatfs, Syscall::Fstatfs),
         // Not I/O: stopped at so that the report can say it fails under trace.
-        (libc::SYS_ptrace, "ptrace"),
+        (libc::SYS_ptrace, Syscall::Ptrace),
     ];
     #[cfg(target_arch = "x86_64")]
     v.extend([
-        (libc::SYS_open, "open"),
-        (libc::SYS_creat, "creat"),
-        (libc::SYS_stat, "stat"),
-        (libc::SYS_lstat, "lstat"),
-        (libc::SYS_dup2, "dup2"),
-        (libc::SYS_rename, "rename"),
-        (libc::SYS_unlink, "unlink"),
-        (libc::SYS_mkdir, "mkdir"),
-        (libc::SYS_rmdir, "rmdir"),
-        (libc::SYS_link, "link"),
-        (libc::SYS_symlink, "symlink"),
-        (libc::SYS_chmod, "chmod"),
-        (libc::SYS_chown, "chown"),
-        (libc::SYS_lchown, "lchown"),
-        (libc::SYS_readlink, "readlink"),
-        (libc::SYS_access, "access"),
+        (libc::SYS_open, Syscall::Open),
+        (libc::SYS_creat, Syscall::Creat),
+        (libc::SYS_stat, Syscall::Stat),
+        (libc::SYS_lstat, Syscall::Lstat),
+        (libc::SYS_dup2, Syscall::Dup2),
+        (libc::SYS_rename, Syscall::Rename),
+        (libc::SYS_unlink, Syscall::Unlink),
+        (libc::SYS_mkdir, Syscall::Mkdir),
+        (libc::SYS_rmdir, Syscall::Rmdir),
+        (libc::SYS_link, Syscall::Link),
+        (libc::SYS_symlink, Syscall::Symlink),
+        (libc::SYS_chmod, Syscall::Chmod),
+        (libc::SYS_chown, Syscall::Chown),
+        (libc::SYS_lchown, Syscall::Lchown),
+        (libc::SYS_readlink, Syscall::Readlink),
+        (libc::SYS_access, Syscall::Access),
     ]);
     v.into_iter().map(|(n, s)| (n as u64, s)).collect()
 }
-
-/// fcntl's number (every fcntl stops the tracee: locks, F_SETPIPE_SZ, …).
-pub const FCNTL: u64 = libc::SYS_fcntl as u64;
 
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 0xC000_003E;
@@ -179,7 +177,9 @@ pub struct Tracer {
     /// Tasks seen.
     known: HashSet<i32>,
     /// Calls stopped at seccomp, waiting for their exit stop.
-    pending: HashMap<i32, (u64, [u64; 6])>,
+    pending: HashMap<i32, (Syscall, [u64; 6])>,
+    /// The traced calls by number: each is decoded here, once.
+    calls: HashMap<u64, Syscall>,
     /// The child has stopped itself and has its options.
     started: bool,
     /// The task held at its syscall-exit stop while the caller looks at the call (its
@@ -428,6 +428,7 @@ impl Tracer {
             ended: None,
             known: HashSet::from([pid]),
             pending: HashMap::new(),
+            calls: traced_calls().into_iter().collect(),
             started: false,
             held: None,
         };
@@ -538,16 +539,24 @@ impl Tracer {
             }
             if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
                 let (_, nr, args, _) = syscall_info(tid)?;
-                self.pending.insert(tid, (nr, args));
+                // The filter stops only at the traced calls: every number is known.
+                if let Some(&call) = self.calls.get(&nr) {
+                    self.pending.insert(tid, (call, args));
+                }
                 self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
                 continue;
             }
             if sig == libc::SIGTRAP | 0x80 {
                 let (op, _, _, ret) = syscall_info(tid)?;
                 if op == libc::PTRACE_SYSCALL_INFO_EXIT {
-                    if let Some((nr, args)) = self.pending.remove(&tid) {
+                    if let Some((call, args)) = self.pending.remove(&tid) {
                         self.held = Some(tid);
-                        return Ok(Some(Event::Call { tid, nr, args, ret }));
+                        return Ok(Some(Event::Call {
+                            tid,
+                            call,
+                            args,
+                            ret,
+                        }));
                     }
                     self.resume(libc::PTRACE_CONT, tid, 0)?;
                 } else {

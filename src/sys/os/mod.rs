@@ -62,11 +62,11 @@ pub struct Facts {
 /// change in the traced tasks.
 #[derive(Debug, Clone)]
 pub enum Event {
-    /// `tid` made system call `nr` with `args`; it returned `ret` (a negative errno on
-    /// failure). The task is still stopped, so its memory can be read.
+    /// `tid` made system call `call` with `args`; it returned `ret` (a negative errno
+    /// on failure). The task is still stopped, so its memory can be read.
     Call {
         tid: i32,
-        nr: u64,
+        call: crate::sys::syscall::Syscall,
         args: [u64; 6],
         ret: i64,
     },

@@ -1,0 +1,460 @@
+//! The trace report: the text a person reads (what ran, the work, a table per process
+//! and target, the findings ranked by saving) and the JSON a script reads.
+
+use super::price::{self, Figures, Finding};
+use super::profile::{self, Profile};
+use super::{Work, overhead};
+use crate::present::{Grid, Style};
+use crate::sys::os::Ended;
+use crate::units::{format_ns, format_size};
+use anyhow::Result;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema_version: u32,
+    kind: &'static str,
+    command: Vec<String>,
+    exit: ExitJson,
+    work: Work,
+    note: &'static str,
+    figures: &'a Figures,
+    measured_first: Option<i64>,
+    processes: Vec<&'a profile::Process>,
+    targets: &'a [profile::Target],
+    rows: Vec<RowJson<'a>>,
+    opens: Vec<PathCount>,
+    stats: Vec<PathCount>,
+    syncs: Vec<SyncJson<'a>>,
+    copies: Vec<CopyJson>,
+    pipe_sizes: Vec<(usize, u64)>,
+    counts: &'a std::collections::BTreeMap<&'static str, u64>,
+    findings: &'a [Finding],
+    /// How the command ran under trace, where that differs from untraced (a 32-bit
+    /// program, privileges dropped, ptrace refused).
+    notes: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ExitJson {
+    Code(i32),
+    Signal(i32),
+}
+
+#[derive(Serialize)]
+struct RowJson<'a> {
+    pid: i32,
+    target: usize,
+    op: &'static str,
+    #[serde(flatten)]
+    stats: &'a profile::OpStats,
+    typical_size: Option<u64>,
+    time_here_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct PathCount {
+    pid: i32,
+    path: String,
+    count: u64,
+}
+
+#[derive(Serialize)]
+struct SyncJson<'a> {
+    pid: i32,
+    target: usize,
+    #[serde(flatten)]
+    syncs: &'a profile::Syncs,
+}
+
+#[derive(Serialize)]
+struct CopyJson {
+    pid: i32,
+    source: usize,
+    destination: usize,
+    pairs: u64,
+    bytes: u64,
+}
+
+/// What tracing says about its own figures.
+const NOTE: &str = "tracing slows every traced call, so calls are priced with this machine's measured figures, never with their traced durations";
+
+/// How the user CPU time of the work was estimated.
+fn user_note(c: &overhead::Correction) -> String {
+    if c.pooled_calls == 0 {
+        format!(
+            "user CPU as measured under trace ({}): too few traced calls for tracing to add much to it",
+            secs(c.user_cpu_traced_s)
+        )
+    } else {
+        format!(
+            "user CPU without tracing estimated: {} under trace less {} per traced call, the extra user time tracing adds to a call here ({} calibration calls{})",
+            secs(c.user_cpu_traced_s),
+            format_ns(c.per_call_user_s * 1e9),
+            thousands(c.pooled_calls),
+            if c.calibration_calls == c.pooled_calls {
+                ", made just now".to_string()
+            } else {
+                format!(
+                    ", {} of them just now, the rest saved by earlier traces",
+                    thousands(c.calibration_calls)
+                )
+            }
+        )
+    }
+}
+
+fn exit_text(e: Ended) -> String {
+    match e {
+        Ended::Code(c) => format!("exited with status {c}"),
+        Ended::Signal(s) => format!("was killed by signal {s}"),
+    }
+}
+
+fn secs(s: f64) -> String {
+    format_ns(s * 1e9)
+}
+
+/// A count with thousands separators: 31,000.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `s` cut to `max` characters, the middle replaced by "…" (paths keep both ends).
+fn elide(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max / 3).collect();
+    let tail: String = s.chars().skip(n - (max - max / 3 - 1)).collect();
+    format!("{head}…{tail}")
+}
+
+/// Findings listed one per line: the first [`LISTED`] that matter, then the rest
+/// grouped by kind, each group one line with its count and total saving. Nothing is
+/// dropped without saying how much: `--json` keeps every finding.
+fn findings_text(found: &[Finding], work: f64) -> String {
+    const LISTED: usize = 20;
+    let mut out = String::new();
+    let mut n = 0;
+    let (matter, minor): (Vec<&Finding>, Vec<&Finding>) = found.iter().partition(|f| f.matters);
+    for x in matter.iter().take(LISTED) {
+        n += 1;
+        out.push_str(&format!("  {n}. {}\n", x.text));
+    }
+    // The rest, by kind, largest total saving first.
+    let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
+    for x in matter.iter().skip(LISTED).chain(minor.iter()) {
+        match groups.iter_mut().find(|g| g.0 == x.kind) {
+            Some(g) => g.1.push(x),
+            None => groups.push((x.kind, vec![x])),
+        }
+    }
+    let total = |g: &[&Finding]| g.iter().filter_map(|f| f.saving_s).sum::<f64>();
+    groups.sort_by(|a, b| total(&b.1).total_cmp(&total(&a.1)));
+    for (kind, g) in groups {
+        n += 1;
+        if g.len() == 1 {
+            out.push_str(&format!("  {n}. {}\n", g[0].text));
+            continue;
+        }
+        let saving = total(&g);
+        let targets: std::collections::BTreeSet<&str> =
+            g.iter().map(|f| f.target.as_str()).collect();
+        let share = saving / work.max(1e-9);
+        let priced = if g.iter().all(|f| f.saving_s.is_none()) {
+            "not priced (no saved figures for them on this host)".to_string()
+        } else {
+            format!(
+                "saving ≈{} of ≈{} of work together ({}%){}",
+                secs(saving),
+                secs(work),
+                crate::units::sig3(share * 100.0),
+                if share >= 0.01 {
+                    ""
+                } else {
+                    ", which does not matter here"
+                }
+            )
+        };
+        out.push_str(&format!(
+            "  {n}. {} {}findings of one kind ({kind}) on {} targets, {priced}; the largest: {}\n",
+            thousands(g.len() as u64),
+            if n > 1 { "more " } else { "" },
+            thousands(targets.len() as u64),
+            g[0].text
+        ));
+    }
+    if n < found.len() {
+        out.push_str(&format!(
+            "  ({} findings in all; --json lists each)\n",
+            thousands(found.len() as u64)
+        ));
+    }
+    out
+}
+
+/// One (process, target)'s calls: each operation and its count, the data calls'
+/// sizes, and what all of it would take here (None: nothing priced).
+struct PerTarget {
+    ops: Vec<(&'static str, u64)>,
+    calls: u64,
+    bytes: u64,
+    sizes: std::collections::BTreeMap<u64, u64>,
+    time: Option<f64>,
+}
+
+/// The profile's operations summed per (process, target).
+fn per_target(p: &Profile, f: &Figures) -> std::collections::BTreeMap<(i32, usize), PerTarget> {
+    let mut acc: std::collections::BTreeMap<(i32, usize), PerTarget> = Default::default();
+    for (&(pid, t, op), s) in &p.ops {
+        let time = price::time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t));
+        let a = acc.entry((pid, t)).or_insert(PerTarget {
+            ops: Vec::new(),
+            calls: 0,
+            bytes: 0,
+            sizes: Default::default(),
+            time: None,
+        });
+        a.ops.push((op, s.calls));
+        a.calls += s.calls;
+        a.bytes += s.bytes;
+        for (&b, &n) in &s.sizes {
+            *a.sizes.entry(b).or_default() += n;
+        }
+        if let Some(t) = time {
+            a.time = Some(a.time.unwrap_or(0.0) + t);
+        }
+    }
+    acc
+}
+
+/// What a report is made of.
+pub(super) struct Report<'a> {
+    pub cmd: &'a [String],
+    pub ended: Ended,
+    pub work: &'a Work,
+    pub p: &'a Profile,
+    pub f: &'a Figures,
+    pub measured: Option<i64>,
+    pub found: &'a [Finding],
+}
+
+impl Report<'_> {
+    /// The report as text: what ran, the table of its I/O, the findings.
+    pub fn text(&self, st: &Style) -> String {
+        let mut out = self.header();
+        out.push_str(&crate::report::table::render_grid(&self.targets_grid(), st));
+        if self.found.is_empty() {
+            out.push_str("\nno findings: nothing in these calls is worth changing\n");
+        } else {
+            out.push_str(&format!(
+                "\n{}\n",
+                st.heading("findings, largest saving first:")
+            ));
+            out.push_str(&findings_text(self.found, self.work.estimate_s));
+        }
+        crate::report::table::fit_text(&out, st)
+    }
+
+    /// What ran, the work it would be here, the notes, and what priced it.
+    fn header(&self) -> String {
+        let Report {
+            cmd,
+            ended,
+            work: run,
+            p,
+            f,
+            measured,
+            ..
+        } = *self;
+        let mut out = format!(
+            "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n  note: {}\n",
+            cmd.join(" "),
+            exit_text(ended),
+            secs(run.traced_wall_s),
+            secs(run.estimate_s),
+            secs(run.user_cpu_s),
+            thousands(p.counts.values().sum()),
+            secs(run.priced_calls_s),
+            user_note(&run.user_correction),
+        );
+        for n in &p.notes {
+            out.push_str(&format!("  note: {n}\n"));
+        }
+        let sources: Vec<String> = f
+            .sources
+            .iter()
+            .map(|(p, id)| format!("{p} (run {id})"))
+            .collect();
+        out.push_str(&format!(
+            "  priced with this host's {}{}\n\n",
+            if sources.is_empty() {
+                "nothing (no figures)".to_string()
+            } else {
+                sources.join(", ")
+            },
+            if measured.is_some() {
+                ", measured just now"
+            } else {
+                ""
+            }
+        ));
+        out
+    }
+
+    /// One row per (process, target), the costliest first: every operation on it, its
+    /// data calls' sizes, and what all of it would take here.
+    fn targets_grid(&self) -> Grid {
+        let (p, f) = (self.p, self.f);
+        let mut rows: Vec<(f64, Vec<String>)> = per_target(p, f)
+            .into_iter()
+            .map(|((pid, t), mut a)| {
+                a.ops.sort_by_key(|y| std::cmp::Reverse(y.1));
+                let typical = profile::OpStats {
+                    sizes: a.sizes,
+                    ..Default::default()
+                }
+                .typical_size();
+                (
+                    a.time.unwrap_or(0.0),
+                    vec![
+                        format!(
+                            "{} ({pid})",
+                            p.processes.get(&pid).map_or("?", |x| x.comm.as_str())
+                        ),
+                        elide(&p.targets[t].label(), 44),
+                        a.ops.iter().map(|o| o.0).collect::<Vec<_>>().join(", "),
+                        thousands(a.calls),
+                        if a.bytes > 0 {
+                            format_size(a.bytes)
+                        } else {
+                            "-".into()
+                        },
+                        typical.map_or("-".into(), format_size),
+                        a.time.map_or("-".into(), secs),
+                    ],
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+        const SHOWN: usize = 12;
+        let rest: Vec<(f64, Vec<String>)> = rows.split_off(rows.len().min(SHOWN));
+        let mut g = Grid::numeric(
+            "its I/O, per process and target, by what the calls would take here".into(),
+            &[
+                "process",
+                "target",
+                "calls made",
+                "calls",
+                "bytes",
+                "typical size",
+                "time here",
+            ],
+            rows.into_iter().map(|r| r.1).collect(),
+        )
+        .optional(&["calls made", "typical size", "bytes"]);
+        if !rest.is_empty() {
+            g.footnotes.push(format!(
+                "… and {} more (process, target) pairs taking {} together; --json has every call",
+                rest.len(),
+                secs(rest.iter().map(|r| r.0).sum())
+            ));
+        }
+        g
+    }
+
+    pub fn json(&self) -> Result<String> {
+        let Report {
+            cmd,
+            ended,
+            work: run,
+            p,
+            f,
+            measured,
+            found,
+        } = *self;
+        let doc = Document {
+            schema_version: 1,
+            kind: "trace",
+            command: cmd.to_vec(),
+            exit: match ended {
+                Ended::Code(c) => ExitJson::Code(c),
+                Ended::Signal(s) => ExitJson::Signal(s),
+            },
+            work: *run,
+            note: NOTE,
+            figures: f,
+            measured_first: measured,
+            processes: p.processes.values().collect(),
+            targets: &p.targets,
+            rows: p
+                .ops
+                .iter()
+                .map(|(&(pid, t, op), s)| RowJson {
+                    pid,
+                    target: t,
+                    op,
+                    stats: s,
+                    typical_size: s.typical_size(),
+                    time_here_s: price::time_here(
+                        f,
+                        p.targets[t].kind,
+                        op,
+                        s,
+                        p.pipe_sizes.contains_key(&t),
+                    ),
+                })
+                .collect(),
+            opens: p
+                .opens
+                .iter()
+                .map(|((pid, path), &count)| PathCount {
+                    pid: *pid,
+                    path: path.clone(),
+                    count,
+                })
+                .collect(),
+            stats: p
+                .stats
+                .iter()
+                .map(|((pid, path), &count)| PathCount {
+                    pid: *pid,
+                    path: path.clone(),
+                    count,
+                })
+                .collect(),
+            syncs: p
+                .syncs
+                .iter()
+                .map(|(&(pid, target), syncs)| SyncJson { pid, target, syncs })
+                .collect(),
+            copies: p
+                .copies
+                .iter()
+                .map(|(&(pid, source, destination), &(pairs, bytes))| CopyJson {
+                    pid,
+                    source,
+                    destination,
+                    pairs,
+                    bytes,
+                })
+                .collect(),
+            pipe_sizes: p.pipe_sizes.iter().map(|(&t, &b)| (t, b)).collect(),
+            counts: &p.counts,
+            findings: found,
+            notes: p.notes.iter().map(String::as_str).collect(),
+        };
+        Ok(serde_json::to_string_pretty(&doc)? + "\n")
+    }
+}
