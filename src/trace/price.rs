@@ -362,26 +362,23 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
         p,
         f,
         work,
+        relayed: relayed_destinations(p),
         out: Vec::new(),
     };
-    let relayed = relayed_destinations(p);
     for (&(pid, t, op), s) in &p.ops {
         let Some(reading) = direction(op) else {
             continue;
         };
-        if !reading && relayed.contains(&(pid, t)) {
+        if !reading && x.relayed.contains(&(pid, t)) {
             continue; // priced with the reads it relays
         }
-        x.small_requests((pid, t, op), s, reading, &relayed);
-        x.lseek_then_io((pid, t, op), s, reading);
-        x.reread((pid, t, op), s, reading);
-        x.pipe_capacity((pid, t, op), s, reading);
+        for rule in Finder::PER_DATA_OPERATION {
+            rule(&mut x, (pid, t, op), s, reading);
+        }
     }
-    x.reopens();
-    x.stat_storms();
-    x.pipe_relays();
-    x.fsync_per_write();
-    x.read_write_copies();
+    for rule in Finder::WHOLE_RUN {
+        rule(&mut x);
+    }
     let mut out = x.out;
     out.sort_by(|a, b| {
         b.saving_s
@@ -396,12 +393,34 @@ fn comm_of(p: &Profile, pid: i32) -> String {
     p.processes.get(&pid).map_or("?".into(), |x| x.comm.clone())
 }
 
-/// The findings being made: the profile, the figures, the run's work, the list.
+/// The findings being made: the profile, the figures, the run's work, the (process,
+/// destination) pairs that only relay what the process reads, and the list.
 struct Finder<'a> {
     p: &'a Profile,
     f: &'a Figures,
     work: f64,
+    relayed: std::collections::BTreeSet<(i32, usize)>,
     out: Vec<Finding>,
+}
+
+impl<'a> Finder<'a> {
+    /// The rules run on every data operation (process, target, operation; its stats;
+    /// whether it reads), in order.
+    const PER_DATA_OPERATION: [fn(&mut Self, (i32, usize, &'static str), &OpStats, bool); 4] = [
+        Self::small_requests,
+        Self::lseek_then_io,
+        Self::reread,
+        Self::pipe_capacity,
+    ];
+
+    /// The rules run once over the whole profile, in order.
+    const WHOLE_RUN: [fn(&mut Self); 5] = [
+        Self::reopens,
+        Self::stat_storms,
+        Self::pipe_relays,
+        Self::fsync_per_write,
+        Self::read_write_copies,
+    ];
 }
 
 impl Finder<'_> {
@@ -451,7 +470,6 @@ impl Finder<'_> {
         (pid, t, op): (i32, usize, &'static str),
         s: &OpStats,
         reading: bool,
-        relayed: &std::collections::BTreeSet<(i32, usize)>,
     ) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
@@ -476,7 +494,7 @@ impl Finder<'_> {
             let (mut now, mut then) = (now, then);
             let mut relay = String::new();
             if reading {
-                let (a, b, text) = relayed_writes(p, f, (pid, t), (size, best), relayed);
+                let (a, b, text) = relayed_writes(p, f, (pid, t), (size, best), &self.relayed);
                 (now, then, relay) = (now + a, then + b, text);
             }
             let how = if reading { "reads" } else { "writes" };
