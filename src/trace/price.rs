@@ -403,10 +403,13 @@ struct Finder<'a> {
     out: Vec<Finding>,
 }
 
+/// A rule about one data operation: (process, target, operation), its stats, whether
+/// it reads.
+type DataRule<'a> = fn(&mut Finder<'a>, (i32, usize, &'static str), &OpStats, bool);
+
 impl<'a> Finder<'a> {
-    /// The rules run on every data operation (process, target, operation; its stats;
-    /// whether it reads), in order.
-    const PER_DATA_OPERATION: [fn(&mut Self, (i32, usize, &'static str), &OpStats, bool); 4] = [
+    /// The rules run on every data operation, in order.
+    const PER_DATA_OPERATION: [DataRule<'a>; 4] = [
         Self::small_requests,
         Self::lseek_then_io,
         Self::reread,
