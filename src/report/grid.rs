@@ -69,6 +69,24 @@ pub fn kinds_of(run: &Run) -> Vec<&'static dyn ProbeKind> {
 pub fn environment_grid(env: &Environment) -> Grid {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut kv = |k: &str, v: String| rows.push(vec![k.to_string(), v]);
+    hardware_facts(env, &mut kv);
+    filesystem_facts(env, &mut kv);
+    if let Some(t) = &env.tuning {
+        tuning_facts(t, env.memory_available_bytes, &mut kv);
+    }
+    process_facts(env, &mut kv);
+    Grid {
+        title: "machine".into(),
+        headers: vec!["fact".into(), "value".into()],
+        rows,
+        footnotes: Vec::new(),
+        numeric: false,
+        ..Default::default()
+    }
+}
+
+/// Host, OS, CPU and caches, memory, hypervisor and clock.
+fn hardware_facts(env: &Environment, kv: &mut impl FnMut(&str, String)) {
     kv("host", env.hostname.clone());
     kv("os", env.os.clone());
     kv("kernel", format!("{} ({})", env.kernel, env.kernel_version));
@@ -101,71 +119,77 @@ pub fn environment_grid(env: &Environment) -> Grid {
             .unwrap_or_else(|| "none detected".into()),
     );
     kv("clocksource", env.clocksource.clone());
-    match &env.filesystem {
-        Some(fs) => {
-            kv("measured dir", fs.path.clone());
-            kv(
-                "filesystem",
-                format!(
-                    "{} on {} mounted at {}",
-                    fs.fs_type, fs.source, fs.mount_point
-                ),
-            );
-            kv("mount options", fs.mount_options.clone());
-        }
-        None => kv("filesystem", "unknown".into()),
+}
+
+/// The measured directory's filesystem, mount, compression and readahead.
+fn filesystem_facts(env: &Environment, kv: &mut impl FnMut(&str, String)) {
+    let Some(fs) = &env.filesystem else {
+        kv("filesystem", "unknown".into());
+        return;
+    };
+    kv("measured dir", fs.path.clone());
+    kv(
+        "filesystem",
+        format!(
+            "{} on {} mounted at {}",
+            fs.fs_type, fs.source, fs.mount_point
+        ),
+    );
+    kv("mount options", fs.mount_options.clone());
+    if let Some(c) = &fs.compression {
+        kv("compression", c.clone());
     }
-    if let Some(fs) = &env.filesystem {
-        if let Some(c) = &fs.compression {
-            kv("compression", c.clone());
-        }
-        kv(
-            "readahead",
-            fs.read_ahead_kb.map_or("no block device".into(), |k| {
-                format!("{k} KiB (read_ahead_kb)")
-            }),
-        );
-    }
-    if let Some(t) = &env.tuning {
-        let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
-        kv(
-            "transparent huge pages",
-            format!(
-                "enabled {}, defrag {}",
-                or(&t.thp_enabled),
-                or(&t.thp_defrag)
+    kv(
+        "readahead",
+        fs.read_ahead_kb.map_or("no block device".into(), |k| {
+            format!("{k} KiB (read_ahead_kb)")
+        }),
+    );
+}
+
+/// Transparent huge pages, CPU frequency and the dirty-page limits.
+fn tuning_facts(t: &crate::sys::machine::Tuning, avail: u64, kv: &mut impl FnMut(&str, String)) {
+    let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    kv(
+        "transparent huge pages",
+        format!(
+            "enabled {}, defrag {}",
+            or(&t.thp_enabled),
+            or(&t.thp_defrag)
+        ),
+    );
+    kv(
+        "cpu frequency",
+        match &t.cpufreq_driver {
+            Some(d) => format!(
+                "driver {d}, governor {}, boost {}",
+                or(&t.cpufreq_governor),
+                t.boost.map_or("unknown", |b| if b { "on" } else { "off" })
             ),
-        );
-        kv(
-            "cpu frequency",
-            match &t.cpufreq_driver {
-                Some(d) => format!(
-                    "driver {d}, governor {}, boost {}",
-                    or(&t.cpufreq_governor),
-                    t.boost.map_or("unknown", |b| if b { "on" } else { "off" })
-                ),
-                None => "no cpufreq (set by the host or firmware)".into(),
+            None => "no cpufreq (set by the host or firmware)".into(),
+        },
+    );
+    kv(
+        "dirty page limits",
+        format!(
+            "background writeback from {}, writers throttled from {} (vm.dirty_background_{}, vm.dirty_{})",
+            t.background_threshold(avail)
+                .map_or("?".into(), format_size),
+            t.throttle_threshold(avail).map_or("?".into(), format_size),
+            match t.dirty_background_bytes {
+                Some(b) if b > 0 => "bytes".to_string(),
+                _ => format!("ratio {}%", t.dirty_background_ratio.unwrap_or(0)),
             },
-        );
-        let avail = env.memory_available_bytes;
-        kv(
-            "dirty page limits",
-            format!(
-                "background writeback from {}, writers throttled from {} (vm.dirty_background_{}, vm.dirty_{})",
-                t.background_threshold(avail)
-                    .map_or("?".into(), format_size),
-                t.throttle_threshold(avail).map_or("?".into(), format_size),
-                match t.dirty_background_bytes {
-                    Some(b) if b > 0 => "bytes".to_string(),
-                    _ => format!("ratio {}%", t.dirty_background_ratio.unwrap_or(0)),
-                },
-                match t.dirty_bytes {
-                    Some(b) if b > 0 => "bytes".to_string(),
-                    _ => format!("ratio {}%", t.dirty_ratio.unwrap_or(0)),
-                },
-            ),
-        );
-    }
+            match t.dirty_bytes {
+                Some(b) if b > 0 => "bytes".to_string(),
+                _ => format!("ratio {}%", t.dirty_ratio.unwrap_or(0)),
+            },
+        ),
+    );
+}
+
+/// rusage scope, pipe-max-size, pinning, ioprobe's build and the CPU mitigations.
+fn process_facts(env: &Environment, kv: &mut impl FnMut(&str, String)) {
     if let Some(scope) = &env.rusage_scope {
         kv(
             "rusage",
@@ -198,14 +222,6 @@ pub fn environment_grid(env: &Environment) -> Grid {
     }
     for (k, v) in affected {
         kv(&format!("vuln {k}"), v.clone());
-    }
-    Grid {
-        title: "machine".into(),
-        headers: vec!["fact".into(), "value".into()],
-        rows,
-        footnotes: Vec::new(),
-        numeric: false,
-        ..Default::default()
     }
 }
 

@@ -1,111 +1,111 @@
 //! The system calls `ioprobe trace` stops at, decoded once: the tracer turns each
-//! call's number into a [`Syscall`] (their Linux names, as strace prints them), so
-//! everything above `sys` matches on variants, never on numbers or strings.
+//! call's number into a [`Syscall`] (their Linux names, as strace prints them), and
+//! each call belongs to one [`Family`], so everything above `sys` matches on variants,
+//! never on numbers or strings.
 
 use crate::names::named_enum;
 
-named_enum! {
-    /// A traced system call, by its Linux name. Names are a contract (trace's JSON
-    /// `counts`).
-    pub enum Syscall as "system call" {
-        Read = "read",
-        Write = "write",
-        Pread64 = "pread64",
-        Pwrite64 = "pwrite64",
-        Readv = "readv",
-        Writev = "writev",
-        Preadv = "preadv",
-        Pwritev = "pwritev",
-        Preadv2 = "preadv2",
-        Pwritev2 = "pwritev2",
-        Lseek = "lseek",
-        Openat = "openat",
-        Openat2 = "openat2",
-        Close = "close",
-        Fsync = "fsync",
-        Fdatasync = "fdatasync",
-        SyncFileRange = "sync_file_range",
-        Sendfile = "sendfile",
-        Splice = "splice",
-        Tee = "tee",
-        Vmsplice = "vmsplice",
-        CopyFileRange = "copy_file_range",
-        Mmap = "mmap",
-        Munmap = "munmap",
-        Msync = "msync",
-        Madvise = "madvise",
-        Fstat = "fstat",
-        Newfstatat = "newfstatat",
-        Statx = "statx",
-        Getdents64 = "getdents64",
-        IoUringEnter = "io_uring_enter",
-        IoUringSetup = "io_uring_setup",
-        Dup = "dup",
-        Dup3 = "dup3",
-        Fcntl = "fcntl",
-        Sendto = "sendto",
-        Recvfrom = "recvfrom",
-        Sendmsg = "sendmsg",
-        Recvmsg = "recvmsg",
-        Sendmmsg = "sendmmsg",
-        Recvmmsg = "recvmmsg",
-        IoSubmit = "io_submit",
-        IoGetevents = "io_getevents",
-        Fadvise64 = "fadvise64",
-        Readahead = "readahead",
-        Fallocate = "fallocate",
-        Ftruncate = "ftruncate",
-        Truncate = "truncate",
-        Sync = "sync",
-        Syncfs = "syncfs",
-        Ioctl = "ioctl",
-        Flock = "flock",
-        Renameat = "renameat",
-        Renameat2 = "renameat2",
-        Unlinkat = "unlinkat",
-        Mkdirat = "mkdirat",
-        Linkat = "linkat",
-        Symlinkat = "symlinkat",
-        Utimensat = "utimensat",
-        Fchmod = "fchmod",
-        Fchmodat = "fchmodat",
-        Fchown = "fchown",
-        Fchownat = "fchownat",
-        Setxattr = "setxattr",
-        Lsetxattr = "lsetxattr",
-        Fsetxattr = "fsetxattr",
-        Getxattr = "getxattr",
-        Lgetxattr = "lgetxattr",
-        Fgetxattr = "fgetxattr",
-        Listxattr = "listxattr",
-        Llistxattr = "llistxattr",
-        Flistxattr = "flistxattr",
-        Removexattr = "removexattr",
-        Lremovexattr = "lremovexattr",
-        Fremovexattr = "fremovexattr",
-        Readlinkat = "readlinkat",
-        Faccessat = "faccessat",
-        Faccessat2 = "faccessat2",
-        Statfs = "statfs",
-        Fstatfs = "fstatfs",
-        Ptrace = "ptrace",
-        Open = "open",
-        Creat = "creat",
-        Stat = "stat",
-        Lstat = "lstat",
-        Dup2 = "dup2",
-        Rename = "rename",
-        Unlink = "unlink",
-        Mkdir = "mkdir",
-        Rmdir = "rmdir",
-        Link = "link",
-        Symlink = "symlink",
-        Chmod = "chmod",
-        Chown = "chown",
-        Lchown = "lchown",
-        Readlink = "readlink",
-        Access = "access",
-    }
+/// What a traced call does, as far as pricing it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Read and write and their positioned and vectored forms.
+    Data,
+    /// Lseek.
+    Lseek,
+    /// The opens.
+    Open,
+    /// Close.
+    Close,
+    /// Dup, dup2, dup3.
+    Dup,
+    /// Fsync, fdatasync, sync_file_range.
+    Sync,
+    /// The in-kernel copies (sendfile, splice, tee, copy_file_range, vmsplice).
+    Copy,
+    /// Mmap.
+    Mmap,
+    /// Io_uring_setup.
+    UringSetup,
+    /// What is done to a mapping (munmap, msync, madvise).
+    Mapping,
+    /// Fcntl.
+    Fcntl,
+    /// Other calls on a descriptor (fstat, getdents64, io_uring_enter, hints, space, ioctl, locks, f* metadata).
+    OnFd,
+    /// Socket data (send*, recv*).
+    Socket,
+    /// Io_submit (Linux AIO).
+    AioSubmit,
+    /// Calls on no descriptor (io_getevents, sync).
+    Context,
+    /// Namespace and metadata calls on a path.
+    Path,
+    /// The stats of a path.
+    Stat,
+    /// Ptrace (fails under trace).
+    Ptrace,
+}
+
+/// Declares the traced calls by family: the [`Syscall`] enum (one name each) and
+/// [`Syscall::family`], so that a call cannot be added without a family.
+macro_rules! syscalls {
+    ($($(#[$fmeta:meta])* $family:ident: $($variant:ident = $name:literal),+;)+) => {
+        named_enum! {
+            /// A traced system call, by its Linux name. Names are a contract (trace's
+            /// JSON `counts`).
+            pub enum Syscall as "system call" {
+                $($($variant = $name,)+)+
+            }
+        }
+
+        impl Syscall {
+            /// The family the call belongs to.
+            pub fn family(self) -> Family {
+                match self {
+                    $($(Syscall::$variant)|+ => Family::$family,)+
+                }
+            }
+        }
+    };
+}
+
+syscalls! {
+    /// Read and write and their positioned and vectored forms.
+    Data: Read = "read", Write = "write", Pread64 = "pread64", Pwrite64 = "pwrite64", Readv = "readv", Writev = "writev", Preadv = "preadv", Pwritev = "pwritev", Preadv2 = "preadv2", Pwritev2 = "pwritev2";
+    /// Lseek.
+    Lseek: Lseek = "lseek";
+    /// The opens.
+    Open: Open = "open", Openat = "openat", Openat2 = "openat2", Creat = "creat";
+    /// Close.
+    Close: Close = "close";
+    /// Dup, dup2, dup3.
+    Dup: Dup = "dup", Dup2 = "dup2", Dup3 = "dup3";
+    /// Fsync, fdatasync, sync_file_range.
+    Sync: Fsync = "fsync", Fdatasync = "fdatasync", SyncFileRange = "sync_file_range";
+    /// The in-kernel copies (sendfile, splice, tee, copy_file_range, vmsplice).
+    Copy: Sendfile = "sendfile", Splice = "splice", Tee = "tee", CopyFileRange = "copy_file_range", Vmsplice = "vmsplice";
+    /// Mmap.
+    Mmap: Mmap = "mmap";
+    /// Io_uring_setup.
+    UringSetup: IoUringSetup = "io_uring_setup";
+    /// What is done to a mapping (munmap, msync, madvise).
+    Mapping: Munmap = "munmap", Msync = "msync", Madvise = "madvise";
+    /// Fcntl.
+    Fcntl: Fcntl = "fcntl";
+    /// Other calls on a descriptor (fstat, getdents64, io_uring_enter, hints, space, ioctl, locks, f* metadata).
+    OnFd: Fstat = "fstat", Getdents64 = "getdents64", IoUringEnter = "io_uring_enter", Fadvise64 = "fadvise64", Readahead = "readahead", Fallocate = "fallocate", Ftruncate = "ftruncate", Syncfs = "syncfs", Ioctl = "ioctl", Flock = "flock", Fchmod = "fchmod", Fchown = "fchown", Fsetxattr = "fsetxattr", Fgetxattr = "fgetxattr", Flistxattr = "flistxattr", Fremovexattr = "fremovexattr", Fstatfs = "fstatfs";
+    /// Socket data (send*, recv*).
+    Socket: Sendto = "sendto", Recvfrom = "recvfrom", Sendmsg = "sendmsg", Recvmsg = "recvmsg", Sendmmsg = "sendmmsg", Recvmmsg = "recvmmsg";
+    /// Io_submit (Linux AIO).
+    AioSubmit: IoSubmit = "io_submit";
+    /// Calls on no descriptor (io_getevents, sync).
+    Context: IoGetevents = "io_getevents", Sync = "sync";
+    /// Namespace and metadata calls on a path.
+    Path: Truncate = "truncate", Rename = "rename", Renameat = "renameat", Renameat2 = "renameat2", Unlink = "unlink", Unlinkat = "unlinkat", Mkdir = "mkdir", Mkdirat = "mkdirat", Rmdir = "rmdir", Link = "link", Linkat = "linkat", Symlink = "symlink", Symlinkat = "symlinkat", Utimensat = "utimensat", Chmod = "chmod", Fchmodat = "fchmodat", Chown = "chown", Lchown = "lchown", Fchownat = "fchownat", Setxattr = "setxattr", Lsetxattr = "lsetxattr", Getxattr = "getxattr", Lgetxattr = "lgetxattr", Listxattr = "listxattr", Llistxattr = "llistxattr", Removexattr = "removexattr", Lremovexattr = "lremovexattr", Readlink = "readlink", Readlinkat = "readlinkat", Access = "access", Faccessat = "faccessat", Faccessat2 = "faccessat2", Statfs = "statfs";
+    /// The stats of a path.
+    Stat: Stat = "stat", Lstat = "lstat", Newfstatat = "newfstatat", Statx = "statx";
+    /// Ptrace (fails under trace).
+    Ptrace: Ptrace = "ptrace";
 }
 
 impl Syscall {

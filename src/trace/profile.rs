@@ -7,7 +7,7 @@
 use crate::names::Named;
 use crate::sys::os::Event;
 use crate::sys::os::trace::{exec_note, read_string};
-use crate::sys::syscall::Syscall;
+use crate::sys::syscall::{Family, Syscall};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -523,107 +523,35 @@ impl Profile {
             ok,
             fd0,
         };
-        match sys {
-            Syscall::Read
-            | Syscall::Write
-            | Syscall::Pread64
-            | Syscall::Pwrite64
-            | Syscall::Readv
-            | Syscall::Writev
-            | Syscall::Preadv
-            | Syscall::Pwritev
-            | Syscall::Preadv2
-            | Syscall::Pwritev2 => self.data_call(c),
-            Syscall::Lseek => self.lseek_call(c),
-            Syscall::Open | Syscall::Openat | Syscall::Openat2 | Syscall::Creat => {
-                self.open_call(c)
-            }
-            Syscall::Close => self.close_call(c),
-            Syscall::Dup | Syscall::Dup2 | Syscall::Dup3 => {
+        match sys.family() {
+            Family::Data => self.data_call(c),
+            Family::Lseek => self.lseek_call(c),
+            Family::Open => self.open_call(c),
+            Family::Close => self.close_call(c),
+            Family::Dup => {
                 if ok && let Some(f) = self.fd(pid, fd0) {
                     self.set_fd(pid, ret as i32, f);
                 }
             }
-            Syscall::Fsync | Syscall::Fdatasync | Syscall::SyncFileRange => self.sync_call(c),
-            Syscall::Sendfile
-            | Syscall::Splice
-            | Syscall::Tee
-            | Syscall::CopyFileRange
-            | Syscall::Vmsplice => self.copy_call(c),
-            Syscall::Mmap => self.mmap_call(c),
-            Syscall::IoUringSetup => self.uring_setup(c),
-            Syscall::Munmap | Syscall::Msync | Syscall::Madvise => {
+            Family::Sync => self.sync_call(c),
+            Family::Copy => self.copy_call(c),
+            Family::Mmap => self.mmap_call(c),
+            Family::UringSetup => self.uring_setup(c),
+            Family::Mapping => {
                 let t = self.target("mappings");
                 let s = self.op(pid, t, name);
                 s.calls += 1;
                 s.bytes += a[1];
                 s.errors += u64::from(!ok);
             }
-            Syscall::Fcntl => self.fcntl_call(c),
-            Syscall::Fstat
-            | Syscall::Getdents64
-            | Syscall::IoUringEnter
-            | Syscall::Fadvise64
-            | Syscall::Readahead
-            | Syscall::Fallocate
-            | Syscall::Ftruncate
-            | Syscall::Syncfs
-            | Syscall::Ioctl
-            | Syscall::Flock
-            | Syscall::Fchmod
-            | Syscall::Fchown
-            | Syscall::Fsetxattr
-            | Syscall::Fgetxattr
-            | Syscall::Flistxattr
-            | Syscall::Fremovexattr
-            | Syscall::Fstatfs => self.fd_call(c),
-            Syscall::Sendto
-            | Syscall::Recvfrom
-            | Syscall::Sendmsg
-            | Syscall::Recvmsg
-            | Syscall::Sendmmsg
-            | Syscall::Recvmmsg => self.socket_data(pid, tid, sys, a, ret),
-            Syscall::IoSubmit => self.aio_submit(pid, tid, a, ret),
-            Syscall::IoGetevents | Syscall::Sync => self.context_call(c),
-            Syscall::Truncate
-            | Syscall::Rename
-            | Syscall::Renameat
-            | Syscall::Renameat2
-            | Syscall::Unlink
-            | Syscall::Unlinkat
-            | Syscall::Mkdir
-            | Syscall::Mkdirat
-            | Syscall::Rmdir
-            | Syscall::Link
-            | Syscall::Linkat
-            | Syscall::Symlink
-            | Syscall::Symlinkat
-            | Syscall::Utimensat
-            | Syscall::Chmod
-            | Syscall::Fchmodat
-            | Syscall::Chown
-            | Syscall::Lchown
-            | Syscall::Fchownat
-            | Syscall::Setxattr
-            | Syscall::Lsetxattr
-            | Syscall::Getxattr
-            | Syscall::Lgetxattr
-            | Syscall::Listxattr
-            | Syscall::Llistxattr
-            | Syscall::Removexattr
-            | Syscall::Lremovexattr
-            | Syscall::Readlink
-            | Syscall::Readlinkat
-            | Syscall::Access
-            | Syscall::Faccessat
-            | Syscall::Faccessat2
-            | Syscall::Statfs => {
-                self.path_call(pid, tid, sys, a, ok);
-            }
-            Syscall::Stat | Syscall::Lstat | Syscall::Newfstatat | Syscall::Statx => {
-                self.stat_call(c)
-            }
-            _ => {}
+            Family::Fcntl => self.fcntl_call(c),
+            Family::OnFd => self.fd_call(c),
+            Family::Socket => self.socket_data(pid, tid, sys, a, ret),
+            Family::AioSubmit => self.aio_submit(pid, tid, a, ret),
+            Family::Context => self.context_call(c),
+            Family::Path => self.path_call(pid, tid, sys, a, ok),
+            Family::Stat => self.stat_call(c),
+            Family::Ptrace => {}
         }
     }
 }

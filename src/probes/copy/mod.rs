@@ -679,131 +679,180 @@ impl Probe for CopyProbe {
         let o = &self.opts;
         let stop = interrupt::requested;
         let dir = ctx.scratch.path();
-        let drop_all = o.drop_caches && rustix::process::geteuid().is_root();
-        let dio = copyfile::dio_alignment(&calls::c_path(dir)?)?.map_or(512, |(_, off)| off as u64);
-        // Which variants work here, from a small probe copy (1 MiB + 4097 bytes).
-        let probe = Source::create_named(dir, "copy-probe.dat", (1 << 20) + 4097, o.sparse, &stop)?;
-        // Each variant measured at any size, once (by label).
-        let mut verdicts: Vec<(String, Result<(), String>)> = Vec::new();
-        for &size in &o.file_sizes {
-            for v in o.variants_at(size) {
-                if !verdicts.iter().any(|(l, _)| *l == v.label()) {
-                    verdicts.push((v.label(), support(&v, &probe, dir, dio)?));
-                }
-            }
-        }
-        copyfile::remove_if_present(&probe.c_path)?;
-        drop(probe);
-        // Cold rows need a way to drop the source's cached pages.
-        let eviction = if o.caches.contains(&Cache::Cold) {
-            copyfile::eviction(dir)?
-        } else {
-            Ok(())
+        let here = Here {
+            dir,
+            drop_all: o.drop_caches && rustix::process::geteuid().is_root(),
+            dio: copyfile::dio_alignment(&calls::c_path(dir)?)?.map_or(512, |(_, off)| off as u64),
+            verdicts: Vec::new(),
+            // Cold rows need a way to drop the source's cached pages.
+            eviction: if o.caches.contains(&Cache::Cold) {
+                copyfile::eviction(dir)?
+            } else {
+                Ok(())
+            },
+        };
+        let here = Here {
+            verdicts: verdicts(o, &here)?,
+            ..here
         };
         let name = Kind.name();
         let mut out = Vec::new();
         for &size in &o.file_sizes {
             let src = Source::create(dir, size, o.sparse, &stop)?;
-            let mut plan = Plan::new(Unit::BytesPerSec);
-            let mut dst_n = 0;
-            let mut warmed: Vec<String> = Vec::new();
-            for &cache in &o.caches {
-                for &dur in &o.durability {
-                    for v in &o.variants_at(size) {
-                        let verdict = verdicts
-                            .iter()
-                            .find(|(l, _)| *l == v.label())
-                            .map(|x| &x.1)
-                            .ok_or_else(|| anyhow::anyhow!("{}: never probed", v.label()))?;
-                        let case = case_name(v, cache, dur, size);
-                        let params = params(v, size, cache, dur, o.sparse, drop_all);
-                        if let Err(reason) = verdict {
-                            plan.unsupported(case, params, reason.clone());
-                            continue;
-                        }
-                        if let (Cache::Cold, Err(reason)) = (cache, &eviction) {
-                            plan.unsupported(case, params, format!("cold source: {reason}"));
-                            continue;
-                        }
-                        dst_n += 1;
-                        let row = Row {
-                            v: v.clone(),
-                            prep: Prepared::new(v, dio)?,
-                            src: &src,
-                            dst: calls::c_path(&dir.join(format!("copy-dst-{dst_n}.dat")))?,
-                            cache,
-                            fsync: dur.durable(),
-                            drop_all,
-                            verify_always: o.verify == Verify::Always,
-                            corrupt: o.corrupt,
-                            passes: 0,
-                            verified: 0,
-                            residency: Vec::new(),
-                            failed: None,
-                            tool: None,
-                            range: copies_range(size, cache),
-                            dsts: Vec::new(),
-                            copies: 0,
-                            warm: !warmed.contains(&v.label()),
-                        };
-                        warmed.push(v.label());
-                        plan.ready(case, params, row);
-                    }
-                }
-            }
-            out.extend(ctx.run_plan(name, plan, |case, mut params, row, s| {
-                let (label, frac) = residency_label(row.cache, &row.residency);
-                params.cache_observed = Some(label.clone());
-                let mut m = Measurement::from_sampled(
-                    name,
-                    case,
-                    params,
-                    Metric::Throughput {
-                        bytes_per_iter: size as f64,
-                    },
-                    s,
-                    &ctx.overhead,
-                    note(&row.v),
-                )?;
-                let copies = m.iterations.max(1) as f64;
-                let t = &m.rusage.total;
-                let per = |v: u64| Some(k_round(v as f64 / copies));
-                let secs = |b: f64| Some(k_round(if b > 0.0 { size as f64 / b } else { 0.0 }));
-                m.derived = to_map(&Derived {
-                    median_s: secs(m.median),
-                    best_s: secs(m.max),
-                    user_s_per_copy: Some(k_round(t.user_us as f64 / 1e6 / copies)),
-                    sys_s_per_copy: Some(k_round(t.sys_us as f64 / 1e6 / copies)),
-                    voluntary_cs_per_copy: per(t.voluntary_cs),
-                    involuntary_cs_per_copy: per(t.involuntary_cs),
-                    minor_faults_per_copy: per(t.minor_faults),
-                    blocks_in_per_copy: per(t.blocks_in),
-                    blocks_out_per_copy: per(t.blocks_out),
-                    max_resident_fraction: Some(k_round(frac)),
-                    verified_passes: Some(row.verified as f64),
-                });
-                let fully = row.residency.iter().all(|r| r.0 == r.1);
-                if row.cache == Cache::Warm && !fully {
-                    m.warnings.push(format!(
-                        "not fully warm: {label} even after re-reading the source (memory pressure)"
-                    ));
-                }
-                if row.cache == Cache::Cold && frac > 0.0 {
-                    m.warnings.push(format!(
-                        "eviction did not fully take: up to {:.1}% of the source was cached",
-                        frac * 100.0
-                    ));
-                }
-                if let Some(f) = &row.failed {
-                    m.status = Status::Failed;
-                    m.reason = Some(f.clone());
-                }
-                Ok(m)
+            let plan = plan_at(o, size, &src, &here)?;
+            out.extend(ctx.run_plan(name, plan, |case, params, row, s| {
+                measurement(ctx, case, params, row, s, size)
             })?);
             copyfile::remove_if_present(&src.c_path)?;
         }
         Ok(out)
     }
+}
+
+/// What every row of a run shares: the scratch directory, whether caches are dropped
+/// as root, O_DIRECT's alignment, each variant's verdict here, and whether a cold
+/// source can be made.
+struct Here<'a> {
+    dir: &'a std::path::Path,
+    drop_all: bool,
+    dio: u64,
+    verdicts: Vec<(String, Result<(), String>)>,
+    eviction: std::result::Result<(), String>,
+}
+
+/// Which variants work here, from a small probe copy (1 MiB + 4097 bytes): each variant
+/// measured at any size, once (by label).
+fn verdicts(o: &Options, here: &Here) -> Result<Vec<(String, Result<(), String>)>> {
+    let (dir, stop) = (here.dir, interrupt::requested);
+    let probe = Source::create_named(dir, "copy-probe.dat", (1 << 20) + 4097, o.sparse, &stop)?;
+    let mut verdicts: Vec<(String, Result<(), String>)> = Vec::new();
+    for &size in &o.file_sizes {
+        for v in o.variants_at(size) {
+            if !verdicts.iter().any(|(l, _)| *l == v.label()) {
+                verdicts.push((v.label(), support(&v, &probe, dir, here.dio)?));
+            }
+        }
+    }
+    copyfile::remove_if_present(&probe.c_path)?;
+    Ok(verdicts)
+}
+
+/// The rows at file size `size`, copying `src`: every cache state, durability and
+/// variant, ready or unsupported with the reason.
+fn plan_at<'a>(
+    o: &Options,
+    size: u64,
+    src: &'a Source,
+    here: &Here,
+) -> Result<Plan<Params, Row<'a>>> {
+    let mut plan = Plan::new(Unit::BytesPerSec);
+    let mut dst_n = 0;
+    let mut warmed: Vec<String> = Vec::new();
+    for &cache in &o.caches {
+        for &dur in &o.durability {
+            for v in &o.variants_at(size) {
+                let verdict = here
+                    .verdicts
+                    .iter()
+                    .find(|(l, _)| *l == v.label())
+                    .map(|x| &x.1)
+                    .ok_or_else(|| anyhow::anyhow!("{}: never probed", v.label()))?;
+                let case = case_name(v, cache, dur, size);
+                let params = params(v, size, cache, dur, o.sparse, here.drop_all);
+                if let Err(reason) = verdict {
+                    plan.unsupported(case, params, reason.clone());
+                    continue;
+                }
+                if let (Cache::Cold, Err(reason)) = (cache, &here.eviction) {
+                    plan.unsupported(case, params, format!("cold source: {reason}"));
+                    continue;
+                }
+                dst_n += 1;
+                let row = Row {
+                    v: v.clone(),
+                    prep: Prepared::new(v, here.dio)?,
+                    src,
+                    dst: calls::c_path(&here.dir.join(format!("copy-dst-{dst_n}.dat")))?,
+                    cache,
+                    fsync: dur.durable(),
+                    drop_all: here.drop_all,
+                    verify_always: o.verify == Verify::Always,
+                    corrupt: o.corrupt,
+                    passes: 0,
+                    verified: 0,
+                    residency: Vec::new(),
+                    failed: None,
+                    tool: None,
+                    range: copies_range(size, cache),
+                    dsts: Vec::new(),
+                    copies: 0,
+                    warm: !warmed.contains(&v.label()),
+                };
+                warmed.push(v.label());
+                plan.ready(case, params, row);
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// A sampled row as its measurement: throughput, the per-copy figures, and the cache
+/// state and verification it ended with.
+fn measurement(
+    ctx: &Context,
+    case: &str,
+    mut params: Params,
+    row: &Row,
+    s: &crate::harness::Sampled,
+    size: u64,
+) -> Result<Measurement> {
+    let (label, frac) = residency_label(row.cache, &row.residency);
+    params.cache_observed = Some(label.clone());
+    let mut m = Measurement::from_sampled(
+        Kind.name(),
+        case,
+        params,
+        Metric::Throughput {
+            bytes_per_iter: size as f64,
+        },
+        s,
+        &ctx.overhead,
+        note(&row.v),
+    )?;
+    let copies = m.iterations.max(1) as f64;
+    let t = &m.rusage.total;
+    let per = |v: u64| Some(k_round(v as f64 / copies));
+    let secs = |b: f64| Some(k_round(if b > 0.0 { size as f64 / b } else { 0.0 }));
+    m.derived = to_map(&Derived {
+        median_s: secs(m.median),
+        best_s: secs(m.max),
+        user_s_per_copy: Some(k_round(t.user_us as f64 / 1e6 / copies)),
+        sys_s_per_copy: Some(k_round(t.sys_us as f64 / 1e6 / copies)),
+        voluntary_cs_per_copy: per(t.voluntary_cs),
+        involuntary_cs_per_copy: per(t.involuntary_cs),
+        minor_faults_per_copy: per(t.minor_faults),
+        blocks_in_per_copy: per(t.blocks_in),
+        blocks_out_per_copy: per(t.blocks_out),
+        max_resident_fraction: Some(k_round(frac)),
+        verified_passes: Some(row.verified as f64),
+    });
+    let fully = row.residency.iter().all(|r| r.0 == r.1);
+    if row.cache == Cache::Warm && !fully {
+        m.warnings.push(format!(
+            "not fully warm: {label} even after re-reading the source (memory pressure)"
+        ));
+    }
+    if row.cache == Cache::Cold && frac > 0.0 {
+        m.warnings.push(format!(
+            "eviction did not fully take: up to {:.1}% of the source was cached",
+            frac * 100.0
+        ));
+    }
+    if let Some(f) = &row.failed {
+        m.status = Status::Failed;
+        m.reason = Some(f.clone());
+    }
+    Ok(m)
 }
 
 fn k_round(v: f64) -> f64 {
