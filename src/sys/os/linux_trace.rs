@@ -12,117 +12,127 @@ use std::io;
 
 pub use super::{Ended, Event};
 
-/// The system calls that stop the tracee, for this architecture: (number, name).
+/// The system calls that stop the tracee on every architecture: (number, call).
+const TRACED: &[(libc::c_long, Syscall)] = &[
+    (libc::SYS_read, Syscall::Read),
+    (libc::SYS_write, Syscall::Write),
+    (libc::SYS_pread64, Syscall::Pread64),
+    (libc::SYS_pwrite64, Syscall::Pwrite64),
+    (libc::SYS_readv, Syscall::Readv),
+    (libc::SYS_writev, Syscall::Writev),
+    (libc::SYS_preadv, Syscall::Preadv),
+    (libc::SYS_pwritev, Syscall::Pwritev),
+    (libc::SYS_preadv2, Syscall::Preadv2),
+    (libc::SYS_pwritev2, Syscall::Pwritev2),
+    (libc::SYS_lseek, Syscall::Lseek),
+    (libc::SYS_openat, Syscall::Openat),
+    (libc::SYS_openat2, Syscall::Openat2),
+    (libc::SYS_close, Syscall::Close),
+    (libc::SYS_fsync, Syscall::Fsync),
+    (libc::SYS_fdatasync, Syscall::Fdatasync),
+    (libc::SYS_sync_file_range, Syscall::SyncFileRange),
+    (libc::SYS_sendfile, Syscall::Sendfile),
+    (libc::SYS_splice, Syscall::Splice),
+    (libc::SYS_tee, Syscall::Tee),
+    (libc::SYS_vmsplice, Syscall::Vmsplice),
+    (libc::SYS_copy_file_range, Syscall::CopyFileRange),
+    (libc::SYS_mmap, Syscall::Mmap),
+    (libc::SYS_munmap, Syscall::Munmap),
+    (libc::SYS_msync, Syscall::Msync),
+    (libc::SYS_madvise, Syscall::Madvise),
+    (libc::SYS_fstat, Syscall::Fstat),
+    (libc::SYS_newfstatat, Syscall::Newfstatat),
+    (libc::SYS_statx, Syscall::Statx),
+    (libc::SYS_getdents64, Syscall::Getdents64),
+    (libc::SYS_io_uring_enter, Syscall::IoUringEnter),
+    (libc::SYS_io_uring_setup, Syscall::IoUringSetup),
+    (libc::SYS_dup, Syscall::Dup),
+    (libc::SYS_dup3, Syscall::Dup3),
+    (libc::SYS_fcntl, Syscall::Fcntl),
+    // Socket data.
+    (libc::SYS_sendto, Syscall::Sendto),
+    (libc::SYS_recvfrom, Syscall::Recvfrom),
+    (libc::SYS_sendmsg, Syscall::Sendmsg),
+    (libc::SYS_recvmsg, Syscall::Recvmsg),
+    (libc::SYS_sendmmsg, Syscall::Sendmmsg),
+    (libc::SYS_recvmmsg, Syscall::Recvmmsg),
+    // Linux AIO.
+    (libc::SYS_io_submit, Syscall::IoSubmit),
+    (libc::SYS_io_getevents, Syscall::IoGetevents),
+    // Hints, space, sizes, syncs, ioctl (FICLONE among them), locks.
+    (libc::SYS_fadvise64, Syscall::Fadvise64),
+    (libc::SYS_readahead, Syscall::Readahead),
+    (libc::SYS_fallocate, Syscall::Fallocate),
+    (libc::SYS_ftruncate, Syscall::Ftruncate),
+    (libc::SYS_truncate, Syscall::Truncate),
+    (libc::SYS_sync, Syscall::Sync),
+    (libc::SYS_syncfs, Syscall::Syncfs),
+    (libc::SYS_ioctl, Syscall::Ioctl),
+    (libc::SYS_flock, Syscall::Flock),
+    // The namespace.
+    (libc::SYS_renameat, Syscall::Renameat),
+    (libc::SYS_renameat2, Syscall::Renameat2),
+    (libc::SYS_unlinkat, Syscall::Unlinkat),
+    (libc::SYS_mkdirat, Syscall::Mkdirat),
+    (libc::SYS_linkat, Syscall::Linkat),
+    (libc::SYS_symlinkat, Syscall::Symlinkat),
+    // Metadata.
+    (libc::SYS_utimensat, Syscall::Utimensat),
+    (libc::SYS_fchmod, Syscall::Fchmod),
+    (libc::SYS_fchmodat, Syscall::Fchmodat),
+    (libc::SYS_fchown, Syscall::Fchown),
+    (libc::SYS_fchownat, Syscall::Fchownat),
+    (libc::SYS_setxattr, Syscall::Setxattr),
+    (libc::SYS_lsetxattr, Syscall::Lsetxattr),
+    (libc::SYS_fsetxattr, Syscall::Fsetxattr),
+    (libc::SYS_getxattr, Syscall::Getxattr),
+    (libc::SYS_lgetxattr, Syscall::Lgetxattr),
+    (libc::SYS_fgetxattr, Syscall::Fgetxattr),
+    (libc::SYS_listxattr, Syscall::Listxattr),
+    (libc::SYS_llistxattr, Syscall::Llistxattr),
+    (libc::SYS_flistxattr, Syscall::Flistxattr),
+    (libc::SYS_removexattr, Syscall::Removexattr),
+    (libc::SYS_lremovexattr, Syscall::Lremovexattr),
+    (libc::SYS_fremovexattr, Syscall::Fremovexattr),
+    (libc::SYS_readlinkat, Syscall::Readlinkat),
+    (libc::SYS_faccessat, Syscall::Faccessat),
+    (libc::SYS_faccessat2, Syscall::Faccessat2),
+    (libc::SYS_statfs, Syscall::Statfs),
+    (libc::SYS_fstatfs, Syscall::Fstatfs),
+    // Not I/O: stopped at so that the report can say it fails under trace.
+    (libc::SYS_ptrace, Syscall::Ptrace),
+];
+
+/// The older calls x86_64 still has beside their *at forms.
+#[cfg(target_arch = "x86_64")]
+const TRACED_X86_64: &[(libc::c_long, Syscall)] = &[
+    (libc::SYS_open, Syscall::Open),
+    (libc::SYS_creat, Syscall::Creat),
+    (libc::SYS_stat, Syscall::Stat),
+    (libc::SYS_lstat, Syscall::Lstat),
+    (libc::SYS_dup2, Syscall::Dup2),
+    (libc::SYS_rename, Syscall::Rename),
+    (libc::SYS_unlink, Syscall::Unlink),
+    (libc::SYS_mkdir, Syscall::Mkdir),
+    (libc::SYS_rmdir, Syscall::Rmdir),
+    (libc::SYS_link, Syscall::Link),
+    (libc::SYS_symlink, Syscall::Symlink),
+    (libc::SYS_chmod, Syscall::Chmod),
+    (libc::SYS_chown, Syscall::Chown),
+    (libc::SYS_lchown, Syscall::Lchown),
+    (libc::SYS_readlink, Syscall::Readlink),
+    (libc::SYS_access, Syscall::Access),
+];
+#[cfg(not(target_arch = "x86_64"))]
+const TRACED_X86_64: &[(libc::c_long, Syscall)] = &[];
+
+/// The system calls that stop the tracee, for this architecture: (number, call).
 pub fn traced_calls() -> Vec<(u64, Syscall)> {
-    let mut v: Vec<(libc::c_long, Syscall)> = vec![
-        (libc::SYS_read, Syscall::Read),
-        (libc::SYS_write, Syscall::Write),
-        (libc::SYS_pread64, Syscall::Pread64),
-        (libc::SYS_pwrite64, Syscall::Pwrite64),
-        (libc::SYS_readv, Syscall::Readv),
-        (libc::SYS_writev, Syscall::Writev),
-        (libc::SYS_preadv, Syscall::Preadv),
-        (libc::SYS_pwritev, Syscall::Pwritev),
-        (libc::SYS_preadv2, Syscall::Preadv2),
-        (libc::SYS_pwritev2, Syscall::Pwritev2),
-        (libc::SYS_lseek, Syscall::Lseek),
-        (libc::SYS_openat, Syscall::Openat),
-        (libc::SYS_openat2, Syscall::Openat2),
-        (libc::SYS_close, Syscall::Close),
-        (libc::SYS_fsync, Syscall::Fsync),
-        (libc::SYS_fdatasync, Syscall::Fdatasync),
-        (libc::SYS_sync_file_range, Syscall::SyncFileRange),
-        (libc::SYS_sendfile, Syscall::Sendfile),
-        (libc::SYS_splice, Syscall::Splice),
-        (libc::SYS_tee, Syscall::Tee),
-        (libc::SYS_vmsplice, Syscall::Vmsplice),
-        (libc::SYS_copy_file_range, Syscall::CopyFileRange),
-        (libc::SYS_mmap, Syscall::Mmap),
-        (libc::SYS_munmap, Syscall::Munmap),
-        (libc::SYS_msync, Syscall::Msync),
-        (libc::SYS_madvise, Syscall::Madvise),
-        (libc::SYS_fstat, Syscall::Fstat),
-        (libc::SYS_newfstatat, Syscall::Newfstatat),
-        (libc::SYS_statx, Syscall::Statx),
-        (libc::SYS_getdents64, Syscall::Getdents64),
-        (libc::SYS_io_uring_enter, Syscall::IoUringEnter),
-        (libc::SYS_io_uring_setup, Syscall::IoUringSetup),
-        (libc::SYS_dup, Syscall::Dup),
-        (libc::SYS_dup3, Syscall::Dup3),
-        (libc::SYS_fcntl, Syscall::Fcntl),
-        // Socket data.
-        (libc::SYS_sendto, Syscall::Sendto),
-        (libc::SYS_recvfrom, Syscall::Recvfrom),
-        (libc::SYS_sendmsg, Syscall::Sendmsg),
-        (libc::SYS_recvmsg, Syscall::Recvmsg),
-        (libc::SYS_sendmmsg, Syscall::Sendmmsg),
-        (libc::SYS_recvmmsg, Syscall::Recvmmsg),
-        // Linux AIO.
-        (libc::SYS_io_submit, Syscall::IoSubmit),
-        (libc::SYS_io_getevents, Syscall::IoGetevents),
-        // Hints, space, sizes, syncs, ioctl (FICLONE among them), locks.
-        (libc::SYS_fadvise64, Syscall::Fadvise64),
-        (libc::SYS_readahead, Syscall::Readahead),
-        (libc::SYS_fallocate, Syscall::Fallocate),
-        (libc::SYS_ftruncate, Syscall::Ftruncate),
-        (libc::SYS_truncate, Syscall::Truncate),
-        (libc::SYS_sync, Syscall::Sync),
-        (libc::SYS_syncfs, Syscall::Syncfs),
-        (libc::SYS_ioctl, Syscall::Ioctl),
-        (libc::SYS_flock, Syscall::Flock),
-        // The namespace.
-        (libc::SYS_renameat, Syscall::Renameat),
-        (libc::SYS_renameat2, Syscall::Renameat2),
-        (libc::SYS_unlinkat, Syscall::Unlinkat),
-        (libc::SYS_mkdirat, Syscall::Mkdirat),
-        (libc::SYS_linkat, Syscall::Linkat),
-        (libc::SYS_symlinkat, Syscall::Symlinkat),
-        // Metadata.
-        (libc::SYS_utimensat, Syscall::Utimensat),
-        (libc::SYS_fchmod, Syscall::Fchmod),
-        (libc::SYS_fchmodat, Syscall::Fchmodat),
-        (libc::SYS_fchown, Syscall::Fchown),
-        (libc::SYS_fchownat, Syscall::Fchownat),
-        (libc::SYS_setxattr, Syscall::Setxattr),
-        (libc::SYS_lsetxattr, Syscall::Lsetxattr),
-        (libc::SYS_fsetxattr, Syscall::Fsetxattr),
-        (libc::SYS_getxattr, Syscall::Getxattr),
-        (libc::SYS_lgetxattr, Syscall::Lgetxattr),
-        (libc::SYS_fgetxattr, Syscall::Fgetxattr),
-        (libc::SYS_listxattr, Syscall::Listxattr),
-        (libc::SYS_llistxattr, Syscall::Llistxattr),
-        (libc::SYS_flistxattr, Syscall::Flistxattr),
-        (libc::SYS_removexattr, Syscall::Removexattr),
-        (libc::SYS_lremovexattr, Syscall::Lremovexattr),
-        (libc::SYS_fremovexattr, Syscall::Fremovexattr),
-        (libc::SYS_readlinkat, Syscall::Readlinkat),
-        (libc::SYS_faccessat, Syscall::Faccessat),
-        (libc::SYS_faccessat2, Syscall::Faccessat2),
-        (libc::SYS_statfs, Syscall::Statfs),
-        (libc::SYS_fstatfs, Syscall::Fstatfs),
-        // Not I/O: stopped at so that the report can say it fails under trace.
-        (libc::SYS_ptrace, Syscall::Ptrace),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    v.extend([
-        (libc::SYS_open, Syscall::Open),
-        (libc::SYS_creat, Syscall::Creat),
-        (libc::SYS_stat, Syscall::Stat),
-        (libc::SYS_lstat, Syscall::Lstat),
-        (libc::SYS_dup2, Syscall::Dup2),
-        (libc::SYS_rename, Syscall::Rename),
-        (libc::SYS_unlink, Syscall::Unlink),
-        (libc::SYS_mkdir, Syscall::Mkdir),
-        (libc::SYS_rmdir, Syscall::Rmdir),
-        (libc::SYS_link, Syscall::Link),
-        (libc::SYS_symlink, Syscall::Symlink),
-        (libc::SYS_chmod, Syscall::Chmod),
-        (libc::SYS_chown, Syscall::Chown),
-        (libc::SYS_lchown, Syscall::Lchown),
-        (libc::SYS_readlink, Syscall::Readlink),
-        (libc::SYS_access, Syscall::Access),
-    ]);
-    v.into_iter().map(|(n, s)| (n as u64, s)).collect()
+    TRACED
+        .iter()
+        .chain(TRACED_X86_64)
+        .map(|&(n, s)| (n as u64, s))
+        .collect()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -185,6 +195,130 @@ pub struct Tracer {
     /// The task held at its syscall-exit stop while the caller looks at the call (its
     /// memory, its /proc/PID/fd), resumed by the next [`Tracer::next_event`].
     held: Option<i32>,
+}
+
+/// The command line as C strings.
+fn c_args(argv: &[std::ffi::OsString]) -> io::Result<Vec<std::ffi::CString>> {
+    use std::os::unix::ffi::OsStrExt;
+    argv.iter()
+        .map(|a| std::ffi::CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an argument contains a NUL byte",
+            )
+        })
+}
+
+/// What each stop signal was when ioprobe started: ignored stays ignored (a background
+/// job's SIGINT, nohup's SIGHUP), anything else is the default.
+fn start_dispositions() -> Vec<(libc::c_int, libc::sighandler_t)> {
+    LEFT_TO_TERMINAL
+        .iter()
+        .chain(&PASSED_ON)
+        .map(|&s| {
+            let h = if crate::sys::signals::ignored_at_start(s) {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            (s, h)
+        })
+        .collect()
+}
+
+/// Everything the forked child needs, prepared before the fork: after it, the child
+/// allocates nothing and makes only async-signal-safe calls.
+struct Child {
+    argv: Vec<*const libc::c_char>,
+    filter: libc::sock_fprog,
+    signals: Vec<(libc::c_int, libc::sighandler_t)>,
+    xfsz: Option<libc::sighandler_t>,
+    close: Vec<libc::c_int>,
+    parent: libc::pid_t,
+    /// Where a failed step writes (step, errno); close-on-exec, so a successful exec
+    /// leaves the parent reading end of file.
+    errors: libc::c_int,
+    other_end: libc::c_int,
+}
+
+impl Child {
+    /// The child's side, between fork and exec: the signal state CMD would have
+    /// untraced, the descriptors it must not see closed, death with ioprobe until
+    /// seized, a stop for the seize, no new privileges, the seccomp filter, exec.
+    fn run(&self) -> ! {
+        // SAFETY: only async-signal-safe calls, on memory prepared before the fork;
+        // every path ends in execvp or _exit.
+        unsafe {
+            let fail = |step: i32| -> ! {
+                let e = [step, *libc::__errno_location()];
+                libc::write(self.errors, e.as_ptr() as *const libc::c_void, 8);
+                libc::_exit(127);
+            };
+            libc::close(self.other_end);
+            for &(sig, h) in self.signals.iter() {
+                libc::signal(sig, h);
+            }
+            // Rust's runtime ignores SIGPIPE at start (std's Command restores it for
+            // children the same way); ioprobe's own SIGXFSZ is undone.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            if let Some(h) = self.xfsz {
+                libc::signal(libc::SIGXFSZ, h);
+            }
+            for &fd in self.close.iter() {
+                libc::close(fd);
+            }
+            // Until ioprobe has seized it (PTRACE_O_EXITKILL from then on), the child
+            // dies with ioprobe rather than stay stopped forever.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                fail(5);
+            }
+            if libc::getppid() != self.parent {
+                libc::_exit(127);
+            }
+            libc::raise(libc::SIGSTOP);
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0);
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+                fail(2);
+            }
+            if libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &self.filter as *const libc::sock_fprog,
+            ) == -1
+            {
+                fail(3);
+            }
+            libc::execvp(self.argv[0], self.argv.as_ptr());
+            fail(4)
+        }
+    }
+}
+
+/// The step the child failed at, read from its error pipe (closed here), as an error
+/// naming it; None when the exec succeeded.
+fn child_error(rd: libc::c_int) -> Option<io::Error> {
+    let mut e = [0i32; 2];
+    // SAFETY: reads at most 8 bytes into a local array; the descriptor is ours.
+    let n = unsafe { libc::read(rd, e.as_mut_ptr() as *mut libc::c_void, 8) };
+    // SAFETY: closing the read end, which the caller handed over.
+    unsafe { libc::close(rd) };
+    if n != 8 {
+        return None;
+    }
+    let err = io::Error::from_raw_os_error(e[1]);
+    let step = [
+        "",
+        "ptrace",
+        "prctl(PR_SET_NO_NEW_PRIVS)",
+        "seccomp(SECCOMP_SET_MODE_FILTER)",
+        "execvp",
+        "prctl(PR_SET_PDEATHSIG)",
+    ];
+    let what = step.get(e[0] as usize).copied().unwrap_or("start");
+    Some(io::Error::new(err.kind(), format!("{what}: {err}")))
 }
 
 fn os(what: &str) -> impl FnOnce(io::Error) -> io::Error + '_ {
@@ -267,53 +401,32 @@ impl Tracer {
     /// kills the command rather than leave it running with its I/O calls failing),
     /// then lets it go on with SIGCONT.
     pub fn spawn(argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Tracer> {
-        use std::os::unix::ffi::OsStrExt;
-        let args: Vec<std::ffi::CString> = argv
-            .iter()
-            .map(|a| std::ffi::CString::new(a.as_bytes()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "an argument contains a NUL byte",
-                )
-            })?;
+        let args = c_args(argv)?;
         let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         let prog = filter();
-        let fprog = libc::sock_fprog {
-            len: prog.len() as u16,
-            filter: prog.as_ptr() as *mut libc::sock_filter,
-        };
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: pipe2 writes two descriptors into the array.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
             return Err(io::Error::last_os_error()).map_err(os("pipe2"));
         }
         let (rd, wr) = (fds[0], fds[1]);
-        let xfsz = crate::sys::signals::original_xfsz();
-        // What each stop signal was when ioprobe started: ignored stays ignored (a
-        // background job's SIGINT, nohup's SIGHUP), anything else is the default.
-        let start: Vec<(libc::c_int, libc::sighandler_t)> = LEFT_TO_TERMINAL
-            .iter()
-            .chain(&PASSED_ON)
-            .map(|&s| {
-                let ignored = crate::sys::signals::ignored_at_start(s);
-                (
-                    s,
-                    if ignored {
-                        libc::SIG_IGN
-                    } else {
-                        libc::SIG_DFL
-                    },
-                )
-            })
-            .collect();
-        let close_ptr: Vec<libc::c_int> = close.to_vec();
+        let child = Child {
+            argv: ptrs,
+            filter: libc::sock_fprog {
+                len: prog.len() as u16,
+                filter: prog.as_ptr() as *mut libc::sock_filter,
+            },
+            signals: start_dispositions(),
+            xfsz: crate::sys::signals::original_xfsz(),
+            close: close.to_vec(),
+            // SAFETY: getpid has no preconditions.
+            parent: unsafe { libc::getpid() },
+            errors: wr,
+            other_end: rd,
+        };
         // Before the fork, so that no signal finds ioprobe without its handlers.
         forward_signals()?;
-        // SAFETY: getpid has no preconditions.
-        let me = unsafe { libc::getpid() };
         // SAFETY: ioprobe runs no other thread here; the child only makes
         // async-signal-safe calls on memory prepared before the fork, then execs or
         // exits with _exit.
@@ -322,76 +435,18 @@ impl Tracer {
             return Err(io::Error::last_os_error()).map_err(os("fork"));
         }
         if pid == 0 {
-            // SAFETY: as above; every pointer refers to data built before the fork.
-            unsafe {
-                let fail = |step: i32| {
-                    let e = [step, *libc::__errno_location()];
-                    libc::write(wr, e.as_ptr() as *const libc::c_void, 8);
-                    libc::_exit(127);
-                };
-                libc::close(rd);
-                for &(sig, h) in start.iter() {
-                    libc::signal(sig, h);
-                }
-                // Rust's runtime ignores SIGPIPE at start (std's Command restores it
-                // for children the same way); ioprobe's own SIGXFSZ is undone.
-                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-                if let Some(h) = xfsz {
-                    libc::signal(libc::SIGXFSZ, h);
-                }
-                for &fd in close_ptr.iter() {
-                    libc::close(fd);
-                }
-                // Until ioprobe has seized it (PTRACE_O_EXITKILL from then on), the
-                // child dies with ioprobe rather than stay stopped forever.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    fail(5);
-                }
-                if libc::getppid() != me {
-                    libc::_exit(127);
-                }
-                libc::raise(libc::SIGSTOP);
-                libc::prctl(libc::PR_SET_PDEATHSIG, 0);
-                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
-                    fail(2);
-                }
-                if libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0,
-                    &fprog as *const libc::sock_fprog,
-                ) == -1
-                {
-                    fail(3);
-                }
-                libc::execvp(ptrs[0], ptrs.as_ptr());
-                fail(4);
-            }
+            child.run();
         }
         MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
         let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid));
-        let mut e = [0i32; 2];
-        // SAFETY: reads at most 8 bytes into a local array; the descriptor is ours.
-        let n = unsafe { libc::read(rd, e.as_mut_ptr() as *mut libc::c_void, 8) };
-        // SAFETY: closing the read end, which this function owns.
-        unsafe { libc::close(rd) };
+        let failed = child_error(rd);
         let tracer = result?;
-        if n == 8 {
-            let err = io::Error::from_raw_os_error(e[1]);
-            let step = [
-                "",
-                "ptrace",
-                "prctl(PR_SET_NO_NEW_PRIVS)",
-                "seccomp(SECCOMP_SET_MODE_FILTER)",
-                "execvp",
-                "prctl(PR_SET_PDEATHSIG)",
-            ];
-            let what = step.get(e[0] as usize).copied().unwrap_or("start");
-            return Err(io::Error::new(err.kind(), format!("{what}: {err}")));
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(tracer),
         }
-        Ok(tracer)
     }
 
     /// Waits for the child's self-stop, seizes it with the options, and resumes it.
@@ -490,6 +545,24 @@ impl Tracer {
             self.resume(libc::PTRACE_CONT, t, 0)?;
         }
         loop {
+            let Some((tid, status)) = self.wait()? else {
+                return Ok(None);
+            };
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                return Ok(Some(self.exited(tid, status)));
+            }
+            if libc::WIFSTOPPED(status)
+                && let Some(e) = self.stopped(tid, status)?
+            {
+                return Ok(Some(e));
+            }
+        }
+    }
+
+    /// The next task whose state changed and its wait status (None: no traced task
+    /// is left), passing on a signal ioprobe was sent to every traced task.
+    fn wait(&mut self) -> io::Result<Option<(i32, i32)>> {
+        loop {
             let mut status = 0;
             // SAFETY: waitpid writes the status into a local integer.
             let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
@@ -500,107 +573,124 @@ impl Tracer {
                     unsafe { libc::kill(t, sig) };
                 }
             }
-            if tid == -1 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::ECHILD) => return Ok(None),
-                    _ => return Err(e).map_err(os("waitpid")),
-                }
+            if tid != -1 {
+                return Ok(Some((tid, status)));
             }
-            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                self.known.remove(&tid);
-                self.pending.remove(&tid);
-                if tid == self.main {
-                    self.ended = Some(if libc::WIFEXITED(status) {
-                        Ended::Code(libc::WEXITSTATUS(status))
-                    } else {
-                        Ended::Signal(libc::WTERMSIG(status))
-                    });
-                }
-                return Ok(Some(Event::Exit { tid }));
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ECHILD) => return Ok(None),
+                _ => return Err(e).map_err(os("waitpid")),
             }
-            if !libc::WIFSTOPPED(status) {
-                continue;
-            }
-            let sig = libc::WSTOPSIG(status);
-            let event = status >> 16;
-            self.known.insert(tid);
-            if event == libc::PTRACE_EVENT_STOP {
-                if [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&sig) {
-                    // A group-stop: the task stays stopped (its parent sees it stopped)
-                    // until a SIGCONT, as untraced.
-                    self.resume(libc::PTRACE_LISTEN, tid, 0)?;
-                } else {
-                    // A new task's first stop, or the wake-up after a group-stop.
-                    self.resume(libc::PTRACE_CONT, tid, 0)?;
-                }
-                continue;
-            }
-            if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-                let (_, nr, args, _) = syscall_info(tid)?;
-                // The filter stops only at the traced calls: every number is known.
-                if let Some(&call) = self.calls.get(&nr) {
-                    self.pending.insert(tid, (call, args));
-                }
-                self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
-                continue;
-            }
-            if sig == libc::SIGTRAP | 0x80 {
-                let (op, _, _, ret) = syscall_info(tid)?;
-                if op == libc::PTRACE_SYSCALL_INFO_EXIT {
-                    if let Some((call, args)) = self.pending.remove(&tid) {
-                        self.held = Some(tid);
-                        return Ok(Some(Event::Call {
-                            tid,
-                            call,
-                            args,
-                            ret,
-                        }));
-                    }
-                    self.resume(libc::PTRACE_CONT, tid, 0)?;
-                } else {
-                    self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
-                }
-                continue;
-            }
-            if sig == libc::SIGTRAP
-                && [
-                    libc::PTRACE_EVENT_FORK,
-                    libc::PTRACE_EVENT_VFORK,
-                    libc::PTRACE_EVENT_CLONE,
-                ]
-                .contains(&event)
-            {
-                let mut msg: libc::c_ulong = 0;
-                ptrace(
-                    libc::PTRACE_GETEVENTMSG,
-                    tid,
-                    0,
-                    &mut msg as *mut _ as usize,
-                )
-                .map_err(os("ptrace(PTRACE_GETEVENTMSG)"))?;
-                let child = msg as i32;
-                self.known.insert(child);
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
-                return Ok(Some(Event::Task {
-                    tid: child,
-                    parent: tid,
-                }));
-            }
-            if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
-                self.pending.remove(&tid);
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
-                return Ok(Some(Event::Exec { tid }));
-            }
-            if sig == libc::SIGTRAP && event != 0 {
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
-                continue;
-            }
-            // A signal for the task (under PTRACE_SEIZE group-stops come as
-            // PTRACE_EVENT_STOP above): deliver it.
-            self.resume(libc::PTRACE_CONT, tid, sig)?;
         }
+    }
+
+    /// A task ended (the command's own end is how the trace ends).
+    fn exited(&mut self, tid: i32, status: i32) -> Event {
+        self.known.remove(&tid);
+        self.pending.remove(&tid);
+        if tid == self.main {
+            self.ended = Some(if libc::WIFEXITED(status) {
+                Ended::Code(libc::WEXITSTATUS(status))
+            } else {
+                Ended::Signal(libc::WTERMSIG(status))
+            });
+        }
+        Event::Exit { tid }
+    }
+
+    /// A task stopped: a group-stop or a new task's first stop, a traced call's entry
+    /// or exit, a fork or exec, or a signal to deliver. Some: what the caller sees.
+    fn stopped(&mut self, tid: i32, status: i32) -> io::Result<Option<Event>> {
+        let sig = libc::WSTOPSIG(status);
+        let event = status >> 16;
+        self.known.insert(tid);
+        if event == libc::PTRACE_EVENT_STOP {
+            if [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&sig) {
+                // A group-stop: the task stays stopped (its parent sees it stopped)
+                // until a SIGCONT, as untraced.
+                self.resume(libc::PTRACE_LISTEN, tid, 0)?;
+            } else {
+                // A new task's first stop, or the wake-up after a group-stop.
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+            }
+            return Ok(None);
+        }
+        if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
+            let (_, nr, args, _) = syscall_info(tid)?;
+            // The filter stops only at the traced calls: every number is known.
+            if let Some(&call) = self.calls.get(&nr) {
+                self.pending.insert(tid, (call, args));
+            }
+            self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
+            return Ok(None);
+        }
+        if sig == libc::SIGTRAP | 0x80 {
+            return self.syscall_stop(tid);
+        }
+        if sig == libc::SIGTRAP
+            && [
+                libc::PTRACE_EVENT_FORK,
+                libc::PTRACE_EVENT_VFORK,
+                libc::PTRACE_EVENT_CLONE,
+            ]
+            .contains(&event)
+        {
+            return self.new_task(tid).map(Some);
+        }
+        if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
+            self.pending.remove(&tid);
+            self.resume(libc::PTRACE_CONT, tid, 0)?;
+            return Ok(Some(Event::Exec { tid }));
+        }
+        // Another ptrace event goes on; a signal for the task (under PTRACE_SEIZE
+        // group-stops come as PTRACE_EVENT_STOP above) is delivered.
+        let deliver = if sig == libc::SIGTRAP && event != 0 {
+            0
+        } else {
+            sig
+        };
+        self.resume(libc::PTRACE_CONT, tid, deliver)?;
+        Ok(None)
+    }
+
+    /// A syscall stop: at a traced call's exit, the call (its task held stopped).
+    fn syscall_stop(&mut self, tid: i32) -> io::Result<Option<Event>> {
+        let (op, _, _, ret) = syscall_info(tid)?;
+        if op != libc::PTRACE_SYSCALL_INFO_EXIT {
+            self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
+            return Ok(None);
+        }
+        if let Some((call, args)) = self.pending.remove(&tid) {
+            self.held = Some(tid);
+            return Ok(Some(Event::Call {
+                tid,
+                call,
+                args,
+                ret,
+            }));
+        }
+        self.resume(libc::PTRACE_CONT, tid, 0)?;
+        Ok(None)
+    }
+
+    /// A fork, vfork or clone by `tid`: the new task, traced from its start.
+    fn new_task(&mut self, tid: i32) -> io::Result<Event> {
+        let mut msg: libc::c_ulong = 0;
+        ptrace(
+            libc::PTRACE_GETEVENTMSG,
+            tid,
+            0,
+            &mut msg as *mut _ as usize,
+        )
+        .map_err(os("ptrace(PTRACE_GETEVENTMSG)"))?;
+        let child = msg as i32;
+        self.known.insert(child);
+        self.resume(libc::PTRACE_CONT, tid, 0)?;
+        Ok(Event::Task {
+            tid: child,
+            parent: tid,
+        })
     }
 }
 
