@@ -31,6 +31,16 @@ struct Slot {
     done: usize,
 }
 
+/// One copy's progress: the slots, the next offset to read, operations in flight and
+/// completed, and the first error (after which nothing new is submitted).
+struct Pass {
+    slots: Vec<Slot>,
+    next: u64,
+    inflight: usize,
+    ops: u64,
+    err: Option<SysError>,
+}
+
 /// An io_uring with its buffers. Field order matters: the ring is dropped first.
 pub struct UringCopy {
     ring: IoUring,
@@ -73,51 +83,33 @@ impl UringCopy {
         size: u64,
         stop: &dyn Fn() -> bool,
     ) -> SysResult<u64> {
-        let n = self.bufs.len();
-        let mut slots = vec![
-            Slot {
-                phase: Phase::Idle,
-                off: 0,
-                len: 0,
-                done: 0,
-            };
-            n
-        ];
-        let mut next = 0u64;
-        let mut inflight = 0usize;
-        let mut ops = 0u64;
-        let mut first_err: Option<SysError> = None;
+        let mut p = Pass {
+            slots: vec![
+                Slot {
+                    phase: Phase::Idle,
+                    off: 0,
+                    len: 0,
+                    done: 0,
+                };
+                self.bufs.len()
+            ],
+            next: 0,
+            inflight: 0,
+            ops: 0,
+            err: None,
+        };
         loop {
-            if first_err.is_none() && stop() {
+            if p.err.is_none() && stop() {
                 // Interrupted: submit nothing more, reap what is in flight, then return.
-                first_err = Some(SysError {
+                p.err = Some(SysError {
                     call: "io_uring copy",
                     errno: libc::EINTR,
                 });
             }
-            if first_err.is_none() {
-                for (i, s) in slots.iter_mut().enumerate() {
-                    if s.phase == Phase::Idle && next < size {
-                        let len = (size - next).min(self.bufs[i].len() as u64) as usize;
-                        *s = Slot {
-                            phase: Phase::Read,
-                            off: next,
-                            len,
-                            done: 0,
-                        };
-                        next += len as u64;
-                    } else {
-                        continue;
-                    }
-                    if let Err(e) = self.submit(i, s, src, dst) {
-                        first_err = Some(e);
-                        s.phase = Phase::Idle;
-                        break;
-                    }
-                    inflight += 1;
-                }
+            if p.err.is_none() {
+                self.start_idle(&mut p, src, dst, size);
             }
-            if inflight == 0 {
+            if p.inflight == 0 {
                 break;
             }
             if let Err(e) = self.ring.submit_and_wait(1) {
@@ -134,54 +126,76 @@ impl UringCopy {
                 .map(|c| (c.user_data(), c.result()))
                 .collect();
             for (ud, res) in done {
-                inflight -= 1;
-                ops += 1;
-                let i = ud as usize;
-                let s = &mut slots[i];
-                let call = if s.phase == Phase::Read {
-                    "io_uring read"
-                } else {
-                    "io_uring write"
-                };
-                if res < 0 {
-                    first_err.get_or_insert(SysError { call, errno: -res });
-                    s.phase = Phase::Idle;
-                    continue;
-                }
-                if res == 0 {
-                    first_err.get_or_insert(SysError {
-                        call,
-                        errno: libc::EIO,
-                    });
-                    s.phase = Phase::Idle;
-                    continue;
-                }
-                s.done += res as usize;
-                if s.done == s.len {
-                    s.done = 0;
-                    s.phase = if s.phase == Phase::Read {
-                        Phase::Write
-                    } else {
-                        Phase::Idle
-                    };
-                }
-                if s.phase == Phase::Idle || first_err.is_some() {
-                    s.phase = Phase::Idle;
-                    continue;
-                }
-                let slot = *s;
-                match self.submit(i, &slot, src, dst) {
-                    Ok(()) => inflight += 1,
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                        slots[i].phase = Phase::Idle;
-                    }
-                }
+                self.completed(&mut p, ud as usize, res, src, dst);
             }
         }
-        match first_err {
+        match p.err {
             Some(e) => Err(e),
-            None => Ok(ops),
+            None => Ok(p.ops),
+        }
+    }
+
+    /// Starts a read in every idle slot while bytes remain.
+    fn start_idle(&mut self, p: &mut Pass, src: &OwnedFd, dst: &OwnedFd, size: u64) {
+        for i in 0..p.slots.len() {
+            if p.slots[i].phase != Phase::Idle || p.next >= size {
+                continue;
+            }
+            let len = (size - p.next).min(self.bufs[i].len() as u64) as usize;
+            p.slots[i] = Slot {
+                phase: Phase::Read,
+                off: p.next,
+                len,
+                done: 0,
+            };
+            p.next += len as u64;
+            let slot = p.slots[i];
+            if let Err(e) = self.submit(i, &slot, src, dst) {
+                p.err = Some(e);
+                p.slots[i].phase = Phase::Idle;
+                break;
+            }
+            p.inflight += 1;
+        }
+    }
+
+    /// Slot `i`'s operation completed with `res`: a short read or write goes on, a
+    /// finished read becomes the write, a finished write frees the slot.
+    fn completed(&mut self, p: &mut Pass, i: usize, res: i32, src: &OwnedFd, dst: &OwnedFd) {
+        p.inflight -= 1;
+        p.ops += 1;
+        let s = &mut p.slots[i];
+        let call = if s.phase == Phase::Read {
+            "io_uring read"
+        } else {
+            "io_uring write"
+        };
+        if res <= 0 {
+            let errno = if res < 0 { -res } else { libc::EIO };
+            p.err.get_or_insert(SysError { call, errno });
+            s.phase = Phase::Idle;
+            return;
+        }
+        s.done += res as usize;
+        if s.done == s.len {
+            s.done = 0;
+            s.phase = if s.phase == Phase::Read {
+                Phase::Write
+            } else {
+                Phase::Idle
+            };
+        }
+        if s.phase == Phase::Idle || p.err.is_some() {
+            s.phase = Phase::Idle;
+            return;
+        }
+        let slot = *s;
+        match self.submit(i, &slot, src, dst) {
+            Ok(()) => p.inflight += 1,
+            Err(e) => {
+                p.err.get_or_insert(e);
+                p.slots[i].phase = Phase::Idle;
+            }
         }
     }
 
