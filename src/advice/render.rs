@@ -120,92 +120,108 @@ pub fn render_advice(machines: &[MachineAdvice], format: Format, st: &Style) -> 
         ),
     };
     match format {
-        Format::Table | Format::Markdown => {
-            let md = format == Format::Markdown;
-            let mut out = String::new();
-            for m in machines {
-                let mut sources = if md {
-                    "### sources\n\n".to_string()
-                } else {
-                    format!("\n{}\n", st.heading("from these runs:"))
-                };
-                for s in &m.sources {
-                    let bullet = if md { "- " } else { "  " };
-                    sources.push_str(&format!("{bullet}{}\n", source_line(s)));
-                }
-                if md {
-                    sources.push('\n');
-                    out.push_str(&format!("## advice for {}\n\n", m.machine));
-                    out.push_str(&report::markdown::render_advice(
-                        &m.recs,
-                        &m.observations,
-                        &sources,
-                    ));
-                } else {
-                    out.push_str(&format!("advice for {}\n", m.machine));
-                    out.push_str(&report::table::render_advice(
-                        &m.recs,
-                        &m.observations,
-                        &sources,
-                        st,
-                    ));
-                }
-                out.push('\n');
-            }
-            Ok(out)
+        Format::Table | Format::Markdown => Ok(text(machines, format, st, &source_line)),
+        Format::Json => json(machines),
+        Format::Csv => csv(machines),
+    }
+}
+
+/// Text or Markdown: per machine, the summary, where each probe's advice came from,
+/// the details and the observations.
+fn text(
+    machines: &[MachineAdvice],
+    format: Format,
+    st: &Style,
+    source_line: &dyn Fn(&Source) -> String,
+) -> String {
+    let md = format == Format::Markdown;
+    let mut out = String::new();
+    for m in machines {
+        let mut sources = if md {
+            "### sources\n\n".to_string()
+        } else {
+            format!("\n{}\n", st.heading("from these runs:"))
+        };
+        for s in &m.sources {
+            let bullet = if md { "- " } else { "  " };
+            sources.push_str(&format!("{bullet}{}\n", source_line(s)));
         }
-        Format::Json => {
-            let recs: Vec<&Recommendation> = machines.iter().flat_map(|m| &m.recs).collect();
-            let sources: Vec<serde_json::Value> = machines
-                .iter()
-                .flat_map(|m| {
-                    m.sources.iter().map(|s| {
-                        let mut v = serde_json::to_value(s).unwrap_or_default();
-                        v["machine"] = serde_json::json!(m.machine);
-                        v
+        if md {
+            sources.push('\n');
+            out.push_str(&format!("## advice for {}\n\n", m.machine));
+            out.push_str(&report::markdown::render_advice(
+                &m.recs,
+                &m.observations,
+                &sources,
+            ));
+        } else {
+            out.push_str(&format!("advice for {}\n", m.machine));
+            out.push_str(&report::table::render_advice(
+                &m.recs,
+                &m.observations,
+                &sources,
+                st,
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// JSON: `recommendations` (each citing its runs and machine), `sources`, and `advice`
+/// (the per-probe line lists of earlier versions).
+fn json(machines: &[MachineAdvice]) -> Result<String> {
+    let recs: Vec<&Recommendation> = machines.iter().flat_map(|m| &m.recs).collect();
+    let sources: Vec<serde_json::Value> = machines
+        .iter()
+        .flat_map(|m| {
+            m.sources.iter().map(|s| {
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["machine"] = serde_json::json!(m.machine);
+                v
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&serde_json::json!({
+        "recommendations": recs,
+        "sources": sources,
+        "advice": sources,
+    }))? + "\n")
+}
+
+/// CSV: a row per advice line.
+fn csv(machines: &[MachineAdvice]) -> Result<String> {
+    let g = report::grid::Grid {
+        title: "advice".into(),
+        headers: ["probe", "run", "date", "host", "advice", "machine"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows: machines
+            .iter()
+            .flat_map(|m| {
+                m.sources.iter().flat_map(move |s| {
+                    let lines = if s.measured {
+                        s.advice.clone()
+                    } else {
+                        vec![format!("not measured; run `ioprobe {}`", s.probe)]
+                    };
+                    lines.into_iter().map(move |l| {
+                        vec![
+                            s.probe.clone(),
+                            s.run.map_or(String::new(), |i| i.to_string()),
+                            s.started_at.clone(),
+                            s.host.clone(),
+                            l,
+                            m.machine.clone(),
+                        ]
                     })
                 })
-                .collect();
-            Ok(serde_json::to_string_pretty(&serde_json::json!({
-                "recommendations": recs,
-                "sources": sources,
-                "advice": sources,
-            }))? + "\n")
-        }
-        Format::Csv => {
-            let g = report::grid::Grid {
-                title: "advice".into(),
-                headers: ["probe", "run", "date", "host", "advice", "machine"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect(),
-                rows: machines
-                    .iter()
-                    .flat_map(|m| {
-                        m.sources.iter().flat_map(move |s| {
-                            let lines = if s.measured {
-                                s.advice.clone()
-                            } else {
-                                vec![format!("not measured; run `ioprobe {}`", s.probe)]
-                            };
-                            lines.into_iter().map(move |l| {
-                                vec![
-                                    s.probe.clone(),
-                                    s.run.map_or(String::new(), |i| i.to_string()),
-                                    s.started_at.clone(),
-                                    s.host.clone(),
-                                    l,
-                                    m.machine.clone(),
-                                ]
-                            })
-                        })
-                    })
-                    .collect(),
-                footnotes: Vec::new(),
-                numeric: false,
-                ..Default::default()
-            };
-            report::csv::render_grid(&g)
-        }
-    }
+            })
+            .collect(),
+        footnotes: Vec::new(),
+        numeric: false,
+        ..Default::default()
+    };
+    report::csv::render_grid(&g)
 }

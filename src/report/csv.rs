@@ -17,67 +17,85 @@ fn text(v: &Value) -> String {
 /// Per-process counters in CSV, each prefixed with the process's role.
 const PROCESS_FIELDS: [&str; 4] = ["user_s", "sys_s", "voluntary_cs", "involuntary_cs"];
 
-/// Renders the run's measurements as CSV.
-pub fn render_run(run: &Run) -> Result<String> {
-    let mut param_keys: Vec<String> = Vec::new();
-    let mut derived_keys: Vec<String> = Vec::new();
-    for m in &run.measurements {
-        for k in m.params.keys() {
-            if !param_keys.contains(k) {
-                param_keys.push(k.clone());
+/// The fixed columns, first in every row.
+const FIXED: [&str; 13] = [
+    "probe",
+    "case",
+    "unit",
+    "median",
+    "ci95_low",
+    "ci95_high",
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "cv",
+    "samples",
+    "iterations",
+];
+
+/// The normalised rusage columns, after the params and derived figures.
+const RUSAGE: [&str; 9] = [
+    "rusage_per",
+    "user_s",
+    "sys_s",
+    "voluntary_cs",
+    "involuntary_cs",
+    "minor_faults",
+    "major_faults",
+    "blocks_in",
+    "blocks_out",
+];
+
+/// The columns any row carries beyond the fixed ones: params, derived figures and the
+/// process roles, each in order of first appearance.
+struct Columns<'a> {
+    params: Vec<String>,
+    derived: Vec<String>,
+    roles: Vec<&'a String>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(run: &'a Run) -> Columns<'a> {
+        let mut c = Columns {
+            params: Vec::new(),
+            derived: Vec::new(),
+            roles: Vec::new(),
+        };
+        for m in &run.measurements {
+            for k in m.params.keys() {
+                if !c.params.contains(k) {
+                    c.params.push(k.clone());
+                }
+            }
+            for k in m.derived.keys() {
+                if !c.derived.contains(k) {
+                    c.derived.push(k.clone());
+                }
+            }
+            for role in m.rusage.processes.keys() {
+                if !c.roles.contains(&role) {
+                    c.roles.push(role);
+                }
             }
         }
-        for k in m.derived.keys() {
-            if !derived_keys.contains(k) {
-                derived_keys.push(k.clone());
-            }
+        c
+    }
+
+    fn header(&self) -> Vec<String> {
+        let mut header: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
+        header.extend(self.params.iter().cloned());
+        header.extend(self.derived.iter().cloned());
+        header.extend(RUSAGE.iter().map(|s| s.to_string()));
+        for role in &self.roles {
+            header.extend(PROCESS_FIELDS.iter().map(|f| format!("{role}_{f}")));
         }
+        header.extend(["status".to_string(), "reason".to_string()]);
+        header
     }
-    let fixed = [
-        "probe",
-        "case",
-        "unit",
-        "median",
-        "ci95_low",
-        "ci95_high",
-        "min",
-        "max",
-        "mean",
-        "stddev",
-        "cv",
-        "samples",
-        "iterations",
-    ];
-    let rusage = [
-        "rusage_per",
-        "user_s",
-        "sys_s",
-        "voluntary_cs",
-        "involuntary_cs",
-        "minor_faults",
-        "major_faults",
-        "blocks_in",
-        "blocks_out",
-    ];
-    let mut roles: Vec<&String> = Vec::new();
-    for m in &run.measurements {
-        for role in m.rusage.processes.keys() {
-            if !roles.contains(&role) {
-                roles.push(role);
-            }
-        }
-    }
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
-    header.extend(param_keys.iter().cloned());
-    header.extend(derived_keys.iter().cloned());
-    header.extend(rusage.iter().map(|s| s.to_string()));
-    for role in &roles {
-        header.extend(PROCESS_FIELDS.iter().map(|f| format!("{role}_{f}")));
-    }
-    header.extend(["status".to_string(), "reason".to_string()]);
-    w.write_record(&header)?;
-    for m in &run.measurements {
+
+    /// One measurement's record, in [`Columns::header`]'s order.
+    fn record(&self, m: &crate::results::Measurement) -> Vec<String> {
         let r = &m.rusage.normalised;
         let mut rec: Vec<String> = vec![
             m.probe.clone(),
@@ -95,12 +113,12 @@ pub fn render_run(run: &Run) -> Result<String> {
             m.iterations.to_string(),
         ];
         rec.extend(
-            param_keys
+            self.params
                 .iter()
                 .map(|k| m.params.get(k).map(text).unwrap_or_default()),
         );
         rec.extend(
-            derived_keys
+            self.derived
                 .iter()
                 .map(|k| m.derived.get(k).map(text).unwrap_or_default()),
         );
@@ -115,7 +133,7 @@ pub fn render_run(run: &Run) -> Result<String> {
             r.blocks_in.to_string(),
             r.blocks_out.to_string(),
         ]);
-        for role in &roles {
+        for role in &self.roles {
             match m.rusage.processes.get(*role) {
                 Some(p) => {
                     let n = &p.normalised;
@@ -131,7 +149,17 @@ pub fn render_run(run: &Run) -> Result<String> {
             m.status.name().to_string(),
             m.reason.clone().unwrap_or_default(),
         ]);
-        w.write_record(&rec)?;
+        rec
+    }
+}
+
+/// Renders the run's measurements as CSV.
+pub fn render_run(run: &Run) -> Result<String> {
+    let cols = Columns::of(run);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(cols.header())?;
+    for m in &run.measurements {
+        w.write_record(cols.record(m))?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
