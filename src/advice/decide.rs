@@ -204,22 +204,12 @@ fn finish(
 /// A size sweep's recommendation: the smallest size tied with the best. Needs three
 /// measured sizes to bracket the knee; with fewer, or with the best at either end of
 /// the sweep, the confidence is low and says why. `baseline` is the size the effect is
-/// quoted against (4 KiB, a common default); the smallest size measured when absent.
-pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<Recommendation> {
-    let mut pts: Vec<(u64, &Measurement)> = points
-        .iter()
-        .copied()
-        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
-        .collect();
-    pts.sort_by_key(|p| p.0);
-    let options: Vec<Opt> = pts
-        .iter()
-        .map(|&(b, m)| Opt { m, cost: b as f64 })
-        .collect();
-    let r = rank(&options)?;
-    let (pick_b, pick) = pts[r.pick];
-    let (best_b, best) = pts[r.best];
-    let tied: Vec<u64> = r.tied.iter().map(|&i| pts[i].0).collect();
+
+/// The confidence a size sweep allows before the figures are looked at: too few sizes,
+/// the best at an edge of the sweep, the smallest size already tied.
+fn sweep_confidence(pts: &[(u64, &Measurement)], r: &Ranking) -> Confidence {
+    let (pick_b, _) = pts[r.pick];
+    let (best_b, _) = pts[r.best];
     let mut conf = Confidence::new();
     let n = pts.len();
     if n < 3 {
@@ -256,6 +246,46 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
             ),
         );
     }
+    conf
+}
+
+/// The choice against the baseline size ("×3.34 against 4 KiB (…)"), or its figure
+/// alone when it is the baseline.
+fn size_effect((pick_b, pick): (u64, &Measurement), base: Option<(u64, &Measurement)>) -> String {
+    match base {
+        Some((bb, bm)) if bb != pick_b => format!(
+            "×{} against {} ({} vs {})",
+            sig3(gain(pick, bm)),
+            format_size(bb),
+            figure(pick, pick.median),
+            figure(bm, bm.median)
+        ),
+        _ => format!(
+            "{} at {}, the smallest size measured",
+            figure(pick, pick.median),
+            format_size(pick_b)
+        ),
+    }
+}
+
+/// quoted against (4 KiB, a common default); the smallest size measured when absent.
+pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<Recommendation> {
+    let mut pts: Vec<(u64, &Measurement)> = points
+        .iter()
+        .copied()
+        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    let options: Vec<Opt> = pts
+        .iter()
+        .map(|&(b, m)| Opt { m, cost: b as f64 })
+        .collect();
+    let r = rank(&options)?;
+    let (pick_b, pick) = pts[r.pick];
+    let best = pts[r.best].1;
+    let tied: Vec<u64> = r.tied.iter().map(|&i| pts[i].0).collect();
+    let n = pts.len();
+    let mut conf = sweep_confidence(&pts, &r);
     let mut rows = vec![row(pick, "choice")];
     if r.best != r.pick {
         rows.push(row(best, "best"));
@@ -291,20 +321,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         .find(|p| p.0 == baseline)
         .or(pts.first())
         .copied();
-    let effect = match base {
-        Some((bb, bm)) if bb != pick_b => format!(
-            "×{} against {} ({} vs {})",
-            sig3(gain(pick, bm)),
-            format_size(bb),
-            figure(pick, pick.median),
-            figure(bm, bm.median)
-        ),
-        _ => format!(
-            "{} at {}, the smallest size measured",
-            figure(pick, pick.median),
-            format_size(pick_b)
-        ),
-    };
+    let effect = size_effect((pick_b, pick), base);
     if let Some((_, bm)) = base
         && !rows.iter().any(|r| r.case == bm.case)
     {
