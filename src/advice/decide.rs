@@ -201,10 +201,6 @@ fn finish(
     }
 }
 
-/// A size sweep's recommendation: the smallest size tied with the best. Needs three
-/// measured sizes to bracket the knee; with fewer, or with the best at either end of
-/// the sweep, the confidence is low and says why. `baseline` is the size the effect is
-
 /// The confidence a size sweep allows before the figures are looked at: too few sizes,
 /// the best at an edge of the sweep, the smallest size already tied.
 fn sweep_confidence(pts: &[(u64, &Measurement)], r: &Ranking) -> Confidence {
@@ -268,6 +264,9 @@ fn size_effect((pick_b, pick): (u64, &Measurement), base: Option<(u64, &Measurem
     }
 }
 
+/// A size sweep's recommendation: the smallest size tied with the best. Needs three
+/// measured sizes to bracket the knee; with fewer, or with the best at either end of
+/// the sweep, the confidence is low and says why. `baseline` is the size the effect is
 /// quoted against (4 KiB, a common default); the smallest size measured when absent.
 pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<Recommendation> {
     let mut pts: Vec<(u64, &Measurement)> = points
