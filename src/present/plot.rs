@@ -234,101 +234,117 @@ pub fn ranked_panels(
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
         let (head, body) = root.split_vertically(legend_h);
-        head.draw(&Text::new(
-            title.to_string(),
-            (12, 8),
-            ("sans-serif", 18).into_font(),
-        ))
-        .map_err(e)?;
-        let mut x = 12i32;
-        for (i, name) in families.iter().enumerate() {
-            let c = PALETTE[i % PALETTE.len()];
-            head.draw(&Rectangle::new(
-                [(x, 34), (x + 14, 46)],
-                c.mix(0.8).filled(),
-            ))
-            .map_err(e)?;
-            head.draw(&Text::new(
-                name.to_string(),
-                (x + 18, 34),
-                ("sans-serif", LABEL_PX).into_font(),
-            ))
-            .map_err(e)?;
-            x += 18 + text_width(name, LABEL_PX) as i32 + 18;
-        }
+        draw_legend(&head, title, families)?;
         let mut rest = body;
         for (panel, h) in panels.iter().zip(&heights) {
             let (area, below) = rest.split_vertically(*h);
             rest = below;
-            let mut bars: Vec<&RankedBar> = panel.bars.iter().collect();
-            bars.sort_by(|a, b| match (a.value, b.value) {
-                (Some(x), Some(y)) => y.0.total_cmp(&x.0),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => a.label.cmp(&b.label),
-            });
-            let n = bars.len().max(1);
-            // Row i is drawn at slot n-1-i so the fastest is on top.
-            let names: Vec<String> = bars.iter().rev().map(|b| b.label.clone()).collect();
-            let fmt_y = |v: &SegmentValue<usize>| match v {
-                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-                _ => String::new(),
-            };
-            let mut chart = ChartBuilder::on(&area)
-                .caption(&panel.title, ("sans-serif", 15))
-                .margin(8)
-                .x_label_area_size(28)
-                .y_label_area_size(label_w)
-                .build_cartesian_2d(0.0..xmax, (0..n - 1).into_segmented())
-                .map_err(e)?;
-            chart
-                .configure_mesh()
-                .y_label_formatter(&fmt_y)
-                .y_labels(n + 1)
-                .y_label_style(("sans-serif", LABEL_PX))
-                .x_desc(unit.to_string())
-                .disable_y_mesh()
-                .draw()
-                .map_err(e)?;
-            for (k, b) in bars.iter().enumerate() {
-                let i = n - 1 - k;
-                let Some((median, lo, hi)) = b.value else {
-                    chart
-                        .draw_series(std::iter::once(Text::new(
-                            b.missing.clone(),
-                            (xmax * 0.01, SegmentValue::CenterOf(i)),
-                            ("sans-serif", 12)
-                                .into_font()
-                                .color(&RGBColor(110, 110, 110))
-                                .pos(Pos::new(HPos::Left, VPos::Center)),
-                        )))
-                        .map_err(e)?;
-                    continue;
-                };
-                let c = PALETTE[b.family % PALETTE.len()];
-                let mut r = Rectangle::new(
-                    [
-                        (0.0, SegmentValue::Exact(i)),
-                        (median, SegmentValue::Exact(i + 1)),
-                    ],
-                    c.mix(0.8).filled(),
-                );
-                r.set_margin(3, 3, 0, 0);
-                chart.draw_series(std::iter::once(r)).map_err(e)?;
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![
-                            (lo, SegmentValue::CenterOf(i)),
-                            (hi, SegmentValue::CenterOf(i)),
-                        ],
-                        BLACK.stroke_width(2),
-                    )))
-                    .map_err(e)?;
-            }
+            draw_panel(&area, panel, label_w, xmax, unit)?;
         }
         root.present().map_err(e)?;
     }
     Ok(svg)
+}
+
+/// The drawing area of an SVG plot.
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// A ranked plot's title and its legend: one coloured square and name per family.
+fn draw_legend(head: &Area, title: &str, families: &[&str]) -> Result<()> {
+    head.draw(&Text::new(
+        title.to_string(),
+        (12, 8),
+        ("sans-serif", 18).into_font(),
+    ))
+    .map_err(e)?;
+    let mut x = 12i32;
+    for (i, name) in families.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        head.draw(&Rectangle::new(
+            [(x, 34), (x + 14, 46)],
+            c.mix(0.8).filled(),
+        ))
+        .map_err(e)?;
+        head.draw(&Text::new(
+            name.to_string(),
+            (x + 18, 34),
+            ("sans-serif", LABEL_PX).into_font(),
+        ))
+        .map_err(e)?;
+        x += 18 + text_width(name, LABEL_PX) as i32 + 18;
+    }
+    Ok(())
+}
+
+/// One panel of a ranked plot: its bars fastest first, with whiskers for the 95% CI,
+/// and rows without a value labelled.
+fn draw_panel(area: &Area, panel: &Panel, label_w: u32, xmax: f64, unit: &str) -> Result<()> {
+    let mut bars: Vec<&RankedBar> = panel.bars.iter().collect();
+    bars.sort_by(|a, b| match (a.value, b.value) {
+        (Some(x), Some(y)) => y.0.total_cmp(&x.0),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.label.cmp(&b.label),
+    });
+    let n = bars.len().max(1);
+    // Row i is drawn at slot n-1-i so the fastest is on top.
+    let names: Vec<String> = bars.iter().rev().map(|b| b.label.clone()).collect();
+    let fmt_y = |v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(label_w)
+        .build_cartesian_2d(0.0..xmax, (0..n - 1).into_segmented())
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .y_label_formatter(&fmt_y)
+        .y_labels(n + 1)
+        .y_label_style(("sans-serif", LABEL_PX))
+        .x_desc(unit.to_string())
+        .disable_y_mesh()
+        .draw()
+        .map_err(e)?;
+    for (k, b) in bars.iter().enumerate() {
+        let i = n - 1 - k;
+        let Some((median, lo, hi)) = b.value else {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    b.missing.clone(),
+                    (xmax * 0.01, SegmentValue::CenterOf(i)),
+                    ("sans-serif", 12)
+                        .into_font()
+                        .color(&RGBColor(110, 110, 110))
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                )))
+                .map_err(e)?;
+            continue;
+        };
+        let c = PALETTE[b.family % PALETTE.len()];
+        let mut r = Rectangle::new(
+            [
+                (0.0, SegmentValue::Exact(i)),
+                (median, SegmentValue::Exact(i + 1)),
+            ],
+            c.mix(0.8).filled(),
+        );
+        r.set_margin(3, 3, 0, 0);
+        chart.draw_series(std::iter::once(r)).map_err(e)?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![
+                    (lo, SegmentValue::CenterOf(i)),
+                    (hi, SegmentValue::CenterOf(i)),
+                ],
+                BLACK.stroke_width(2),
+            )))
+            .map_err(e)?;
+    }
+    Ok(())
 }
 
 /// One point of a line plot: its series, x (bytes) and y (GB/s) with the 95% CI.
