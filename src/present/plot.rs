@@ -347,6 +347,49 @@ fn draw_panel(area: &Area, panel: &Panel, label_w: u32, xmax: f64, unit: &str) -
     Ok(())
 }
 
+/// A line plot's series names, in order of first appearance.
+fn series_names(pts: &[Point]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for p in pts {
+        if !names.contains(&p.series.as_str()) {
+            names.push(&p.series);
+        }
+    }
+    names
+}
+
+/// A point's 95% CI as a whisker, with caps a small factor either side on the log axis.
+fn whiskers(p: &Point, color: RGBColor) -> [PathElement<(f64, f64)>; 3] {
+    let cap = |y: f64| {
+        PathElement::new(
+            vec![(p.x / 1.06, y), (p.x * 1.06, y)],
+            color.stroke_width(1),
+        )
+    };
+    [
+        PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], color.stroke_width(1)),
+        cap(p.lo),
+        cap(p.hi),
+    ]
+}
+
+/// Series `k`'s line and name in the legend beside a line plot.
+fn legend_entry(area: &Area, k: usize, name: &str, color: RGBColor) -> Result<()> {
+    let y = 60 + 22 * k as i32;
+    area.draw(&PathElement::new(
+        vec![(8, y), (32, y)],
+        color.stroke_width(3),
+    ))
+    .map_err(e)?;
+    area.draw(&Text::new(
+        name.to_string(),
+        (38, y - 7),
+        ("sans-serif", 13).into_font(),
+    ))
+    .map_err(e)?;
+    Ok(())
+}
+
 /// One point of a line plot: its series, x (bytes) and y (GB/s) with the 95% CI.
 pub struct Point {
     pub series: String,
@@ -424,13 +467,7 @@ pub fn lines(title: &str, x_desc: &str, pts: &[Point], marks: &[(String, u64)]) 
                 )))
                 .map_err(e)?;
         }
-        let mut names: Vec<&str> = Vec::new();
-        for p in pts {
-            if !names.contains(&p.series.as_str()) {
-                names.push(&p.series);
-            }
-        }
-        for (k, name) in names.iter().enumerate() {
+        for (k, name) in series_names(pts).iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
             let series: Vec<&Point> = pts.iter().filter(|p| p.series == *name).collect();
             chart
@@ -446,36 +483,10 @@ pub fn lines(title: &str, x_desc: &str, pts: &[Point], marks: &[(String, u64)]) 
                         .map(|p| Circle::new((p.x, p.y), 3, color.filled())),
                 )
                 .map_err(e)?;
-            // Whiskers: the interval, with caps a small factor either side on the log axis.
             chart
-                .draw_series(series.iter().flat_map(|p| {
-                    let cap = |y: f64| {
-                        PathElement::new(
-                            vec![(p.x / 1.06, y), (p.x * 1.06, y)],
-                            color.stroke_width(1),
-                        )
-                    };
-                    [
-                        PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], color.stroke_width(1)),
-                        cap(p.lo),
-                        cap(p.hi),
-                    ]
-                }))
+                .draw_series(series.iter().flat_map(|p| whiskers(p, color)))
                 .map_err(e)?;
-            let y = 60 + 22 * k as i32;
-            legend_area
-                .draw(&PathElement::new(
-                    vec![(8, y), (32, y)],
-                    color.stroke_width(3),
-                ))
-                .map_err(e)?;
-            legend_area
-                .draw(&Text::new(
-                    name.to_string(),
-                    (38, y - 7),
-                    ("sans-serif", 13).into_font(),
-                ))
-                .map_err(e)?;
+            legend_entry(&legend_area, k, name, color)?;
         }
         root.present().map_err(e)?;
     }
