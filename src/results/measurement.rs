@@ -132,6 +132,63 @@ impl Unit {
     }
 }
 
+/// The samples' rusage, in total and normalised per operation or per GiB (per pass for
+/// a copy of nothing), for ioprobe and for each child process the work ran in.
+fn rusage_of(sampled: &Sampled, metric: Metric, iterations: u64) -> Rusage {
+    let normalise = |r: &RusageDelta| match metric {
+        Metric::PerOp { ops_per_iter } => r.per(iterations as f64 * ops_per_iter, "op"),
+        // An empty copy moves no bytes: count per pass instead of dividing by zero.
+        Metric::Throughput { bytes_per_iter } if bytes_per_iter <= 0.0 => {
+            r.per(iterations as f64, "op")
+        }
+        Metric::Throughput { bytes_per_iter } => r.per(
+            iterations as f64 * bytes_per_iter / (1u64 << 30) as f64,
+            "GiB",
+        ),
+    };
+    let total = sampled.rusage_total();
+    Rusage {
+        normalised: normalise(&total),
+        total,
+        processes: sampled
+            .process_totals()
+            .into_iter()
+            .map(|(role, t)| {
+                (
+                    role,
+                    ProcessRusage {
+                        normalised: normalise(&t),
+                        total: t,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+/// Warnings about the harness's own cost: a figure within reach of the empty loop's
+/// overhead, and clock reads that are 1% or more of a sample.
+fn harness_warnings(sampled: &Sampled, ns: &[f64], overhead: &Overhead) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(ns_summary) = summarize(ns)
+        && let Some(w) = overhead.warning_for(ns_summary.median)
+    {
+        warnings.push(w);
+    }
+    let mut elapsed: Vec<f64> = sampled
+        .samples
+        .iter()
+        .map(|x| x.elapsed_ns as f64)
+        .collect();
+    elapsed.sort_by(f64::total_cmp);
+    if let Some(&mid) = elapsed.get(elapsed.len() / 2)
+        && let Some(w) = overhead.timer_warning(mid)
+    {
+        warnings.push(w);
+    }
+    warnings
+}
+
 impl Measurement {
     /// Builds a measurement from sampled data. Fails only when there are no samples.
     pub fn from_sampled(
@@ -156,50 +213,8 @@ impl Measurement {
         let s =
             summarize(&raw).ok_or_else(|| anyhow::anyhow!("{probe}/{case}: no valid samples"))?;
         let iterations = sampled.total_iters();
-        let total = sampled.rusage_total();
-        let normalise = |r: &RusageDelta| match metric {
-            Metric::PerOp { ops_per_iter } => r.per(iterations as f64 * ops_per_iter, "op"),
-            // An empty copy moves no bytes: count per pass instead of dividing by zero.
-            Metric::Throughput { bytes_per_iter } if bytes_per_iter <= 0.0 => {
-                r.per(iterations as f64, "op")
-            }
-            Metric::Throughput { bytes_per_iter } => r.per(
-                iterations as f64 * bytes_per_iter / (1u64 << 30) as f64,
-                "GiB",
-            ),
-        };
-        let normalised = normalise(&total);
-        let processes = sampled
-            .process_totals()
-            .into_iter()
-            .map(|(role, t)| {
-                (
-                    role,
-                    ProcessRusage {
-                        normalised: normalise(&t),
-                        total: t,
-                    },
-                )
-            })
-            .collect();
-        let mut warnings = Vec::new();
-        if let Some(ns_summary) = summarize(&ns)
-            && let Some(w) = overhead.warning_for(ns_summary.median)
-        {
-            warnings.push(w);
-        }
-        // Two clock reads bracket every sample; flag them when they are ≥1% of it.
-        let mut elapsed: Vec<f64> = sampled
-            .samples
-            .iter()
-            .map(|x| x.elapsed_ns as f64)
-            .collect();
-        elapsed.sort_by(f64::total_cmp);
-        if let Some(&mid) = elapsed.get(elapsed.len() / 2)
-            && let Some(w) = overhead.timer_warning(mid)
-        {
-            warnings.push(w);
-        }
+        let rusage = rusage_of(sampled, metric, iterations);
+        let mut warnings = harness_warnings(sampled, &ns, overhead);
         if !sampled.converged {
             warnings.push(format!(
                 "95% CI is ±{:.1}% of the median, wider than the ±1% target (time budget spent)",
@@ -227,11 +242,7 @@ impl Measurement {
             samples: s.n,
             iterations,
             warmup_iterations: sampled.warmup_iters,
-            rusage: Rusage {
-                normalised,
-                total,
-                processes,
-            },
+            rusage,
             derived: Map::new(),
             note: note.into(),
             warnings,
