@@ -58,6 +58,64 @@ pub fn data_pipe(capacity: Option<u64>) -> Result<(OwnedFd, OwnedFd, Option<u64>
     Ok((r, w, granted.map(|c| c as u64)))
 }
 
+/// The writer child, once forked: pinned, its buffers ready, released with the reader
+/// (`gate`: its ready pipe and the go pipe), then the timed stream with its rusage.
+fn writer_side(
+    spec: &Spec,
+    slots: usize,
+    data_w: &OwnedFd,
+    (ready_w, go_r): (&OwnedFd, &OwnedFd),
+) -> Result<(u64, u64, Work, RusageDelta)> {
+    affinity::allow_only(&spec.writer_cpus)?;
+    let mut src = Source::new(spec.chunk, slots)?;
+    released(ready_w, go_r)?;
+    let r0 = getrusage_self()?;
+    let t0 = monotonic_ns();
+    let work = src.send(spec.method, data_w, spec.total, spec.corrupt)?;
+    let t1 = monotonic_ns();
+    let r1 = getrusage_self()?;
+    Ok((t0, t1, work, RusageDelta::between(&r0, &r1)))
+}
+
+/// The reader child, once forked: pinned, released with the writer, then the timed
+/// stream (checked chunk by chunk where asked) and the end of file after it.
+fn reader_side(
+    spec: &Spec,
+    capacity: u64,
+    data_r: &OwnedFd,
+    (ready_w, go_r): (&OwnedFd, &OwnedFd),
+) -> Result<(u64, u64, Work, RusageDelta)> {
+    affinity::allow_only(&spec.reader_cpus)?;
+    let checked = spec.checked_reader || spec.method == Method::WriteRead;
+    let mut sink = Sink::new(spec.chunk, spec.read_size, checked, capacity)?;
+    released(ready_w, go_r)?;
+    let r0 = getrusage_self()?;
+    let t0 = monotonic_ns();
+    let work = sink.receive(data_r, spec.total, spec.read_size)?;
+    let t1 = monotonic_ns();
+    let r1 = getrusage_self()?;
+    sink.expect_eof(data_r)?;
+    Ok((t0, t1, work, RusageDelta::between(&r0, &r1)))
+}
+
+/// Waits for both children to say they are ready (one byte each); false when one
+/// ended first (end of file).
+fn both_ready(ready_r: &OwnedFd, stop: &dyn Fn() -> bool) -> Result<bool> {
+    let mut ready = 0;
+    let mut byte = [0u8; 2];
+    while ready < 2 {
+        if !pipes::wait_readable(ready_r, stop)? {
+            return Err(crate::error::Interrupted.into());
+        }
+        let n = calls::read(ready_r, &mut byte)?;
+        if n == 0 {
+            break;
+        }
+        ready += n;
+    }
+    Ok(ready >= 2)
+}
+
 /// Runs one transfer. `stop()` is polled while waiting for the children; when it says
 /// stop, both are killed and reaped and an interruption error is returned.
 pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
@@ -83,19 +141,7 @@ pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
             rres_r.as_fd(),
             rres_w.as_fd(),
         ],
-        || {
-            child(&wres_w, || {
-                affinity::allow_only(&spec.writer_cpus)?;
-                let mut src = Source::new(spec.chunk, slots)?;
-                released(&ready_w, &go_r)?;
-                let r0 = getrusage_self()?;
-                let t0 = monotonic_ns();
-                let work = src.send(spec.method, &data_w, spec.total, spec.corrupt)?;
-                let t1 = monotonic_ns();
-                let r1 = getrusage_self()?;
-                Ok((t0, t1, work, RusageDelta::between(&r0, &r1)))
-            })
-        },
+        || child(&wres_w, || writer_side(spec, slots, &data_w, (&ready_w, &go_r))),
     )?;
     let reader: Child = fork_child(
         &[
@@ -107,36 +153,12 @@ pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
             rres_r.as_fd(),
         ],
         || {
-            child(&rres_w, || {
-                affinity::allow_only(&spec.reader_cpus)?;
-                let checked = spec.checked_reader || spec.method == Method::WriteRead;
-                let cap = capacity.unwrap_or(spec.read_size);
-                let mut sink = Sink::new(spec.chunk, spec.read_size, checked, cap)?;
-                released(&ready_w, &go_r)?;
-                let r0 = getrusage_self()?;
-                let t0 = monotonic_ns();
-                let work = sink.receive(&data_r, spec.total, spec.read_size)?;
-                let t1 = monotonic_ns();
-                let r1 = getrusage_self()?;
-                sink.expect_eof(&data_r)?;
-                Ok((t0, t1, work, RusageDelta::between(&r0, &r1)))
-            })
+            let cap = capacity.unwrap_or(spec.read_size);
+            child(&rres_w, || reader_side(spec, cap, &data_r, (&ready_w, &go_r)))
         },
     )?;
     drop((data_r, data_w, go_r, ready_w, wres_w, rres_w));
-    // Both children signal readiness with one byte; end-of-file first means one died.
-    let mut ready = 0;
-    let mut byte = [0u8; 2];
-    while ready < 2 {
-        if !pipes::wait_readable(&ready_r, stop)? {
-            return Err(crate::error::Interrupted.into());
-        }
-        let n = calls::read(&ready_r, &mut byte)?;
-        if n == 0 {
-            break;
-        }
-        ready += n;
-    }
+    let ready = both_ready(&ready_r, stop)?;
     let go_at = monotonic_ns();
     drop(go_w);
     let w = collect(&wres_r, writer, "writer", stop);
@@ -146,7 +168,7 @@ pub fn run(spec: &Spec, stop: &dyn Fn() -> bool) -> Result<Outcome> {
         // The reader's complaint (short or corrupted stream) is the more telling one.
         (_, Err(e)) | (Err(e), _) => return Err(e),
     };
-    if ready < 2 {
+    if !ready {
         bail!("a pipe process ended before it was ready");
     }
     if w.2.bytes != spec.total || r.2.bytes != spec.total {
