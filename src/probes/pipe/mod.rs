@@ -428,6 +428,70 @@ fn method_note(m: Method, read_size: Option<u64>) -> String {
     }
 }
 
+/// Every row of `o`: ready, or unsupported where this machine lacks vmsplice, pipe
+/// resizing or CPU pinning.
+fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
+    let vmsplice = vmsplice_support();
+    let resize = resize_support();
+    let pinning = crate::sys::affinity::pinning();
+    let mut plan = Plan::new(Unit::BytesPerSec);
+    for (method, placement, cap, chunk) in o.cases() {
+        let case = case_name((method, placement, cap, chunk));
+        let Some((wc, rc)) = placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {
+            bail!(
+                "placement {} needs more CPUs than are available",
+                placement.name()
+            );
+        };
+        let params = Params {
+            method,
+            placement,
+            chunk_size: chunk,
+            read_size: o.read_size.unwrap_or(chunk),
+            pipe_size_requested: cap.label(),
+            total: o.total,
+            writer_cpus: wc.clone(),
+            reader_cpus: rc.clone(),
+            pipe_size: None,
+        };
+        let missing = [
+            (method == Method::VmspliceSplice, &vmsplice),
+            (matches!(cap, Capacity::Bytes(_)), &resize),
+            (placement != Placement::Any, &pinning),
+        ];
+        if let Some((_, Err(reason))) =
+            missing.iter().find(|(applies, r)| *applies && r.is_err())
+        {
+            plan.unsupported(case, params, reason.clone());
+            continue;
+        }
+        let row = Row {
+            range: o.pass_range(chunk, cap),
+            spec: Spec {
+                method,
+                chunk,
+                read_size: o.read_size.unwrap_or(chunk),
+                total: o.total,
+                capacity: cap.request(),
+                writer_cpus: wc,
+                reader_cpus: rc,
+                checked_reader: false,
+                corrupt: o.corrupt,
+            },
+            verified: false,
+            last: Vec::new(),
+            capacity: None,
+            writer_calls: 0,
+            reader_calls: 0,
+            bytes: 0,
+            pass_total: 0,
+        };
+        plan.ready(case, params, row);
+    }
+    Ok(plan)
+}
+
+
 impl Probe for PipeProbe {
     fn kind(&self) -> &'static dyn ProbeKind {
         &Kind
@@ -519,63 +583,7 @@ impl Probe for PipeProbe {
 
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let o = &self.opts;
-        let vmsplice = vmsplice_support();
-        let resize = resize_support();
-        let pinning = crate::sys::affinity::pinning();
-        let mut plan = Plan::new(Unit::BytesPerSec);
-        for (method, placement, cap, chunk) in o.cases() {
-            let case = case_name((method, placement, cap, chunk));
-            let Some((wc, rc)) = placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {
-                bail!(
-                    "placement {} needs more CPUs than are available",
-                    placement.name()
-                );
-            };
-            let params = Params {
-                method,
-                placement,
-                chunk_size: chunk,
-                read_size: o.read_size.unwrap_or(chunk),
-                pipe_size_requested: cap.label(),
-                total: o.total,
-                writer_cpus: wc.clone(),
-                reader_cpus: rc.clone(),
-                pipe_size: None,
-            };
-            let missing = [
-                (method == Method::VmspliceSplice, &vmsplice),
-                (matches!(cap, Capacity::Bytes(_)), &resize),
-                (placement != Placement::Any, &pinning),
-            ];
-            if let Some((_, Err(reason))) =
-                missing.iter().find(|(applies, r)| *applies && r.is_err())
-            {
-                plan.unsupported(case, params, reason.clone());
-                continue;
-            }
-            let row = Row {
-                range: o.pass_range(chunk, cap),
-                spec: Spec {
-                    method,
-                    chunk,
-                    read_size: o.read_size.unwrap_or(chunk),
-                    total: o.total,
-                    capacity: cap.request(),
-                    writer_cpus: wc,
-                    reader_cpus: rc,
-                    checked_reader: false,
-                    corrupt: o.corrupt,
-                },
-                verified: false,
-                last: Vec::new(),
-                capacity: None,
-                writer_calls: 0,
-                reader_calls: 0,
-                bytes: 0,
-                pass_total: 0,
-            };
-            plan.ready(case, params, row);
-        }
+        let plan = plan(o, ctx)?;
         let fds_before = crate::sys::calls::open_fds();
         let name = Kind.name();
         let out = ctx.run_plan(name, plan, |case, mut params, row, s| {
