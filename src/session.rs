@@ -282,18 +282,7 @@ fn run_in(
         p.validate(&env, scratch)?;
     }
     let total: usize = probes.iter().map(|p| p.case_count()).sum();
-    let (seconds, from) = estimate(probes, &settings.harness, &prior_rates(settings, &env));
-    if seconds > 20.0 {
-        crate::progress::note(&format!(
-            "{command}: {total} rows, about {} ({from}){}",
-            crate::units::format_minutes(seconds),
-            if settings.scale == crate::probes::Scale::Quick || command == "run" {
-                ""
-            } else {
-                "; --quick for a smaller set"
-            }
-        ));
-    }
+    say_how_long(settings, probes, command, &env, total);
     let progress = Progress::new(total as u64);
     if let Some(fs) = &env.filesystem {
         progress.note(&format!(
@@ -336,28 +325,59 @@ fn run_in(
         &measurements,
         settings.harness.target_rel_ci,
     ));
-    let h = &settings.harness;
     Ok(Run {
         schema_version: SCHEMA_VERSION,
         tool: Tool::this(),
         started_at,
         command: command.into(),
         environment: env,
-        harness: HarnessInfo {
-            mode: settings.mode.into(),
-            sample_time_s: h.sample_time.as_secs_f64(),
-            warmup_s: h.warmup.as_secs_f64(),
-            budget_per_case_s: h.budget.as_secs_f64(),
-            pass_time_s: Some(h.pass_time.as_secs_f64()),
-            time_limit_s: time_limit.map(|t| t.as_secs_f64()),
-            min_samples: h.min_samples,
-            target_rel_ci: h.target_rel_ci,
-            overhead,
-            ci_method: "order statistics of the binomial (distribution-free)".into(),
-        },
+        harness: harness_info(settings, time_limit, overhead),
         measurements,
         warnings,
     })
+}
+
+/// Before a run expected to last over 20 s: how many rows and about how long.
+fn say_how_long(
+    settings: &Settings,
+    probes: &[Box<dyn Probe>],
+    command: &str,
+    env: &Environment,
+    total: usize,
+) {
+    let (seconds, from) = estimate(probes, &settings.harness, &prior_rates(settings, env));
+    if seconds > 20.0 {
+        crate::progress::note(&format!(
+            "{command}: {total} rows, about {} ({from}){}",
+            crate::units::format_minutes(seconds),
+            if settings.scale == crate::probes::Scale::Quick || command == "run" {
+                ""
+            } else {
+                "; --quick for a smaller set"
+            }
+        ));
+    }
+}
+
+/// How the harness sampled, as the run records it.
+fn harness_info(
+    settings: &Settings,
+    time_limit: Option<std::time::Duration>,
+    overhead: crate::harness::Overhead,
+) -> HarnessInfo {
+    let h = &settings.harness;
+    HarnessInfo {
+        mode: settings.mode.into(),
+        sample_time_s: h.sample_time.as_secs_f64(),
+        warmup_s: h.warmup.as_secs_f64(),
+        budget_per_case_s: h.budget.as_secs_f64(),
+        pass_time_s: Some(h.pass_time.as_secs_f64()),
+        time_limit_s: time_limit.map(|t| t.as_secs_f64()),
+        min_samples: h.min_samples,
+        target_rel_ci: h.target_rel_ci,
+        overhead,
+        ci_method: "order statistics of the binomial (distribution-free)".into(),
+    }
 }
 
 /// The store path from `--store`, or the default.
