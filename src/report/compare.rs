@@ -65,6 +65,35 @@ fn grids(c: &Comparison) -> Vec<Grid> {
             ]
         })
         .collect();
+    out.push(
+        Grid {
+            title: format!("compare: A = {}, B = {}", c.a, c.b),
+            headers: [
+                "measurement",
+                "A",
+                "B",
+                "B ÷ A",
+                "95% interval",
+                "p",
+                "noise floor",
+                "verdict",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            rows,
+            footnotes: footnotes(c),
+            numeric: true,
+            ..Default::default()
+        }
+        .optional(&["noise floor", "p", "A", "B", "95% interval"]),
+    );
+    out
+}
+
+/// Under the comparison: how verdicts are made, each row's note, and the rows that are
+/// in one run only, unsupported in both or measured in one only.
+fn footnotes(c: &Comparison) -> Vec<String> {
     let mut footnotes = vec![
         "B ÷ A of medians; interval: 95% bootstrap; p: two-sided Mann–Whitney U on the raw samples (ns/op: lower is faster; bytes/s: higher is faster)".to_string(),
         format!(
@@ -94,30 +123,7 @@ fn grids(c: &Comparison) -> Vec<Grid> {
     for s in &c.status_differs {
         footnotes.push(format!("measured in one run only: {s}"));
     }
-    out.push(
-        Grid {
-            title: format!("compare: A = {}, B = {}", c.a, c.b),
-            headers: [
-                "measurement",
-                "A",
-                "B",
-                "B ÷ A",
-                "95% interval",
-                "p",
-                "noise floor",
-                "verdict",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-            rows,
-            footnotes,
-            numeric: true,
-            ..Default::default()
-        }
-        .optional(&["noise floor", "p", "A", "B", "95% interval"]),
-    );
-    out
+    footnotes
 }
 
 /// Renders a comparison in `format`.

@@ -121,6 +121,45 @@ const HEADERS: [&str; 14] = [
     "durable",
 ];
 
+/// One copy row: rank, variant, times, throughput with its CI, × the best, CPU,
+/// context switches, faults, blocks and durability ("-" for a row not measured).
+fn row(m: &Measurement, p: &Params, rank: usize, best: f64) -> Vec<String> {
+    if !m.is_ok() {
+        let mut r = vec!["-".into(), p.variant.clone(), m.status.name().into()];
+        r.resize(HEADERS.len(), "-".into());
+        return r;
+    }
+    let d: Derived = m.derived_as();
+    let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", sig3(f(a)), sig3(f(b)));
+    let ms = |v: Option<f64>| v.map(|s| s * 1e3);
+    vec![
+        rank.to_string(),
+        p.variant.clone(),
+        format_ns(f(d.median_s) * 1e9),
+        format_ns(f(d.best_s) * 1e9),
+        format_gbps(m.median),
+        ci_text(m, &format_gbps),
+        format_gbps(m.max),
+        if m.median > 0.0 {
+            format!("{}×", sig3(best / m.median))
+        } else {
+            "-".into()
+        },
+        sig3(f(ms(d.user_s_per_copy)) + f(ms(d.sys_s_per_copy))),
+        pair(ms(d.user_s_per_copy), ms(d.sys_s_per_copy)),
+        pair(d.voluntary_cs_per_copy, d.involuntary_cs_per_copy),
+        sig3(f(d.minor_faults_per_copy)),
+        pair(d.blocks_in_per_copy, d.blocks_out_per_copy),
+        if p.durability.durable() {
+            "yes"
+        } else {
+            "not durable"
+        }
+        .to_string(),
+    ]
+}
+
 /// Left out first when the terminal is narrow (the title says the durability).
 const OPTIONAL: [&str; 7] = [
     "durable",
@@ -143,41 +182,10 @@ fn grid((size, cache, dur): Key, mut ts: Vec<Typed>, st: &Style) -> Grid {
     let rows = ts
         .iter()
         .map(|(m, p)| {
-            if !m.is_ok() {
-                let mut r = vec!["-".into(), p.variant.clone(), m.status.name().into()];
-                r.resize(HEADERS.len(), "-".into());
-                return r;
+            if m.is_ok() {
+                rank += 1;
             }
-            rank += 1;
-            let d: Derived = m.derived_as();
-            let f = |v: Option<f64>| v.unwrap_or(f64::NAN);
-            let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", sig3(f(a)), sig3(f(b)));
-            let ms = |v: Option<f64>| v.map(|s| s * 1e3);
-            vec![
-                rank.to_string(),
-                p.variant.clone(),
-                format_ns(f(d.median_s) * 1e9),
-                format_ns(f(d.best_s) * 1e9),
-                format_gbps(m.median),
-                ci_text(m, &format_gbps),
-                format_gbps(m.max),
-                if m.median > 0.0 {
-                    format!("{}×", sig3(best / m.median))
-                } else {
-                    "-".into()
-                },
-                sig3(f(ms(d.user_s_per_copy)) + f(ms(d.sys_s_per_copy))),
-                pair(ms(d.user_s_per_copy), ms(d.sys_s_per_copy)),
-                pair(d.voluntary_cs_per_copy, d.involuntary_cs_per_copy),
-                sig3(f(d.minor_faults_per_copy)),
-                pair(d.blocks_in_per_copy, d.blocks_out_per_copy),
-                if p.durability.durable() {
-                    "yes"
-                } else {
-                    "not durable"
-                }
-                .to_string(),
-            ]
+            row(m, p, rank, best)
         })
         .collect();
     let mut g = Grid::numeric(
