@@ -634,25 +634,38 @@ impl Profile {
             f.pos += moved;
         }
         self.set_fd(pid, fd0, f);
+        self.pair_reads_and_writes((pid, tid), f.target, kind, reading, moved);
+    }
+
+    /// Remembers a thread's last file read, so that a write of the same bytes right
+    /// after it counts as a read-then-write copy; counts file writes not yet synced.
+    fn pair_reads_and_writes(
+        &mut self,
+        (pid, tid): (i32, i32),
+        target: usize,
+        kind: Kind,
+        reading: bool,
+        moved: u64,
+    ) {
         if reading {
             if moved > 0 && kind == Kind::File {
-                self.last_read.insert(tid, (f.target, moved));
+                self.last_read.insert(tid, (target, moved));
             }
-        } else {
-            if let Some((src, n)) = self.last_read.remove(&tid)
-                && n == moved
-                && src != f.target
-                && moved > 0
-            {
-                let c = self.copies.entry((pid, src, f.target)).or_default();
-                c.0 += 1;
-                c.1 += moved;
-            }
-            if kind == Kind::File {
-                let u = self.unsynced.entry((pid, f.target)).or_default();
-                u.0 += 1;
-                u.1 += moved;
-            }
+            return;
+        }
+        if let Some((src, n)) = self.last_read.remove(&tid)
+            && n == moved
+            && src != target
+            && moved > 0
+        {
+            let c = self.copies.entry((pid, src, target)).or_default();
+            c.0 += 1;
+            c.1 += moved;
+        }
+        if kind == Kind::File {
+            let u = self.unsynced.entry((pid, target)).or_default();
+            u.0 += 1;
+            u.1 += moved;
         }
     }
 

@@ -239,6 +239,17 @@ fn per_target(p: &Profile, f: &Figures) -> std::collections::BTreeMap<(i32, usiz
     acc
 }
 
+/// Per (process, path) counts as JSON rows.
+fn path_counts<'a>(map: impl IntoIterator<Item = (&'a (i32, String), &'a u64)>) -> Vec<PathCount> {
+    map.into_iter()
+        .map(|((pid, path), &count)| PathCount {
+            pid: *pid,
+            path: path.clone(),
+            count,
+        })
+        .collect()
+}
+
 /// What a report is made of.
 pub(super) struct Report<'a> {
     pub cmd: &'a [String],
@@ -416,24 +427,8 @@ impl Report<'_> {
                     ),
                 })
                 .collect(),
-            opens: p
-                .opens
-                .iter()
-                .map(|((pid, path), &count)| PathCount {
-                    pid: *pid,
-                    path: path.clone(),
-                    count,
-                })
-                .collect(),
-            stats: p
-                .stats
-                .iter()
-                .map(|((pid, path), &count)| PathCount {
-                    pid: *pid,
-                    path: path.clone(),
-                    count,
-                })
-                .collect(),
+            opens: path_counts(&p.opens),
+            stats: path_counts(&p.stats),
             syncs: p
                 .syncs
                 .iter()
