@@ -340,6 +340,19 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     Some(finish(w, action, choice, effect, rows, conf, support))
 }
 
+/// The best option outside the tie set (the "next" row a method choice cites).
+fn best_ruled_out(opts: &[Opt], r: &Ranking) -> Option<usize> {
+    (0..opts.len())
+        .filter(|i| opts[*i].m.is_ok() && opts[*i].m.median > 0.0 && !r.tied.contains(i))
+        .reduce(|a, b| {
+            if gain(opts[b].m, opts[a].m) > 1.0 {
+                b
+            } else {
+                a
+            }
+        })
+}
+
 /// A choice among named options (methods, capacities): the cheapest tied with the best.
 /// `baseline` names the option the effect is quoted against, if measured.
 pub fn methods(
@@ -368,16 +381,7 @@ pub fn methods(
             rows.push(row(opts[i].m, "tied"));
         }
     }
-    // The best option ruled out.
-    let out: Option<usize> = (0..opts.len())
-        .filter(|i| opts[*i].m.is_ok() && opts[*i].m.median > 0.0 && !r.tied.contains(i))
-        .reduce(|a, b| {
-            if gain(opts[b].m, opts[a].m) > 1.0 {
-                b
-            } else {
-                a
-            }
-        });
+    let out = best_ruled_out(&opts, &r);
     if let Some(i) = out {
         rows.push(row(opts[i].m, "next"));
     }
