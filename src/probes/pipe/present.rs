@@ -229,6 +229,39 @@ fn totals(v: impl Iterator<Item = u64>) -> String {
     }
 }
 
+/// A capacity as advice names it: "default (64 KiB)", "1 MiB", or the request.
+fn cap_label(c: Option<u64>, req: &str) -> String {
+    match c {
+        Some(c) if req == "default" => format!("default ({})", format_size(c)),
+        Some(c) => format_size(c),
+        None => req.to_string(),
+    }
+}
+
+/// Each requested capacity's best row at the placement of `tp`, as an option costing
+/// the capacity it was granted.
+fn capacity_options<'a>(
+    ok: &[&'a Typed<'a>],
+    tp: &Params,
+    caps: &[String],
+) -> Vec<(String, Opt<'a>)> {
+    caps.iter()
+        .filter_map(|c| {
+            let b = best(
+                ok.iter()
+                    .filter(|t| t.1.placement == tp.placement && t.1.pipe_size_requested == *c),
+            )?;
+            Some((
+                cap_label(b.1.pipe_size, c),
+                Opt {
+                    m: b.0,
+                    cost: b.1.pipe_size.unwrap_or(u64::MAX) as f64,
+                },
+            ))
+        })
+        .collect()
+}
+
 /// Per method: the chunk size to use (at the best row's capacity and placement) and
 /// whether raising the pipe's capacity pays (each capacity's best chunk, same placement).
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
@@ -251,11 +284,6 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             continue;
         };
         let tp = &top.1;
-        let cap_label = |c: Option<u64>, req: &str| match c {
-            Some(c) if req == "default" => format!("default ({})", format_size(c)),
-            Some(c) => format_size(c),
-            None => req.to_string(),
-        };
         let chunks: Vec<(u64, &Measurement)> = ok
             .iter()
             .filter(|t| {
@@ -284,21 +312,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
         if caps.len() < 2 {
             continue;
         }
-        let options: Vec<(String, Opt)> =
-            caps.iter()
-                .filter_map(|c| {
-                    let b = best(ok.iter().filter(|t| {
-                        t.1.placement == tp.placement && t.1.pipe_size_requested == *c
-                    }))?;
-                    Some((
-                        cap_label(b.1.pipe_size, c),
-                        Opt {
-                            m: b.0,
-                            cost: b.1.pipe_size.unwrap_or(u64::MAX) as f64,
-                        },
-                    ))
-                })
-                .collect();
+        let options = capacity_options(&ok, tp, &caps);
         let baseline = options
             .iter()
             .find(|o| o.0.starts_with("default"))
