@@ -341,6 +341,22 @@ fn cost(p: &Params) -> f64 {
     p.method.complexity() as f64 * 1e15 + p.buffer_size.unwrap_or(0) as f64
 }
 
+/// The copy-method topics: durability, topic, the summary's operation, its caveat.
+const METHOD_TOPICS: [(Durability, &str, &str, &str); 2] = [
+    (
+        Durability::Fsync,
+        "file copy method (durable)",
+        "copying a file durably (fsync)",
+        "fsync inside the timing: the copy reached the disk (or the VM host's cache below it)",
+    ),
+    (
+        Durability::None,
+        "file copy method (page cache)",
+        "copying a file (no fsync)",
+        "no fsync: the copy may sit in the page cache when the timing ends",
+    ),
+];
+
 /// Per file size and cache state: the durable copy method, the page-cache copy method
 /// (each the simplest of those tied with the fastest, see [`Method::complexity`]), and
 /// the buffer for a read/write loop when more than one was measured.
@@ -362,30 +378,9 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
             }
             Cache::Cold => format!("source cold: {source}"),
         };
-        for (dur, topic, operation, caveat) in [
-            (
-                Durability::Fsync,
-                "file copy method (durable)",
-                "copying a file durably (fsync)",
-                "fsync inside the timing: the copy reached the disk (or the VM host's cache below it)",
-            ),
-            (
-                Durability::None,
-                "file copy method (page cache)",
-                "copying a file (no fsync)",
-                "no fsync: the copy may sit in the page cache when the timing ends",
-            ),
-        ] {
+        for (dur, topic, operation, caveat) in METHOD_TOPICS {
             let options: Vec<(String, Opt)> = here(dur)
-                .map(|t| {
-                    (
-                        t.1.variant.clone(),
-                        Opt {
-                            m: t.0,
-                            cost: cost(&t.1),
-                        },
-                    )
-                })
+                .map(|t| (t.1.variant.clone(), Opt { m: t.0, cost: cost(&t.1) }))
                 .collect();
             let r = advice::methods(
                 Words {
