@@ -90,18 +90,17 @@ fn interrupted() -> anyhow::Result<()> {
     crate::interrupt::check().map_err(anyhow::Error::from)
 }
 
-/// Copies a regular file of `size` bytes (`blocks` 512-byte blocks allocated) from
-/// `src` to the new, empty `dst`. Where the OS clones by path (macOS), the clone takes
-/// the destination's name and `dst` becomes a descriptor of the clone.
-pub fn regular(
+/// A reflink, where one may be tried (a new file, or an in-place one where the OS can
+/// clone into it; not after this run's first refusal with `--reflink=auto`). Ok(true):
+/// the copy is made; `used` says what happened either way.
+fn try_reflink(
     src: &OwnedFd,
     dst: &mut OwnedFd,
     paths: (&std::path::Path, &std::path::Path),
-    (size, blocks): (u64, u64),
-    created: bool,
+    (size, created): (u64, bool),
     p: &Path,
-) -> anyhow::Result<Used> {
-    let mut used = Used::default();
+    used: &mut Used,
+) -> anyhow::Result<bool> {
     let off = REFLINK_OFF.load(std::sync::atomic::Ordering::Relaxed);
     if !created && os::REFLINK_REPLACES_FILE {
         used.reflink = "not tried (an existing file is written in place)".into();
@@ -121,7 +120,7 @@ pub fn regular(
                 used.offload = "not needed".into();
                 used.sparse = "kept by the filesystem".into();
                 used.bytes = size;
-                return Ok(used);
+                return Ok(true);
             }
             Err(e) if p.reflink == When::Always => {
                 anyhow::bail!("--reflink=always: {e}")
@@ -140,6 +139,53 @@ pub fn regular(
             "not tried (--reflink=never)"
         }
         .into();
+    }
+    Ok(false)
+}
+
+/// The whole file's data: copy_file_range first where that pays here, else (or where
+/// it is declined) read/write.
+fn whole(src: &OwnedFd, dst: &OwnedFd, size: u64, p: &Path, used: &mut Used) -> anyhow::Result<()> {
+    let mut off = 0;
+    // An empty file needs no offload: one read says whether there is data anyway (a
+    // /proc file reports size 0).
+    let tried = if size == 0 {
+        Offload::Declined("empty by its size: read instead".into())
+    } else if !p.offload_first {
+        Offload::Declined("the saved copy run found read/write faster here".into())
+    } else {
+        // Up to the size the source had when opened: no extra call to learn the end.
+        offload(src, dst, &mut off, size, p)?
+    };
+    match tried {
+        Offload::Done => {
+            used.method = "copy_file_range";
+            used.offload = "yes".into();
+        }
+        Offload::Declined(why) => {
+            used.offload = format!("no ({why})").into();
+            used.method = "read/write";
+            off = read_write(src, dst, size == 0, p)?;
+        }
+    }
+    used.bytes = off.max(used.bytes);
+    Ok(())
+}
+
+/// Copies a regular file of `size` bytes (`blocks` 512-byte blocks allocated) from
+/// `src` to the new, empty `dst`. Where the OS clones by path (macOS), the clone takes
+/// the destination's name and `dst` becomes a descriptor of the clone.
+pub fn regular(
+    src: &OwnedFd,
+    dst: &mut OwnedFd,
+    paths: (&std::path::Path, &std::path::Path),
+    (size, blocks): (u64, u64),
+    created: bool,
+    p: &Path,
+) -> anyhow::Result<Used> {
+    let mut used = Used::default();
+    if try_reflink(src, dst, paths, (size, created), p, &mut used)? {
+        return Ok(used);
     }
     let holey = blocks.saturating_mul(512) < size;
     if p.sparse == When::Always {
@@ -171,29 +217,7 @@ pub fn regular(
         }
         .into();
     }
-    let mut off = 0;
-    // An empty file needs no offload: one read says whether there is data anyway (a
-    // /proc file reports size 0).
-    let tried = if size == 0 {
-        Offload::Declined("empty by its size: read instead".into())
-    } else if !p.offload_first {
-        Offload::Declined("the saved copy run found read/write faster here".into())
-    } else {
-        // Up to the size the source had when opened: no extra call to learn the end.
-        offload(src, dst, &mut off, size, p)?
-    };
-    match tried {
-        Offload::Done => {
-            used.method = "copy_file_range";
-            used.offload = "yes".into();
-        }
-        Offload::Declined(why) => {
-            used.offload = format!("no ({why})").into();
-            used.method = "read/write";
-            off = read_write(src, dst, size == 0, p)?;
-        }
-    }
-    used.bytes = off.max(used.bytes);
+    whole(src, dst, size, p, &mut used)?;
     Ok(used)
 }
 
