@@ -222,15 +222,14 @@ impl CpArgs {
         &self,
         matches: Option<&clap::ArgMatches>,
     ) -> Result<(crate::cp::Preserve, Option<crate::cp::Deref>), String> {
-        use crate::cp::{Deref, Preserve};
-        enum Ev<'a> {
-            Archive,
-            NoDerefLinks,
-            PreserveDefault,
-            Preserve(&'a str),
-            NoPreserve(&'a str),
-            Deref(Deref),
-        }
+        let mut events = self.attribute_events(matches);
+        events.sort_by_key(|e| e.0);
+        apply_attribute_events(events)
+    }
+
+    /// Each attribute and symlink option given, with its position on the command line.
+    fn attribute_events(&self, matches: Option<&clap::ArgMatches>) -> Vec<(usize, Ev<'_>)> {
+        use crate::cp::Deref;
         let flags = [
             ("archive", self.archive, Ev::Archive),
             ("no_deref_links", self.no_deref_links, Ev::NoDerefLinks),
@@ -288,30 +287,7 @@ impl CpArgs {
                 }
             }
         }
-        events.sort_by_key(|e| e.0);
-        let mut p = Preserve::default();
-        let mut deref = None;
-        for (_, ev) in events {
-            match ev {
-                Ev::Archive => {
-                    p.add(&Preserve::all());
-                    deref = Some(Deref::Never);
-                }
-                Ev::NoDerefLinks => {
-                    p.links = true;
-                    deref = Some(Deref::Never);
-                }
-                Ev::PreserveDefault => {
-                    p.mode = true;
-                    p.ownership = true;
-                    p.timestamps = true;
-                }
-                Ev::Preserve(l) => p.add(&crate::cp::parse_preserve(l)?),
-                Ev::NoPreserve(l) => p.remove(&crate::cp::parse_preserve(l)?),
-                Ev::Deref(d) => deref = Some(d),
-            }
-        }
-        Ok((p, deref))
+        events
     }
 
     /// The backup control (--backup's value, else VERSION_CONTROL), when backups are
@@ -332,4 +308,44 @@ impl CpArgs {
             Some(c) => Backup::parse(&c),
         }
     }
+}
+/// One attribute or symlink option, as given on the command line.
+enum Ev<'a> {
+    Archive,
+    NoDerefLinks,
+    PreserveDefault,
+    Preserve(&'a str),
+    NoPreserve(&'a str),
+    Deref(crate::cp::Deref),
+}
+
+/// The options in command-line order, each overriding what came before: the
+/// attributes kept and the symlink rule.
+fn apply_attribute_events(
+    events: Vec<(usize, Ev)>,
+) -> Result<(crate::cp::Preserve, Option<crate::cp::Deref>), String> {
+    use crate::cp::{Deref, Preserve};
+    let mut p = Preserve::default();
+    let mut deref = None;
+    for (_, ev) in events {
+        match ev {
+            Ev::Archive => {
+                p.add(&Preserve::all());
+                deref = Some(Deref::Never);
+            }
+            Ev::NoDerefLinks => {
+                p.links = true;
+                deref = Some(Deref::Never);
+            }
+            Ev::PreserveDefault => {
+                p.mode = true;
+                p.ownership = true;
+                p.timestamps = true;
+            }
+            Ev::Preserve(l) => p.add(&crate::cp::parse_preserve(l)?),
+            Ev::NoPreserve(l) => p.remove(&crate::cp::parse_preserve(l)?),
+            Ev::Deref(d) => deref = Some(d),
+        }
+    }
+    Ok((p, deref))
 }

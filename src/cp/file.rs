@@ -338,19 +338,10 @@ fn make_at(
     }
 }
 
-/// Makes the destination: a symbolic or hard link (-s, -l), a copy of a symlink, a
-/// regular file's data, or a special file.
-fn make(
-    sh: &Shared,
-    it: &Item,
-    meta: &Metadata,
-    opened: Option<std::fs::File>,
-    existing: Option<&Metadata>,
-    new_dst: bool,
-) -> Result<Made> {
+/// `-s` and `-l`: a symbolic or hard link to the source instead of a copy.
+fn make_link(sh: &Shared, it: &Item) -> Result<Made> {
     let o = &sh.opts;
     let (src, dst) = (it.src, it.dst);
-    let ft = meta.file_type();
     if o.link == LinkMode::Symbolic {
         if src.is_relative() && !in_working_dir(dst) {
             bail!(
@@ -368,24 +359,40 @@ fn make(
         })?;
         return Ok(Made::Symlink);
     }
-    if o.link == LinkMode::Hard {
-        let flags = if sh.follows(it.top) {
-            rustix::fs::AtFlags::SYMLINK_FOLLOW
-        } else {
-            rustix::fs::AtFlags::empty()
-        };
-        make_at(dst, o.force, |d| {
-            rustix::fs::linkat(rustix::fs::CWD, src, rustix::fs::CWD, d, flags).map_err(Into::into)
-        })
-        .map_err(|e| {
-            anyhow!(
-                "cannot create hard link {} to {}: {}",
-                q(dst),
-                q(src),
-                plain(&e)
-            )
-        })?;
-        return Ok(Made::HardLink);
+    let flags = if sh.follows(it.top) {
+        rustix::fs::AtFlags::SYMLINK_FOLLOW
+    } else {
+        rustix::fs::AtFlags::empty()
+    };
+    make_at(dst, o.force, |d| {
+        rustix::fs::linkat(rustix::fs::CWD, src, rustix::fs::CWD, d, flags).map_err(Into::into)
+    })
+    .map_err(|e| {
+        anyhow!(
+            "cannot create hard link {} to {}: {}",
+            q(dst),
+            q(src),
+            plain(&e)
+        )
+    })?;
+    Ok(Made::HardLink)
+}
+
+/// Makes the destination: a symbolic or hard link (-s, -l), a copy of a symlink, a
+/// regular file's data, or a special file.
+fn make(
+    sh: &Shared,
+    it: &Item,
+    meta: &Metadata,
+    opened: Option<std::fs::File>,
+    existing: Option<&Metadata>,
+    new_dst: bool,
+) -> Result<Made> {
+    let o = &sh.opts;
+    let (src, dst) = (it.src, it.dst);
+    let ft = meta.file_type();
+    if o.link != LinkMode::Copy {
+        return make_link(sh, it);
     }
     if ft.is_symlink() {
         let target = std::fs::read_link(src)
@@ -458,6 +465,53 @@ fn same_name(a: &Path, b: &Path) -> bool {
         )
 }
 
+/// The first half of GNU's same_file_ok: the two files' own (not followed) stats and
+/// whether they are one file, or Err with the decision already made (a hard link of
+/// the same file, two symlinks, or two different files being followed).
+fn link_stats(
+    sh: &Shared,
+    src: &Path,
+    ss: &Metadata,
+    dst: &Path,
+    ds: &Metadata,
+) -> Result<(Metadata, Metadata, bool), SameFile> {
+    let o = &sh.opts;
+    let link = |m: &Metadata| m.file_type().is_symlink();
+    let same = same_file(ss, ds);
+    if same && o.link == LinkMode::Hard {
+        return Err(SameFile::Done);
+    }
+    if o.deref == super::Deref::Never {
+        if link(ss) && link(ds) {
+            let sn = same_name(src, dst);
+            if !sn {
+                if o.backup != Backup::None {
+                    return Err(SameFile::Go);
+                }
+                if same {
+                    return Err(SameFile::Done);
+                }
+            }
+            return Err(if sn { SameFile::Refuse } else { SameFile::Go });
+        }
+        return Ok((ss.clone(), ds.clone(), same));
+    }
+    if !same {
+        return Err(SameFile::Go);
+    }
+    let (Ok(d), Ok(s)) = (
+        std::fs::symlink_metadata(dst),
+        std::fs::symlink_metadata(src),
+    ) else {
+        return Err(SameFile::Go);
+    };
+    let same_link = same_file(&s, &d);
+    if link(&s) && link(&d) && o.remove_destination {
+        return Err(SameFile::Go);
+    }
+    Ok((s, d, same_link))
+}
+
 /// GNU cp 9.1's same_file_ok (copy mode): whether copying `src` (`ss`, as followed or
 /// not) onto the existing `dst` (`ds`) may go on. Two names of one file are refused,
 /// except where the copy would not destroy the data: a backup is made first, the
@@ -466,42 +520,10 @@ fn same_name(a: &Path, b: &Path) -> bool {
 fn same_file_ok(sh: &Shared, src: &Path, ss: &Metadata, dst: &Path, ds: &Metadata) -> SameFile {
     let o = &sh.opts;
     let link = |m: &Metadata| m.file_type().is_symlink();
-    let same = same_file(ss, ds);
-    if same && o.link == LinkMode::Hard {
-        return SameFile::Done;
-    }
-    let (sl, dl, same_link);
-    if o.deref == super::Deref::Never {
-        same_link = same;
-        if link(ss) && link(ds) {
-            let sn = same_name(src, dst);
-            if !sn {
-                if o.backup != Backup::None {
-                    return SameFile::Go;
-                }
-                if same_link {
-                    return SameFile::Done;
-                }
-            }
-            return if sn { SameFile::Refuse } else { SameFile::Go };
-        }
-        (sl, dl) = (ss.clone(), ds.clone());
-    } else {
-        if !same {
-            return SameFile::Go;
-        }
-        let (Ok(d), Ok(s)) = (
-            std::fs::symlink_metadata(dst),
-            std::fs::symlink_metadata(src),
-        ) else {
-            return SameFile::Go;
-        };
-        same_link = same_file(&s, &d);
-        if link(&s) && link(&d) && o.remove_destination {
-            return SameFile::Go;
-        }
-        (sl, dl) = (s, d);
-    }
+    let (sl, dl, same_link) = match link_stats(sh, src, ss, dst, ds) {
+        Ok(stats) => stats,
+        Err(decided) => return decided,
+    };
     if o.backup != Backup::None {
         if !same_link {
             if o.deref != super::Deref::Never && link(&sl) && !link(&dl) {
@@ -717,6 +739,38 @@ fn open_dst(
     }
 }
 
+/// A failed copy's error as cp words it ("error copying A to B: …"); an interruption
+/// stays one.
+fn copy_error(e: anyhow::Error, srcp: &Path, dstp: &Path) -> anyhow::Error {
+    if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>() {
+        return anyhow!("error copying {} to {}: {}", q(srcp), q(dstp), s.short());
+    }
+    if e.is::<crate::error::Interrupted>() {
+        return e;
+    }
+    anyhow!("error copying {} to {}: {e:#}", q(srcp), q(dstp))
+}
+
+/// A regular source must come out whole: a short copy reported as success is a
+/// failure here (the size check GNU cp makes).
+fn whole_or_fail(srcp: &Path, meta: &Metadata, dst: &OwnedFd, used: &data::Used) -> Result<()> {
+    let got = if used.method == "reflink" || used.sparse.contains("holes kept") {
+        rustix::fs::fstat(dst)?.st_size as u64
+    } else {
+        used.bytes
+    };
+    if meta.size() > 0 && got != meta.size() {
+        bail!(
+            "short copy of {}: {} of {} bytes ({})",
+            q(srcp),
+            got,
+            meta.size(),
+            used.method
+        );
+    }
+    Ok(())
+}
+
 /// A regular file's bytes (or, read like one, a FIFO's or a device's) into a new file,
 /// or into the existing destination in place (GNU's copy_reg).
 fn copy_reg(
@@ -766,32 +820,9 @@ fn copy_reg(
         };
         data::stream(&src, &dst, flow, sh.pipe_capacity, &sh.path)
     }
-    .map_err(|e| {
-        if let Some(s) = e.downcast_ref::<crate::sys::calls::SysError>() {
-            return anyhow!("error copying {} to {}: {}", q(srcp), q(dstp), s.short());
-        }
-        if e.is::<crate::error::Interrupted>() {
-            return e;
-        }
-        anyhow!("error copying {} to {}: {e:#}", q(srcp), q(dstp))
-    })?;
-    // A regular source must come out whole: a short copy reported as success is a
-    // failure here (the size check GNU cp makes).
+    .map_err(|e| copy_error(e, srcp, dstp))?;
     if trusted && dst_regular && !o.attributes_only {
-        let got = if used.method == "reflink" || used.sparse.contains("holes kept") {
-            rustix::fs::fstat(&dst)?.st_size as u64
-        } else {
-            used.bytes
-        };
-        if meta.size() > 0 && got != meta.size() {
-            bail!(
-                "short copy of {}: {} of {} bytes ({})",
-                q(srcp),
-                got,
-                meta.size(),
-                used.method
-            );
-        }
+        whole_or_fail(srcp, meta, &dst, &used)?;
     }
     if dst_regular {
         fd_attributes(
