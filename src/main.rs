@@ -6,7 +6,7 @@
 
 use clap::{CommandFactory, FromArgMatches};
 use ioprobe::cli::{self, Cli, Command};
-use ioprobe::settings::{Format, Settings};
+use ioprobe::settings::{Format, Scale, Settings};
 use ioprobe::{commands, error, probes, report, session};
 use std::io::Write;
 
@@ -67,8 +67,10 @@ fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Resul
         return print_out(&text);
     }
     let text = match &cli.command {
-        Command::Run(_) => return measure(s, "run", probes::registry()),
-        Command::Probe(p) => return measure(s, p.name(), vec![p.args().probe(s.scale)]),
+        Command::Run(_) => return measure(s, "run", (probes::registry(), Scale::Run)),
+        Command::Probe(p) => {
+            return measure(s, p.name(), (vec![p.args().probe(s.scale)], s.scale));
+        }
         Command::Sysinfo { .. } => {
             let dir = std::fs::canonicalize(&s.dir).ok();
             let env = ioprobe::sys::machine::Environment::collect(dir.as_deref());
@@ -109,7 +111,11 @@ fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Resul
 
 /// A measuring command: its run printed; a method whose copy did not match its source
 /// fails the command once everything is shown.
-fn measure(s: &Settings, name: &str, list: Vec<Box<dyn probes::Probe>>) -> anyhow::Result<()> {
+fn measure(
+    s: &Settings,
+    name: &str,
+    list: (Vec<Box<dyn probes::Probe>>, Scale),
+) -> anyhow::Result<()> {
     let m = session::measure(s, name, list, name == "run")?;
     print_out(&fitted(s, &m.text))?;
     m.failure().map_or(Ok(()), Err)

@@ -13,7 +13,7 @@ use crate::report::{self, Format};
 use crate::results::runref::{self, Named};
 use crate::results::store::{self, Store};
 use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, Unit, time::now_rfc3339};
-use crate::settings::Settings;
+use crate::settings::{Scale, Settings};
 use crate::sys::affinity;
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
@@ -40,7 +40,12 @@ fn pin(cpu: Option<usize>) -> Result<()> {
 }
 
 /// Runs `probes` under `settings` and returns the run; scratch is gone when this returns.
-pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &str) -> Result<Run> {
+pub fn run_probes(
+    settings: &Settings,
+    probes: Vec<Box<dyn Probe>>,
+    command: &str,
+    scale: Scale,
+) -> Result<Run> {
     interrupt::install()?;
     crate::sys::signals::install()
         .map_err(|e| anyhow::anyhow!("cannot set signal dispositions: {e}"))?;
@@ -55,7 +60,7 @@ pub fn run_probes(settings: &Settings, probes: Vec<Box<dyn Probe>>, command: &st
         ));
     }
     let scratch = Scratch::create_in(&settings.dir)?;
-    let result = run_in(settings, &probes, command, &scratch, &cpus);
+    let result = run_in(settings, (&probes, scale), command, &scratch, &cpus);
     let removed = scratch_cleanup(scratch);
     let run = result?;
     removed?;
@@ -164,14 +169,13 @@ fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(Stri
 }
 
 /// The command's time limit and how to name it: `--time-limit`, else the sum of its
-/// probes' own limits at this scale (none with `--thorough` or `--budget`, or when a
-/// probe has none).
+/// probes' own limits, which their options took at the caller's `scale` (none with
+/// `--thorough` or `--budget`, or when a probe has none).
 fn time_limit(
     settings: &Settings,
-    probes: &[Box<dyn Probe>],
+    (probes, scale): (&[Box<dyn Probe>], Scale),
     command: &str,
 ) -> (Option<std::time::Duration>, String) {
-    use crate::probes::Scale;
     if let Some(t) = settings.time_limit {
         return (
             Some(t),
@@ -181,15 +185,10 @@ fn time_limit(
             ),
         );
     }
-    let scale = if command == "run" {
-        Scale::Run
-    } else {
-        settings.scale
-    };
-    if scale == Scale::Thorough || settings.budget_given {
+    if settings.scale == Scale::Thorough || settings.budget_given {
         return (None, String::new());
     }
-    let sum: Option<std::time::Duration> = probes.iter().map(|p| p.kind().time_limit(scale)).sum();
+    let sum: Option<std::time::Duration> = probes.iter().map(|p| p.time_limit()).sum();
     let label = sum.map_or(String::new(), |t| {
         format!(
             "the time limit of `{command}`{} ({}; --time-limit changes it)",
@@ -270,7 +269,7 @@ fn scratch_cleanup(s: Scratch) -> Result<()> {
 
 fn run_in(
     settings: &Settings,
-    probes: &[Box<dyn Probe>],
+    (probes, scale): (&[Box<dyn Probe>], Scale),
     command: &str,
     scratch: &Scratch,
     cpus: &[usize],
@@ -282,7 +281,7 @@ fn run_in(
         p.validate(&env, scratch)?;
     }
     let total: usize = probes.iter().map(|p| p.case_count()).sum();
-    say_how_long(settings, probes, command, &env, total);
+    say_how_long(settings, (probes, scale), command, &env, total);
     let progress = Progress::new(total as u64);
     if let Some(fs) = &env.filesystem {
         progress.note(&format!(
@@ -290,7 +289,7 @@ fn run_in(
             fs.path, fs.fs_type, fs.source
         ));
     }
-    let (time_limit, limit_label) = time_limit(settings, probes, command);
+    let (time_limit, limit_label) = time_limit(settings, (probes, scale), command);
     let limit = crate::harness::TimeLimit::new(time_limit, min_costs(probes, &settings.harness));
     progress.start("harness", "timer and loop overhead");
     let overhead = measure_overhead(&settings.harness)?;
@@ -340,7 +339,7 @@ fn run_in(
 /// Before a run expected to last over 20 s: how many rows and about how long.
 fn say_how_long(
     settings: &Settings,
-    probes: &[Box<dyn Probe>],
+    (probes, scale): (&[Box<dyn Probe>], Scale),
     command: &str,
     env: &Environment,
     total: usize,
@@ -350,7 +349,7 @@ fn say_how_long(
         crate::progress::note(&format!(
             "{command}: {total} rows, about {} ({from}){}",
             crate::units::format_minutes(seconds),
-            if settings.scale == crate::probes::Scale::Quick || command == "run" {
+            if scale == Scale::Quick || scale == Scale::Run {
                 ""
             } else {
                 "; --quick for a smaller set"
@@ -463,16 +462,17 @@ impl Measured {
     }
 }
 
-/// Measures `probes` as command `name`, saves the run (unless --no-save) and renders
-/// it; `html_report`: also write its HTML report beside the store (`ioprobe run`).
+/// Measures `probes`, configured by the caller at `scale`, as command `name`, saves
+/// the run (unless --no-save) and renders it; `html_report`: also write its HTML
+/// report beside the store (`ioprobe run`).
 pub fn measure(
     settings: &Settings,
     name: &str,
-    probes: Vec<Box<dyn Probe>>,
+    (probes, scale): (Vec<Box<dyn Probe>>, Scale),
     html_report: bool,
 ) -> Result<Measured> {
     let mut store = store_for_saving(settings)?;
-    let run = run_probes(settings, probes, name)?;
+    let run = run_probes(settings, probes, name, scale)?;
     let id = save(store.as_mut(), &run)?;
     let mut text = report::render(&run, id, settings.format, &settings.style)?;
     let mut where_to = Vec::new();

@@ -152,6 +152,7 @@ impl WriteArgs {
     pub fn options(&self, scale: Scale) -> write::Options {
         let d = write::Options::for_scale(scale);
         write::Options {
+            time_limit: d.time_limit,
             file_size: self.file_size.unwrap_or(d.file_size),
             block_sizes: list("--sizes", &self.sizes, d.block_sizes),
             methods: list("--method", &self.method, d.methods),
@@ -233,6 +234,7 @@ impl SyscallsArgs {
     pub fn options(&self, scale: Scale) -> syscalls::Options {
         let d = syscalls::Options::for_scale(scale);
         syscalls::Options {
+            time_limit: d.time_limit,
             cases: list("--case", &self.case, d.cases),
             io_size: self.io_size.unwrap_or(d.io_size),
         }
@@ -243,6 +245,7 @@ impl ReadArgs {
     pub fn options(&self, scale: Scale) -> read::Options {
         let d = read::Options::for_scale(scale);
         read::Options {
+            time_limit: d.time_limit,
             file_size: self.file_size.unwrap_or(d.file_size),
             block_sizes: list("--sizes", &self.sizes, d.block_sizes),
             methods: list("--method", &self.method, d.methods),
@@ -274,6 +277,7 @@ impl PipeArgs {
     pub fn options(&self, scale: Scale) -> pipe::Options {
         let d = pipe::Options::for_scale(scale);
         pipe::Options {
+            time_limit: d.time_limit,
             sizes: list("--sizes", &self.sizes, d.sizes),
             read_size: self.read_size.or(d.read_size),
             capacities: list("--pipe-size", &self.pipe_size, d.capacities),
@@ -298,6 +302,7 @@ impl CopyArgs {
             }
         }
         copy::Options {
+            time_limit: d.time_limit,
             file_sizes: list("--file-size", &self.file_size, d.file_sizes),
             methods,
             buffers: list("--sizes", &self.sizes, d.buffers),

@@ -11,7 +11,12 @@ pub fn advise(settings: &Settings) -> Result<String> {
         Some(blocks) => blocks,
         None => {
             crate::progress::note("nothing saved yet; measuring with a quick run first");
-            let m = crate::session::measure(settings, "run", crate::probes::registry(), true)?;
+            let m = crate::session::measure(
+                settings,
+                "run",
+                (crate::probes::registry(), crate::settings::Scale::Run),
+                true,
+            )?;
             if let Some(e) = m.failure() {
                 return Err(e);
             }

@@ -60,14 +60,6 @@ pub trait ProbeKind: Sync {
     fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String>;
     /// The probe configured with its defaults at `scale`.
     fn for_scale(&self, scale: Scale) -> Box<dyn Probe>;
-    /// How long the probe's defaults at `scale` may take when no `--time-limit` is
-    /// given: the answer's promised wait. Rows get at least their minimum samples
-    /// whatever the limit; what it bounds is the extra sampling of wide rows. None: no
-    /// limit (`--thorough`, and probes whose defaults finish sooner anyway).
-    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
-        let _ = scale;
-        None
-    }
     /// The probe configured as `ioprobe run` runs it.
     fn for_run(&self) -> Box<dyn Probe> {
         self.for_scale(Scale::Run)
@@ -108,6 +100,7 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
         // O_DSYNC prices an fsync after a small write; a 1 MiB file keeps its passes
         // short.
         Box::new(write::WriteProbe::new(write::Options {
+            time_limit: None,
             file_size: MIB,
             block_sizes: vec![4 * KIB, 64 * KIB, MIB],
             methods: vec![write::Method::Write],
@@ -215,6 +208,9 @@ pub trait Probe {
     fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
         vec![None; self.case_count()]
     }
+    /// How long its options may take when no `--time-limit` is given (the options'
+    /// `time_limit`, set per scale by `Options::for_scale`).
+    fn time_limit(&self) -> Option<std::time::Duration>;
     /// Checks options against the machine before anything is created (usage errors).
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()>;
     /// Runs every case.

@@ -12,13 +12,13 @@ const FAMILIES: [(Unit, &str, &str, &str); 2] = [
         Unit::NsPerOp,
         "ioprobe_operation_seconds",
         "seconds",
-        "Median time of one operation (ioprobe syscalls).",
+        "Median time of one operation (the probes whose rows are in ns/op).",
     ),
     (
         Unit::BytesPerSec,
         "ioprobe_throughput_bytes_per_second",
         "bytes_per_second",
-        "Median throughput (ioprobe read, write, pipe, copy).",
+        "Median throughput (the probes whose rows are in bytes/s).",
     ),
 ];
 

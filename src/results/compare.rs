@@ -346,7 +346,7 @@ fn status_text(m: &Measurement) -> String {
 mod tests {
     use super::*;
 
-    /// A syscalls run with `n` rows whose samples are `f(row)`.
+    /// A per-call run with `n` rows whose samples are `f(row)`.
     fn run(n: usize, f: impl Fn(usize) -> Vec<f64>) -> Run {
         let mut r: Run =
             serde_json::from_str(include_str!("../../tests/fixtures/run-a.json")).unwrap();

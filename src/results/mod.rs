@@ -60,7 +60,7 @@ pub struct Run {
     pub tool: Tool,
     /// UTC start time, RFC 3339.
     pub started_at: String,
-    /// The command line's probe (`run`, `syscalls`, `read`).
+    /// The command that measured the run (`run`, or one probe's name).
     pub command: String,
     pub environment: Environment,
     pub harness: HarnessInfo,

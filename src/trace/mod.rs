@@ -343,7 +343,12 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
         "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about 10 s)",
     );
     let mut store = crate::session::store_for_saving(settings)?;
-    let run = crate::session::run_probes(settings, crate::probes::for_pricing(), "trace")?;
+    let run = crate::session::run_probes(
+        settings,
+        crate::probes::for_pricing(),
+        "trace",
+        crate::settings::Scale::Quick,
+    )?;
     let id = crate::session::save(store.as_mut(), &run)?;
     runs.push((id.unwrap_or(0), run));
     Ok((Figures::from_runs(&runs), Some(id.unwrap_or(0))))

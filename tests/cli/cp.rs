@@ -259,6 +259,7 @@ fn a_full_disk_fails_in_one_line_and_leaves_no_file() {
 
 #[test]
 fn standard_input_and_fifos_are_copied_and_ctrl_c_leaves_nothing() {
+    default_stop_signals();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
@@ -661,6 +662,7 @@ fn trees_copy_whole_under_load_at_every_j() {
 /// no file left behind.
 #[test]
 fn a_blocked_copy_ends_at_ctrl_c_sigterm_and_sighup() {
+    default_stop_signals();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     mkfifo(&d.join("fifo"));

@@ -204,7 +204,23 @@ fn fails(dir: &Path, args: &[&str], code: i32, needle: &str) {
 
 /// Starts ioprobe with `args` (plus `--dir dir`) and returns once its scratch
 /// directory exists, i.e. once it is measuring.
+/// Puts SIGINT, SIGQUIT and SIGHUP back to their default in this test process, and so
+/// in every ioprobe it starts. A suite started as a background job without job control
+/// inherits SIGINT and SIGQUIT ignored, and ioprobe keeps a signal it was started with
+/// ignored (as coreutils do): the tests that interrupt ioprobe call this first.
+fn default_stop_signals() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP] {
+            // SAFETY: SIG_DFL replaces no handler of this process (the test harness
+            // installs none for these); the result is not needed.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    });
+}
+
 fn spawn_measuring(args: &[&str], dir: &Path, out: Stdio) -> std::process::Child {
+    default_stop_signals();
     let child = std::process::Command::new(BIN)
         .args(args)
         .arg("--no-save")

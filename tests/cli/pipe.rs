@@ -151,6 +151,7 @@ fn pipe_bad_input_is_refused() {
 
 #[test]
 fn interrupting_a_pipe_run_leaves_no_process_or_file() {
+    default_stop_signals();
     let dir = tempfile::tempdir().unwrap();
     let child = spawn_measuring(
         &[

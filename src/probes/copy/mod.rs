@@ -68,6 +68,10 @@ named_enum! {
 /// Options of `ioprobe copy`.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// How long these options may take when no `--time-limit` is given: the promised
+    /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
+    /// sampling of wide rows. None: no limit.
+    pub time_limit: Option<std::time::Duration>,
     pub file_sizes: Vec<u64>,
     /// In-process methods and, with `--system-tools`, the tools.
     pub methods: Vec<Method>,
@@ -88,6 +92,17 @@ pub struct Options {
     pub corrupt: bool,
 }
 
+/// How long the defaults at `scale` may take with no `--time-limit`.
+fn time_limit(scale: Scale) -> Option<std::time::Duration> {
+        let s = std::time::Duration::from_secs;
+        match scale {
+            Scale::Quick => Some(s(25)),
+            Scale::Default => Some(s(150)),
+            Scale::Run => Some(s(10)),
+            Scale::Thorough => None,
+        }
+}
+
 impl Options {
     /// The defaults: 64 MiB and 1 GiB files, warm and cold sources, both durabilities.
     /// At 64 MiB every in-process method once (mmap and io_uring without their
@@ -99,6 +114,7 @@ impl Options {
     /// read-write/1MiB.
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
+            time_limit: time_limit(scale),
             file_sizes: match scale {
                 Scale::Quick => vec![32 << 20],
                 Scale::Run => vec![64 << 20],
@@ -339,15 +355,6 @@ impl ProbeKind for Kind {
         Box::new(CopyProbe::new(Options::for_scale(scale)))
     }
 
-    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
-        let s = std::time::Duration::from_secs;
-        match scale {
-            Scale::Quick => Some(s(25)),
-            Scale::Default => Some(s(150)),
-            Scale::Run => Some(s(10)),
-            Scale::Thorough => None,
-        }
-    }
 }
 
 /// The copy probe.
@@ -594,6 +601,10 @@ fn residency_label(cache: Cache, seen: &[(usize, usize)]) -> (String, f64) {
 }
 
 impl Probe for CopyProbe {
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.opts.time_limit
+    }
+
     fn kind(&self) -> &'static dyn ProbeKind {
         &Kind
     }

@@ -96,6 +96,10 @@ impl Capacity {
 /// Options of `ioprobe pipe`.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// How long these options may take when no `--time-limit` is given: the promised
+    /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
+    /// sampling of wide rows. None: no limit.
+    pub time_limit: Option<std::time::Duration>,
     pub sizes: Vec<u64>,
     /// Reader's read size; `None` = the chunk size.
     pub read_size: Option<u64>,
@@ -117,6 +121,17 @@ fn default_sizes(fine: bool) -> Vec<u64> {
     (10..=28).step_by(step).map(|p| 1u64 << p).collect()
 }
 
+/// How long the defaults at `scale` may take with no `--time-limit`.
+fn time_limit(scale: Scale) -> Option<std::time::Duration> {
+        let s = std::time::Duration::from_secs;
+        match scale {
+            Scale::Quick => Some(s(15)),
+            Scale::Default => Some(s(50)),
+            Scale::Run => Some(s(4)),
+            Scale::Thorough => None,
+        }
+}
+
 impl Options {
     /// The defaults: chunks of 1 KiB … 256 MiB in powers of 4 (of 2 when thorough),
     /// the default and a 1 MiB pipe, both methods, every placement, each row's pass
@@ -125,6 +140,7 @@ impl Options {
     /// most 64 MiB.
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
+            time_limit: time_limit(scale),
             sizes: default_sizes(scale == Scale::Thorough),
             read_size: None,
             capacities: vec![Capacity::Default, Capacity::Bytes(1 << 20)],
@@ -303,15 +319,6 @@ impl ProbeKind for Kind {
         Box::new(PipeProbe::new(Options::for_scale(scale)))
     }
 
-    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
-        let s = std::time::Duration::from_secs;
-        match scale {
-            Scale::Quick => Some(s(15)),
-            Scale::Default => Some(s(50)),
-            Scale::Run => Some(s(4)),
-            Scale::Thorough => None,
-        }
-    }
 }
 
 /// The pipe probe.
@@ -493,6 +500,10 @@ fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
 
 
 impl Probe for PipeProbe {
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.opts.time_limit
+    }
+
     fn kind(&self) -> &'static dyn ProbeKind {
         &Kind
     }

@@ -94,17 +94,29 @@ impl Populate {
 /// Options of `ioprobe read`.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// How long these options may take when no `--time-limit` is given: the promised
+    /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
+    /// sampling of wide rows. None: no limit.
+    pub time_limit: Option<std::time::Duration>,
     pub file_size: u64,
     pub block_sizes: Vec<u64>,
     pub methods: Vec<Method>,
     pub populate: Vec<Populate>,
 }
 
+/// How long the defaults at `scale` may take with no `--time-limit`.
+fn time_limit(scale: Scale) -> Option<std::time::Duration> {
+    // Its calibrated cases stop at their CI target or budget on their own; only
+    // `ioprobe run`, which promises an answer in half a minute, bounds them.
+        (scale == Scale::Run).then(|| std::time::Duration::from_secs(5))
+}
+
 impl Options {
     /// The defaults: a 10 MiB file read by read(2) in blocks of 1 KiB … 8 MiB
     /// (powers of two), at every scale.
-    pub fn for_scale(_scale: Scale) -> Options {
+    pub fn for_scale(scale: Scale) -> Options {
         Options {
+            time_limit: time_limit(scale),
             file_size: 10 << 20,
             block_sizes: sweep::powers_of_two(1 << 10, 8 << 20),
             methods: vec![Method::Read],
@@ -195,11 +207,6 @@ impl ProbeKind for Kind {
         Box::new(ReadProbe::new(Options::for_scale(scale)))
     }
 
-    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
-        // Its calibrated cases stop at their CI target or budget on their own; only
-        // `ioprobe run`, which promises an answer in half a minute, bounds them.
-        (scale == Scale::Run).then(|| std::time::Duration::from_secs(5))
-    }
 }
 
 /// The read probe.
@@ -274,6 +281,10 @@ impl Workload for Pass<'_> {
 }
 
 impl Probe for ReadProbe {
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.opts.time_limit
+    }
+
     fn kind(&self) -> &'static dyn ProbeKind {
         &Kind
     }

@@ -76,14 +76,26 @@ impl Case {
 /// Options of `ioprobe syscalls`.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// How long these options may take when no `--time-limit` is given: the promised
+    /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
+    /// sampling of wide rows. None: no limit.
+    pub time_limit: Option<std::time::Duration>,
     pub cases: Vec<Case>,
     pub io_size: u64,
 }
 
+/// How long the defaults at `scale` may take with no `--time-limit`.
+fn time_limit(scale: Scale) -> Option<std::time::Duration> {
+    // Its calibrated cases stop at their CI target or budget on their own; only
+    // `ioprobe run`, which promises an answer in half a minute, bounds them.
+        (scale == Scale::Run).then(|| std::time::Duration::from_secs(2))
+}
+
 impl Options {
     /// The defaults: every case, 8-byte calls, at every scale.
-    pub fn for_scale(_scale: Scale) -> Options {
+    pub fn for_scale(scale: Scale) -> Options {
         Options {
+            time_limit: time_limit(scale),
             cases: Case::ALL.to_vec(),
             io_size: 8,
         }
@@ -164,11 +176,6 @@ impl ProbeKind for Kind {
         Box::new(Syscalls::new(Options::for_scale(scale)))
     }
 
-    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
-        // Its calibrated cases stop at their CI target or budget on their own; only
-        // `ioprobe run`, which promises an answer in half a minute, bounds them.
-        (scale == Scale::Run).then(|| std::time::Duration::from_secs(2))
-    }
 }
 
 /// Largest `--io-size`: a per-call cost probe, not a bandwidth test.
@@ -303,6 +310,10 @@ impl Workload for CaseRun<'_> {
 }
 
 impl Probe for Syscalls {
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.opts.time_limit
+    }
+
     fn kind(&self) -> &'static dyn ProbeKind {
         &Kind
     }

@@ -97,10 +97,21 @@ impl Durability {
 /// Options of `ioprobe write`.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// How long these options may take when no `--time-limit` is given: the promised
+    /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
+    /// sampling of wide rows. None: no limit.
+    pub time_limit: Option<std::time::Duration>,
     pub file_size: u64,
     pub block_sizes: Vec<u64>,
     pub methods: Vec<Method>,
     pub durability: Vec<Durability>,
+}
+
+/// How long the defaults at `scale` may take with no `--time-limit`.
+fn time_limit(scale: Scale) -> Option<std::time::Duration> {
+    // Its calibrated cases stop at their CI target or budget on their own; only
+    // `ioprobe run`, which promises an answer in half a minute, bounds them.
+        (scale == Scale::Run).then(|| std::time::Duration::from_secs(4))
 }
 
 impl Options {
@@ -110,6 +121,7 @@ impl Options {
     /// blocks); `ioprobe run` also takes blocks of 1 KiB … 4 MiB in powers of four.
     pub fn for_scale(scale: Scale) -> Options {
         Options {
+            time_limit: time_limit(scale),
             file_size: 10 << 20,
             block_sizes: match scale {
                 Scale::Run => sweep::powers_of_two(1 << 10, 4 << 20)
@@ -208,11 +220,6 @@ impl ProbeKind for Kind {
         Box::new(WriteProbe::new(Options::for_scale(scale)))
     }
 
-    fn time_limit(&self, scale: Scale) -> Option<std::time::Duration> {
-        // Its calibrated cases stop at their CI target or budget on their own; only
-        // `ioprobe run`, which promises an answer in half a minute, bounds them.
-        (scale == Scale::Run).then(|| std::time::Duration::from_secs(4))
-    }
 }
 
 /// The write probe.
@@ -301,6 +308,10 @@ fn verify(fd: &OwnedFd, size: u64, block: &[u8]) -> Result<()> {
 }
 
 impl Probe for WriteProbe {
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.opts.time_limit
+    }
+
     fn kind(&self) -> &'static dyn ProbeKind {
         &Kind
     }
