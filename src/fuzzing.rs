@@ -38,9 +38,7 @@ pub fn check_import(data: &[u8], dir: &std::path::Path) {
     let Ok(plots) = report::plots::plots(&run) else {
         return;
     };
-    let recs = crate::advice::recommendations(&run, None);
-    let obs = crate::advice::observations(&run);
-    if let Ok(page) = report::html::render(&run, &recs, &obs, "fuzz", &plots, &Default::default()) {
+    if let Ok(page) = report::html::page(&run, None, "fuzz", &plots, &Default::default()) {
         std::fs::write(dir.join("r.html"), page).expect("writing the report");
     }
     for (p, path) in plots.iter().zip(report::html::svg_paths(&plots, dir)) {

@@ -427,14 +427,7 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run, st: &Style) -> Result
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("run-{id}.html"));
     let plots = report::plots::plots(run)?;
-    let page = report::html::render(
-        run,
-        &crate::advice::recommendations(run, Some(id)),
-        &crate::advice::observations(run),
-        &format!("run {id}"),
-        &plots,
-        st,
-    )?;
+    let page = report::html::page(run, Some(id), &format!("run {id}"), &plots, st)?;
     report::write_atomically(&path, &page, Some(store.path()))?;
     Ok(path)
 }

@@ -22,16 +22,7 @@ pub fn report(
     let plots = report::plots::plots(&named.run)?;
     let mut out = String::new();
     if let Some(path) = html {
-        let recs = crate::advice::recommendations(&named.run, named.id);
-        let obs = crate::advice::observations(&named.run);
-        let page = report::html::render(
-            &named.run,
-            &recs,
-            &obs,
-            &named.label,
-            &plots,
-            &settings.style,
-        )?;
+        let page = report::html::page(&named.run, named.id, &named.label, &plots, &settings.style)?;
         write_atomically(path, &page, Some(&store))?;
         out.push_str(&format!("wrote {}\n", path.display()));
     }

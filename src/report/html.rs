@@ -34,8 +34,17 @@ struct Page<'a> {
     started_at: String,
 }
 
-/// Renders the run as an HTML document with `plots` (from [`plots`](super::plots::plots)).
-pub fn render(
+/// The run's HTML page, the one way every command assembles it: its tables, `plots`
+/// (from [`plots`](super::plots::plots)), its recommendations (citing run `id`, when it
+/// was saved) and observations.
+pub fn page(run: &Run, id: Option<i64>, label: &str, plots: &[Plot], st: &Style) -> Result<String> {
+    let recs = crate::advice::recommendations(run, id);
+    let obs = crate::advice::observations(run);
+    render(run, &recs, &obs, label, plots, st)
+}
+
+/// Renders the run as an HTML document.
+fn render(
     run: &Run,
     recs: &[Recommendation],
     observations: &[String],
