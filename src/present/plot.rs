@@ -151,13 +151,7 @@ where
         let i = rows.len() - 1 - k;
         let (lo, hi) = (m.ci95[0] * scale, m.ci95[1] * scale);
         chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![
-                    (lo, SegmentValue::CenterOf(i)),
-                    (hi, SegmentValue::CenterOf(i)),
-                ],
-                BLACK.stroke_width(2),
-            )))
+            .draw_series(std::iter::once(bar_whisker(lo, hi, i)))
             .map_err(e)?;
         for x in [lo, hi] {
             chart
@@ -335,13 +329,7 @@ fn draw_panel(area: &Area, panel: &Panel, label_w: u32, xmax: f64, unit: &str) -
         r.set_margin(3, 3, 0, 0);
         chart.draw_series(std::iter::once(r)).map_err(e)?;
         chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![
-                    (lo, SegmentValue::CenterOf(i)),
-                    (hi, SegmentValue::CenterOf(i)),
-                ],
-                BLACK.stroke_width(2),
-            )))
+            .draw_series(std::iter::once(bar_whisker(lo, hi, i)))
             .map_err(e)?;
     }
     Ok(())
@@ -388,6 +376,17 @@ fn legend_entry(area: &Area, k: usize, name: &str, color: RGBColor) -> Result<()
     ))
     .map_err(e)?;
     Ok(())
+}
+
+/// A horizontal bar's 95% CI whisker, across row `i`.
+fn bar_whisker(lo: f64, hi: f64, i: usize) -> PathElement<(f64, SegmentValue<usize>)> {
+    PathElement::new(
+        vec![
+            (lo, SegmentValue::CenterOf(i)),
+            (hi, SegmentValue::CenterOf(i)),
+        ],
+        BLACK.stroke_width(2),
+    )
 }
 
 /// One point of a line plot: its series, x (bytes) and y (GB/s) with the 95% CI.
