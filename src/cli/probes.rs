@@ -49,12 +49,6 @@ macro_rules! probe_commands {
     };
 }
 
-/// What main needs of a probe's command: its shared flags and the probe it asks for.
-pub trait ProbeArgs {
-    fn shared(&self) -> &Measuring;
-    fn probe(&self, scale: Scale) -> Box<dyn Probe>;
-}
-
 probe_commands! {
     /// Per-call cost of open/close/read/write/lseek/pread/pwrite/mmap/stat (seed 004).
     #[command(after_help = examples!(
@@ -321,4 +315,10 @@ impl CopyArgs {
             corrupt: d.corrupt,
         }
     }
+}
+
+/// What main needs of a probe's command: its shared flags and the probe it asks for.
+pub trait ProbeArgs {
+    fn shared(&self) -> &Measuring;
+    fn probe(&self, scale: Scale) -> Box<dyn Probe>;
 }

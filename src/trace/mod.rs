@@ -58,13 +58,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     };
     preflight_program(&opts.command[0])?;
     let (figures, measured) = chosen_figures(opts, settings)?;
-    let (prof, ended, work) = trace_command(opts, &closed, settings)?;
-    let priced = priced(&prof, &figures);
-    let work = Work {
-        priced_calls_s: priced,
-        estimate_s: work.user_cpu_s + priced,
-        ..work
-    };
+    let (prof, ended, work) = trace_command(opts, &closed, settings, &figures)?;
     let found = price::findings(&prof, &figures, work.estimate_s);
     let report = Report {
         cmd: &shown,
@@ -116,12 +110,13 @@ fn chosen_figures(opts: &Options, settings: &Settings) -> Result<(Figures, Optio
     Ok((Figures::from_runs(&runs), None))
 }
 
-/// Runs the command traced to its end: its profile, how it ended, and its work as far
-/// as tracing tells it (wall time, user CPU less what tracing added; not yet priced).
+/// Runs the command traced to its end: its profile, how it ended, and its work here
+/// (user CPU less what tracing added, plus its calls priced with `figures`).
 fn trace_command(
     opts: &Options,
     closed: &[i32],
     settings: &Settings,
+    figures: &Figures,
 ) -> Result<(Profile, Ended, Work)> {
     let before = crate::sys::rusage::getrusage_children()
         .map(|r| r.user_us as f64 * 1e-6)
@@ -149,12 +144,13 @@ fn trace_command(
         let mut store = crate::session::store_for_saving(settings).ok().flatten();
         overhead::correct(user_cpu, calls, store.as_mut(), &host)
     };
+    let priced = priced(&prof, figures);
     let work = Work {
         traced_wall_s: elapsed,
         user_cpu_s: user_cpu,
         user_correction: correction,
-        priced_calls_s: 0.0,
-        estimate_s: user_cpu,
+        priced_calls_s: priced,
+        estimate_s: user_cpu + priced,
     };
     Ok((prof, ended, work))
 }

@@ -690,21 +690,18 @@ impl Probe for CopyProbe {
         let o = &self.opts;
         let stop = interrupt::requested;
         let dir = ctx.scratch.path();
+        let dio = copyfile::dio_alignment(&calls::c_path(dir)?)?.map_or(512, |(_, off)| off as u64);
         let here = Here {
             dir,
             drop_all: o.drop_caches && rustix::process::geteuid().is_root(),
-            dio: copyfile::dio_alignment(&calls::c_path(dir)?)?.map_or(512, |(_, off)| off as u64),
-            verdicts: Vec::new(),
+            dio,
+            verdicts: verdicts(o, dir, dio)?,
             // Cold rows need a way to drop the source's cached pages.
             eviction: if o.caches.contains(&Cache::Cold) {
                 copyfile::eviction(dir)?
             } else {
                 Ok(())
             },
-        };
-        let here = Here {
-            verdicts: verdicts(o, &here)?,
-            ..here
         };
         let name = Kind.name();
         let mut out = Vec::new();
@@ -733,14 +730,18 @@ struct Here<'a> {
 
 /// Which variants work here, from a small probe copy (1 MiB + 4097 bytes): each variant
 /// measured at any size, once (by label).
-fn verdicts(o: &Options, here: &Here) -> Result<Vec<(String, Result<(), String>)>> {
-    let (dir, stop) = (here.dir, interrupt::requested);
+fn verdicts(
+    o: &Options,
+    dir: &std::path::Path,
+    dio: u64,
+) -> Result<Vec<(String, Result<(), String>)>> {
+    let stop = interrupt::requested;
     let probe = Source::create_named(dir, "copy-probe.dat", (1 << 20) + 4097, o.sparse, &stop)?;
     let mut verdicts: Vec<(String, Result<(), String>)> = Vec::new();
     for &size in &o.file_sizes {
         for v in o.variants_at(size) {
             if !verdicts.iter().any(|(l, _)| *l == v.label()) {
-                verdicts.push((v.label(), support(&v, &probe, dir, here.dio)?));
+                verdicts.push((v.label(), support(&v, &probe, dir, dio)?));
             }
         }
     }
