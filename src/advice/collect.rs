@@ -41,6 +41,7 @@ pub fn recommend_probe(
     let (cov, measured, expected) = coverage(kind, rows);
     let mut recs = kind.recommend(rows, &run.environment);
     for r in &mut recs {
+        r.id = format!("{}.{}", kind.name(), r.id);
         r.evidence.runs = id.into_iter().collect();
         if cov != Coverage::Full {
             let how = if cov == Coverage::Selection {

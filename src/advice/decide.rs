@@ -36,6 +36,84 @@ pub struct Opt<'a> {
     pub m: &'a Measurement,
     /// Lower is cheaper: bytes of buffer, CPU seconds per GiB, …
     pub cost: f64,
+    /// The work the option does by construction; [`Work::SAME`] when options differ
+    /// only in size.
+    pub work: Work,
+}
+
+impl<'a> Opt<'a> {
+    /// An option that does the same kind of work as the others (a size of one loop).
+    pub fn new(m: &'a Measurement, cost: f64) -> Opt<'a> {
+        Opt {
+            m,
+            cost,
+            work: Work::SAME,
+        }
+    }
+}
+
+/// The work an option does by construction, whatever a run measures: system calls and
+/// data copies through the CPU per unit of work (one operation, or one MiB moved).
+/// Among options tied with the best, the one that does less work is chosen before the
+/// medians and the costs are looked at: two calls doing one call's work cannot be
+/// faster except by noise, so a tie between them is noise, and a rerun's noise must not
+/// flip the choice. Calls are compared first, then copies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Work {
+    pub calls: f64,
+    pub copies: f64,
+    /// What one unit is ("operation", "MiB"), for the reason given.
+    pub per: &'static str,
+}
+
+impl Work {
+    /// Options that differ only in size or setting: nothing to break a tie with.
+    pub const SAME: Work = Work {
+        calls: 0.0,
+        copies: 0.0,
+        per: "",
+    };
+
+    pub fn calls(calls: f64, copies: f64, per: &'static str) -> Work {
+        Work { calls, copies, per }
+    }
+
+    /// Less work than `o`: fewer calls, or as many and fewer copies.
+    fn cmp(&self, o: &Work) -> std::cmp::Ordering {
+        self.calls
+            .total_cmp(&o.calls)
+            .then(self.copies.total_cmp(&o.copies))
+    }
+
+    /// Why `self` is less work than `o`, in words; None when it is not.
+    fn less_than(&self, o: &Work) -> Option<String> {
+        let n = |x: f64| {
+            if x == x.round() {
+                format!("{x}")
+            } else {
+                sig3(x)
+            }
+        };
+        if self.calls < o.calls {
+            Some(format!(
+                "{} system call{} per {} instead of {}",
+                n(self.calls),
+                if self.calls == 1.0 { "" } else { "s" },
+                self.per,
+                n(o.calls)
+            ))
+        } else if self.calls == o.calls && self.copies < o.copies {
+            Some(format!(
+                "{} data cop{} per {} instead of {}",
+                n(self.copies),
+                if self.copies == 1.0 { "y" } else { "ies" },
+                self.per,
+                n(o.copies)
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// Is a higher figure better (bytes/s) or a lower one (ns/op)?
@@ -67,7 +145,8 @@ pub struct Ranking {
     pub best: usize,
     /// Indices tied with the best (the best included), in input order.
     pub tied: Vec<usize>,
-    /// The cheapest tied option whose median is within the margin too.
+    /// Among the tied options, the one doing the least [`Work`]; of those, the cheapest
+    /// whose median is within [`PICK_MARGIN`] of the best's.
     pub pick: usize,
 }
 
@@ -104,11 +183,17 @@ pub fn rank(options: &[Opt]) -> Option<Ranking> {
         .copied()
         .filter(|&i| ties(options[i].m, options[best].m))
         .collect();
+    let far = |i: usize| !close(options[i].m, options[best].m, PICK_MARGIN);
     let pick = tied
         .iter()
         .copied()
-        .filter(|&i| close(options[i].m, options[best].m, PICK_MARGIN))
-        .min_by(|&a, &b| options[a].cost.total_cmp(&options[b].cost))
+        .min_by(|&a, &b| {
+            options[a]
+                .work
+                .cmp(&options[b].work)
+                .then(far(a).cmp(&far(b)))
+                .then(options[a].cost.total_cmp(&options[b].cost))
+        })
         .unwrap_or(best);
     Some(Ranking { best, tied, pick })
 }
@@ -161,8 +246,31 @@ fn sample_checks(c: &mut Confidence, rows: &[(&str, &Measurement)]) {
     }
 }
 
+/// A recommendation id's part after the probe's name, from the topic and the options
+/// its scope is made of: each part lowercased, letters, digits and '-' kept, '+' and
+/// '/' made '-', the rest dropped (`["chunk", "write-read", "any"]` →
+/// `chunk.write-read.any`, `"64 MiB"` → `64mib`).
+pub fn id(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .filter_map(|c| match c {
+                    c if c.is_ascii_alphanumeric() => Some(c.to_ascii_lowercase()),
+                    '-' | '+' | '/' => Some('-'),
+                    _ => None,
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
 /// A recommendation's text parts, given by the probe.
 pub struct Words<'a> {
+    /// The stable id after the probe's name, from the topic and the scope's options only
+    /// (`chunk.write-read.any`); see [`Recommendation::id`].
+    pub id: String,
     pub topic: &'a str,
     pub scope: String,
     pub operation: Option<&'a str>,
@@ -186,11 +294,13 @@ fn finish(
         conf.reasons.push(support);
     }
     Recommendation {
+        id: w.id,
         topic: w.topic.into(),
         scope: w.scope,
         operation: w.operation.map(String::from),
         action,
         choice,
+        context: Default::default(),
         effect,
         evidence: Evidence {
             rows,
@@ -275,10 +385,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         .filter(|(_, m)| m.is_ok() && m.median > 0.0)
         .collect();
     pts.sort_by_key(|p| p.0);
-    let options: Vec<Opt> = pts
-        .iter()
-        .map(|&(b, m)| Opt { m, cost: b as f64 })
-        .collect();
+    let options: Vec<Opt> = pts.iter().map(|&(b, m)| Opt::new(m, b as f64)).collect();
     let r = rank(&options)?;
     let (pick_b, pick) = pts[r.pick];
     let best = pts[r.best].1;
@@ -426,11 +533,27 @@ pub fn methods(
         "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
     );
     let action = format!("use {}", name(r.pick));
+    let less: Vec<String> = r
+        .tied
+        .iter()
+        .filter_map(|&i| {
+            let why = opts[r.pick].work.less_than(&opts[i].work)?;
+            Some(format!("{} ({why})", name(i)))
+        })
+        .collect();
     let choice = Choice::Method {
         name: name(r.pick),
         tied,
     };
-    Some(finish(w, action, choice, effect, rows, conf, support))
+    let mut rec = finish(w, action, choice, effect, rows, conf, support);
+    if !less.is_empty() {
+        rec.confidence.reasons.push(format!(
+            "tie broken by the work done: {} does less than {}",
+            name(r.pick),
+            less.join(", ")
+        ));
+    }
+    Some(rec)
 }
 
 #[cfg(test)]
@@ -462,6 +585,7 @@ mod tests {
 
     fn words() -> Words<'static> {
         Words {
+            id: "buffer".into(),
             topic: "read loop buffer",
             scope: String::new(),
             operation: None,
@@ -613,9 +737,9 @@ mod tests {
             m("read-write", 3.3e9, 0.01),
         );
         let opts = vec![
-            ("copy-file-range".to_string(), Opt { m: &a, cost: 0.3 }),
-            ("sendfile".to_string(), Opt { m: &b, cost: 0.2 }),
-            ("read-write".to_string(), Opt { m: &c, cost: 0.5 }),
+            ("copy-file-range".to_string(), Opt::new(&a, 0.3)),
+            ("sendfile".to_string(), Opt::new(&b, 0.2)),
+            ("read-write".to_string(), Opt::new(&c, 0.5)),
         ];
         let r = methods(words(), &opts, Some("read-write")).unwrap();
         assert_eq!(
@@ -639,8 +763,8 @@ mod tests {
         a.raw = [1.45e9; 7].into_iter().chain([0.45e9; 4]).collect();
         let b = m("sendfile", 1.2e9, 0.01);
         let opts = vec![
-            ("io-uring".to_string(), Opt { m: &a, cost: 0.1 }),
-            ("sendfile".to_string(), Opt { m: &b, cost: 0.1 }),
+            ("io-uring".to_string(), Opt::new(&a, 0.1)),
+            ("sendfile".to_string(), Opt::new(&b, 0.1)),
         ];
         let r = methods(words(), &opts, None).unwrap();
         assert_eq!(r.confidence.level, Level::Low);
@@ -654,8 +778,8 @@ mod tests {
         a.unit = Unit::NsPerOp;
         b.unit = Unit::NsPerOp;
         let opts = vec![
-            ("lseek+read".to_string(), Opt { m: &b, cost: 0.0 }),
-            ("pread".to_string(), Opt { m: &a, cost: 0.0 }),
+            ("lseek+read".to_string(), Opt::new(&b, 0.0)),
+            ("pread".to_string(), Opt::new(&a, 0.0)),
         ];
         let r = methods(words(), &opts, Some("lseek+read")).unwrap();
         assert_eq!(r.action, "use pread");
@@ -664,5 +788,74 @@ mod tests {
             "{}",
             r.effect
         );
+    }
+
+    /// Seed 004's positioned writes, as a loaded run measured them: lseek+write's median
+    /// below pwrite's, their intervals overlapping. One call doing the work of two wins
+    /// the tie, whichever median is lower, and the reason says so.
+    #[test]
+    fn a_tie_between_one_call_and_two_goes_to_the_one_call() {
+        let ns = |case: &str, median: f64, lo: f64, hi: f64| {
+            let mut x = m(case, median, 0.0);
+            x.unit = Unit::NsPerOp;
+            x.ci95 = [lo, hi];
+            x.raw = vec![median; 12];
+            x
+        };
+        let (lw, pw) = (
+            ns("lseek_write", 640.0, 620.0, 700.0),
+            ns("pwrite", 656.0, 642.0, 681.0),
+        );
+        for order in [[0, 1], [1, 0]] {
+            let all = [
+                (
+                    "lseek+write".to_string(),
+                    Opt {
+                        m: &lw,
+                        cost: 0.0,
+                        work: Work::calls(2.0, 1.0, "operation"),
+                    },
+                ),
+                (
+                    "pwrite".to_string(),
+                    Opt {
+                        m: &pw,
+                        cost: 0.0,
+                        work: Work::calls(1.0, 1.0, "operation"),
+                    },
+                ),
+            ];
+            let opts = [all[order[0]].clone(), all[order[1]].clone()];
+            let r = methods(words(), &opts, Some("lseek+write")).unwrap();
+            assert_eq!(r.action, "use pwrite", "{order:?}");
+            assert!(
+                r.confidence.reasons.iter().any(|x| x
+                    == "tie broken by the work done: pwrite does less than lseek+write (1 system call per operation instead of 2)"),
+                "{:?}",
+                r.confidence.reasons
+            );
+        }
+        // Not tied: the measured winner stays, whatever the work.
+        let slow = ns("pwrite", 900.0, 880.0, 920.0);
+        let opts = [
+            (
+                "lseek+write".to_string(),
+                Opt {
+                    m: &lw,
+                    cost: 0.0,
+                    work: Work::calls(2.0, 1.0, "operation"),
+                },
+            ),
+            (
+                "pwrite".to_string(),
+                Opt {
+                    m: &slow,
+                    cost: 0.0,
+                    work: Work::calls(1.0, 1.0, "operation"),
+                },
+            ),
+        ];
+        let r = methods(words(), &opts, None).unwrap();
+        assert_eq!(r.action, "use lseek+write");
     }
 }

@@ -122,6 +122,11 @@ pub struct Evidence {
 /// One recommendation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recommendation {
+    /// A stable id (`pipe.chunk.write-read.any`): the probe, the topic and the options
+    /// the scope is made of, never a figure or another recommendation's pick, so scripts
+    /// can follow one topic across runs and machines.
+    #[serde(default)]
+    pub id: String,
     /// What it is about: "read loop buffer", "file copy method (durable)", …
     pub topic: String,
     /// Which rows it covers within the topic (method, durability, file size), or empty.
@@ -132,6 +137,10 @@ pub struct Recommendation {
     /// What to do, in words.
     pub action: String,
     pub choice: Choice,
+    /// The conditions the choice holds at, when they are another recommendation's pick
+    /// (`{"capacity": "1 MiB"}` for a pipe chunk): fields, not part of the scope.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub context: std::collections::BTreeMap<String, String>,
     /// What it buys, e.g. "×1.8 against 4 KiB".
     pub effect: String,
     pub evidence: Evidence,

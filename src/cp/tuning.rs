@@ -118,10 +118,7 @@ pub fn copy_choice(rows: &[&Measurement]) -> Option<(usize, bool, String)> {
         .collect();
     let opts: Vec<Opt> = loops
         .iter()
-        .map(|t| Opt {
-            m: t.0,
-            cost: t.1.buffer_size.unwrap_or(0) as f64,
-        })
+        .map(|t| Opt::new(t.0, t.1.buffer_size.unwrap_or(0) as f64))
         .collect();
     let ranking = rank(&opts)?;
     let (rw, rw_params) = (loops[ranking.pick].0, &loops[ranking.pick].1);

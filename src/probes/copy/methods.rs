@@ -254,7 +254,7 @@ fn mmap_memcpy(e: &Ends, v: &Variant, msync: Option<bool>) -> Result<()> {
 
 /// Bytes one sendfile(2) or copy_file_range(2) call is asked to move: small enough that
 /// a cold 1 GiB copy looks at the interrupt flag every quarter second or so.
-const IN_KERNEL_STEP: u64 = 256 << 20;
+pub const IN_KERNEL_STEP: u64 = 256 << 20;
 
 /// sendfile(2) file to file.
 fn sendfile(e: &Ends) -> Result<()> {

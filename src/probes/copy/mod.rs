@@ -284,6 +284,43 @@ pub struct Params {
     pub cache_observed: Option<String>,
 }
 
+impl Params {
+    /// The work the variant does by construction, per MiB moved: system calls (a page
+    /// fault counted as one kernel entry, with the kernel's 64 KiB fault-around for
+    /// reads and one fault per written page; an io_uring read or write as one) and
+    /// copies of the data through the CPU. A tie between methods goes to less work
+    /// (see [`crate::advice::Work`]); the system tools, whose calls this row does not
+    /// see, come last.
+    pub fn work(&self) -> crate::advice::Work {
+        const MIB: f64 = (1u64 << 20) as f64;
+        let per = |bytes: Option<u64>| MIB / bytes.unwrap_or(1 << 20).max(1) as f64;
+        let file = self.file_size.max(1) as f64 / MIB;
+        let (calls, copies) = match self.method {
+            Method::Reflink => (1.0 / file, 0.0),
+            Method::CopyFileRange | Method::Sendfile => {
+                (per(Some(methods::IN_KERNEL_STEP)).max(1.0 / file), 1.0)
+            }
+            Method::Splice => {
+                let pipe = self
+                    .pipe_size_requested
+                    .as_deref()
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(64 << 10);
+                (2.0 * per(Some(pipe)), 1.0)
+            }
+            Method::ReadWrite | Method::PreadPwrite => (2.0 * per(self.buffer_size), 2.0),
+            Method::ReadWriteFadvise => (2.0 * per(self.buffer_size) + 1.0 / file, 2.0),
+            // A submitted read or write is the kernel's work of one call, batched or not.
+            Method::IoUring => (2.0 * per(self.buffer_size), 2.0),
+            Method::MmapWrite => (per(Some(64 << 10)) + per(self.buffer_size), 1.0),
+            Method::MmapMemcpyMsync | Method::MmapMemcpyMunmap => (per(Some(64 << 10)) + 256.0, 1.0),
+            Method::Direct => (2.0 * per(self.buffer_size), 0.0),
+            Method::Cp | Method::Cat | Method::Dd => (f64::INFINITY, f64::INFINITY),
+        };
+        crate::advice::Work::calls(calls, copies, "MiB")
+    }
+}
+
 impl super::RowParams for Params {
     fn check(&self) -> std::result::Result<(), String> {
         use super::size_param;

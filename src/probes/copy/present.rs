@@ -341,16 +341,19 @@ fn cost(p: &Params) -> f64 {
     p.method.complexity() as f64 * 1e15 + p.buffer_size.unwrap_or(0) as f64
 }
 
-/// The copy-method topics: durability, topic, the summary's operation, its caveat.
-const METHOD_TOPICS: [(Durability, &str, &str, &str); 2] = [
+/// The copy-method topics: durability, id part, topic, the summary's operation, its
+/// caveat.
+const METHOD_TOPICS: [(Durability, &str, &str, &str, &str); 2] = [
     (
         Durability::Fsync,
+        "durable",
         "file copy method (durable)",
         "copying a file durably (fsync)",
         "fsync inside the timing: the copy reached the disk (or the VM host's cache below it)",
     ),
     (
         Durability::None,
+        "page-cache",
         "file copy method (page cache)",
         "copying a file (no fsync)",
         "no fsync: the copy may sit in the page cache when the timing ends",
@@ -378,12 +381,17 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
             }
             Cache::Cold => format!("source cold: {source}"),
         };
-        for (dur, topic, operation, caveat) in METHOD_TOPICS {
+        let (size_id, cache_id) = (format_size(size), cache.name());
+        for (dur, id, topic, operation, caveat) in METHOD_TOPICS {
             let options: Vec<(String, Opt)> = here(dur)
-                .map(|t| (t.1.variant.clone(), Opt { m: t.0, cost: cost(&t.1) }))
+                .map(|t| {
+                    let o = Opt { m: t.0, cost: cost(&t.1), work: t.1.work() };
+                    (t.1.variant.clone(), o)
+                })
                 .collect();
             let r = advice::methods(
                 Words {
+                    id: advice::id(&["method", id, &size_id, cache_id]),
                     topic,
                     scope: scope.clone(),
                     operation: (n == 0).then_some(operation),
@@ -411,6 +419,7 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
         if rw.len() >= 2 {
             out.extend(advice::sizes(
                 Words {
+                    id: advice::id(&["buffer", &size_id, cache_id]),
                     topic: "copy loop buffer",
                     scope: format!("read/write loop, {scope}"),
                     operation: None,

@@ -238,32 +238,67 @@ fn cap_label(c: Option<u64>, req: &str) -> String {
     }
 }
 
-/// Each requested capacity's best row at the placement of `tp`, as an option costing
-/// the capacity it was granted.
+/// Each requested capacity's best row at `placement`, as an option costing the
+/// capacity it was granted, with the capacity's request.
 fn capacity_options<'a>(
     ok: &[&'a Typed<'a>],
-    tp: &Params,
+    placement: Placement,
     caps: &[String],
-) -> Vec<(String, Opt<'a>)> {
+) -> Vec<(String, Opt<'a>, String)> {
     caps.iter()
         .filter_map(|c| {
             let b = best(
                 ok.iter()
-                    .filter(|t| t.1.placement == tp.placement && t.1.pipe_size_requested == *c),
+                    .filter(|t| t.1.placement == placement && t.1.pipe_size_requested == *c),
             )?;
-            Some((
-                cap_label(b.1.pipe_size, c),
-                Opt {
-                    m: b.0,
-                    cost: b.1.pipe_size.unwrap_or(u64::MAX) as f64,
-                },
-            ))
+            let cost = b.1.pipe_size.unwrap_or(u64::MAX) as f64;
+            Some((cap_label(b.1.pipe_size, c), Opt::new(b.0, cost), c.clone()))
         })
         .collect()
 }
 
-/// Per method: the chunk size to use (at the best row's capacity and placement) and
-/// whether raising the pipe's capacity pays (each capacity's best chunk, same placement).
+/// Whether raising the pipe's capacity pays, for `method` at `placement` (each
+/// capacity at its best chunk), and the capacity the chunk advice is given at: the
+/// recommended one, or the only one measured.
+fn capacity(method: Method, placement: Placement, ok: &[&Typed]) -> (Option<Recommendation>, String) {
+    let caps = distinct(
+        ok.iter()
+            .filter(|t| t.1.placement == placement)
+            .map(|t| t.1.pipe_size_requested.clone()),
+    );
+    let options = capacity_options(ok, placement, &caps);
+    let baseline = options.iter().find(|o| o.0.starts_with("default")).map(|o| o.0.clone());
+    let named: Vec<(String, Opt)> = options.iter().map(|o| (o.0.clone(), o.1)).collect();
+    let rec = (caps.len() >= 2)
+        .then(|| {
+            advice::methods(
+                Words {
+                    id: advice::id(&["capacity", method.name(), placement.name()]),
+                    topic: "pipe capacity",
+                    scope: format!("{}, placement {}, each capacity at its best chunk", method.name(), placement.name()),
+                    operation: None,
+                    noun: "",
+                    caveats: vec![
+                        "a capacity above the default needs F_SETPIPE_SZ (at most /proc/sys/fs/pipe-max-size for unprivileged processes)".into(),
+                    ],
+                },
+                &named,
+                baseline.as_deref(),
+            )
+        })
+        .flatten();
+    let chosen = match &rec {
+        Some(Recommendation { choice: advice::Choice::Method { name, .. }, .. }) => {
+            options.iter().find(|o| &o.0 == name).map(|o| o.2.clone())
+        }
+        _ => None,
+    };
+    (rec, chosen.or_else(|| caps.first().cloned()).unwrap_or_default())
+}
+
+/// Per method and placement: the chunk size to use at the recommended capacity (the
+/// capacity is a field of the recommendation, not part of its topic, so the topic's id
+/// never depends on the capacity pick), and whether raising the pipe's capacity pays.
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
     let typed: Vec<Typed> = with_params::<Params>(rows);
     let methods = distinct(typed.iter().map(|t| t.1.method));
@@ -280,56 +315,41 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             .iter()
             .filter(|t| t.1.method == method && t.0.is_ok())
             .collect();
-        let Some(top) = best(ok.iter()) else {
-            continue;
-        };
-        let tp = &top.1;
-        let chunks: Vec<(u64, &Measurement)> = ok
-            .iter()
-            .filter(|t| {
-                t.1.placement == tp.placement && t.1.pipe_size_requested == tp.pipe_size_requested
-            })
-            .map(|t| (t.1.chunk_size, t.0))
-            .collect();
-        out.extend(advice::sizes(
-            Words {
-                topic: "pipe chunk",
-                scope: format!(
-                    "{}, pipe {}, placement {}",
-                    method.name(),
-                    cap_label(tp.pipe_size, &tp.pipe_size_requested),
-                    tp.placement.name()
-                ),
-                operation: (method == Method::WriteRead).then_some("moving data through a pipe"),
-                noun: "chunks",
-                caveats: caveats(tp),
-            },
-            &chunks,
-            4096,
-        ));
-        // Capacity: each requested capacity's best row at the best's placement.
-        let caps = distinct(ok.iter().map(|t| t.1.pipe_size_requested.clone()));
-        if caps.len() < 2 {
-            continue;
+        let placements = distinct(ok.iter().map(|t| t.1.placement));
+        for (i, &placement) in placements.iter().enumerate() {
+            let (cap_rec, cap) = capacity(method, placement, &ok);
+            let at: Vec<&Typed> = ok
+                .iter()
+                .copied()
+                .filter(|t| t.1.placement == placement && t.1.pipe_size_requested == cap)
+                .collect();
+            let chunks: Vec<(u64, &Measurement)> = at.iter().map(|t| (t.1.chunk_size, t.0)).collect();
+            let Some(first) = at.first() else { continue };
+            let cap_text = cap_label(first.1.pipe_size, &cap);
+            let chunk = advice::sizes(
+                Words {
+                    id: advice::id(&["chunk", method.name(), placement.name()]),
+                    topic: "pipe chunk",
+                    scope: format!(
+                        "{}, placement {}, at the recommended capacity",
+                        method.name(),
+                        placement.name()
+                    ),
+                    operation: (method == Method::WriteRead && i == 0)
+                        .then_some("moving data through a pipe"),
+                    noun: "chunks",
+                    caveats: caveats(&first.1),
+                },
+                &chunks,
+                4096,
+            );
+            out.extend(chunk.map(|mut r| {
+                r.action = format!("{} in a pipe of {cap_text}", r.action);
+                r.context.insert("capacity".into(), cap_text.clone());
+                r
+            }));
+            out.extend(cap_rec);
         }
-        let options = capacity_options(&ok, tp, &caps);
-        let baseline = options
-            .iter()
-            .find(|o| o.0.starts_with("default"))
-            .map(|o| o.0.clone());
-        out.extend(advice::methods(
-            Words {
-                topic: "pipe capacity",
-                scope: format!("{}, placement {}, each capacity at its best chunk", method.name(), tp.placement.name()),
-                operation: None,
-                noun: "",
-                caveats: vec![
-                    "a capacity above the default needs F_SETPIPE_SZ (at most /proc/sys/fs/pipe-max-size for unprivileged processes)".into(),
-                ],
-            },
-            &options,
-            baseline.as_deref(),
-        ));
     }
     out
 }

@@ -3,7 +3,7 @@
 use super::super::sweep;
 use super::{Method, Params, Populate};
 use crate::advice::Recommendation;
-use crate::advice::Words;
+use crate::advice::{self, Words};
 use crate::names::Named;
 use crate::present::Style;
 use crate::present::grid::notes_and_warnings;
@@ -141,6 +141,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             let first_read = method == Method::Read && !headline;
             let r = sweep::recommend(
                 Words {
+                    id: advice::id(&["buffer", method.name(), populate.map_or("unknown", |p| p.name())]),
                     topic: "read loop buffer",
                     scope: format!("{}, {} file in the page cache", label(s), format_size(file)),
                     operation: first_read.then_some("reading a file sequentially"),

@@ -46,6 +46,16 @@ named_enum! {
 }
 
 impl Case {
+    /// System calls one operation makes (a mapping's loads and stores make none).
+    pub fn calls(self) -> f64 {
+        match self {
+            Case::OpenWriteClose | Case::OpenReadClose => 3.0,
+            Case::OpenClose | Case::LseekWrite | Case::LseekRead => 2.0,
+            Case::MmapStore | Case::MmapLoad => 0.0,
+            _ => 1.0,
+        }
+    }
+
     /// What one operation does, stated plainly.
     fn note(self, io: usize) -> String {
         match self {

@@ -1,8 +1,9 @@
 //! The syscalls table (seed 004's), its bar plot and its advice.
 
-use super::{Derived, Params};
+use super::{Case, Derived, Params};
+use crate::names::Named;
 use crate::advice::Recommendation;
-use crate::advice::{self, Opt, Words};
+use crate::advice::{self, Opt, Words, Work};
 use crate::present::Style;
 use crate::present::grid::{ci_text, notes_and_warnings};
 use crate::present::{Grid, Plot, plot};
@@ -70,15 +71,19 @@ fn find<'a>(rows: &[&'a Measurement], case: &str) -> Option<&'a Measurement> {
 /// Per-call patterns: pread instead of lseek+read (and pwrite instead of lseek+write),
 /// and keeping a descriptor open instead of opening and closing it for every read.
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
-    let pick = |topic: &str,
+    let pick = |id: &str,
+                topic: &str,
                 scope: &str,
                 operation: Option<&str>,
-                options: &[(&str, &str)],
+                options: &[(&str, Case)],
                 baseline: &str| {
         let opts: Vec<(String, Opt)> = options
             .iter()
             .filter_map(|&(label, case)| {
-                find(rows, case).map(|m| (label.to_string(), Opt { m, cost: 0.0 }))
+                let m = find(rows, case.name())?;
+                // Every case chosen between moves the same bytes once.
+                let work = Work::calls(case.calls(), 1.0, "operation");
+                Some((label.to_string(), Opt { m, cost: 0.0, work }))
             })
             .collect();
         if opts.len() < 2 {
@@ -86,6 +91,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
         }
         advice::methods(
             Words {
+                id: id.into(),
                 topic,
                 scope: scope.into(),
                 operation,
@@ -98,31 +104,34 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             Some(baseline),
         )
     };
-    let reuse_from = if find(rows, "open_read_close").is_some() {
-        ("open+read+close for each read", "open_read_close")
+    let reuse_from = if find(rows, Case::OpenReadClose.name()).is_some() {
+        ("open+read+close for each read", Case::OpenReadClose)
     } else {
-        ("open+close for each access", "open_close")
+        ("open+close for each access", Case::OpenClose)
     };
     [
         pick(
+            "positioned.reads",
             "positioned I/O",
             "reads",
             Some("reading at an offset"),
-            &[("lseek+read", "lseek_read"), ("pread", "pread")],
+            &[("lseek+read", Case::LseekRead), ("pread", Case::Pread)],
             "lseek+read",
         ),
         pick(
+            "positioned.writes",
             "positioned I/O",
             "writes",
             Some("writing at an offset"),
-            &[("lseek+write", "lseek_write"), ("pwrite", "pwrite")],
+            &[("lseek+write", Case::LseekWrite), ("pwrite", Case::Pwrite)],
             "lseek+write",
         ),
         pick(
+            "descriptor-reuse",
             "descriptor reuse",
             "",
             Some("reading a file repeatedly"),
-            &[reuse_from, ("one descriptor kept open (pread)", "pread")],
+            &[reuse_from, ("one descriptor kept open (pread)", Case::Pread)],
             reuse_from.0,
         ),
     ]

@@ -5,7 +5,7 @@
 use super::super::sweep;
 use super::{Durability, Method, Params};
 use crate::advice::Recommendation;
-use crate::advice::Words;
+use crate::advice::{self, Words};
 use crate::names::Named;
 use crate::present::Style;
 use crate::present::grid::notes_and_warnings;
@@ -196,6 +196,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             };
             sweep::recommend(
                 Words {
+                    id: advice::id(&["buffer", method.name(), dur.name()]),
                     topic: "write loop buffer",
                     scope: format!(
                         "{}, durability {}, {} file rewritten in place",
