@@ -15,6 +15,7 @@ use crate::results::store::{self, Store};
 use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, Unit, time::now_rfc3339};
 use crate::settings::{Scale, Settings};
 use crate::sys::affinity;
+use crate::sys::load::Load;
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use anyhow::{Context as _, Result};
@@ -303,10 +304,17 @@ fn run_in(
         limit: &limit,
     };
     let mut measurements = Vec::new();
+    let mut loads = std::collections::BTreeMap::new();
     for p in probes {
+        let before = crate::sys::load::snapshot();
         let r = p.run(&ctx);
         match r {
-            Ok(m) => measurements.extend(m),
+            Ok(m) => {
+                let after = crate::sys::load::snapshot();
+                let load = Load::between(&before, &after, preemptions(&m));
+                loads.insert(p.kind().name().to_string(), load);
+                measurements.extend(m)
+            }
             Err(e) => {
                 progress.finish();
                 return Err(e.context(format!("probe {}", p.kind().name())));
@@ -314,10 +322,12 @@ fn run_in(
         }
     }
     progress.finish();
+    env.load = loads;
     let mut warnings = Vec::new();
     if env.build_profile == "debug" {
         warnings.push("debug build: figures are not representative; build with --release".into());
     }
+    warnings.extend(busy_warning(&env.load));
     warnings.extend(limit_warning(
         &limit,
         &limit_label,
@@ -330,9 +340,35 @@ fn run_in(
         started_at,
         command: command.into(),
         environment: env,
-        harness: harness_info(settings, time_limit, overhead),
+        harness: harness_info(settings, scale, time_limit, overhead),
         measurements,
         warnings,
+    })
+}
+
+/// Involuntary context switches of the measuring thread per sample, over `rows`.
+fn preemptions(rows: &[crate::results::Measurement]) -> f64 {
+    let samples: usize = rows.iter().map(|m| m.samples).sum();
+    let cs: u64 = rows.iter().map(|m| m.rusage.total.involuntary_cs).sum();
+    if samples == 0 {
+        0.0
+    } else {
+        cs as f64 / samples as f64
+    }
+}
+
+/// "the machine was busy while … ran": which probes, and why.
+fn busy_warning(loads: &std::collections::BTreeMap<String, Load>) -> Option<String> {
+    let busy: Vec<String> = loads
+        .iter()
+        .filter(|(_, l)| l.busy)
+        .map(|(p, l)| format!("{p} ({})", l.why_busy()))
+        .collect();
+    (!busy.is_empty()).then(|| {
+        format!(
+            "the machine was busy while these probes ran: {}; their figures may not repeat on a quieter machine, and their recommendations are at most medium confidence",
+            busy.join("; ")
+        )
     })
 }
 
@@ -358,15 +394,27 @@ fn say_how_long(
     }
 }
 
+/// The scale that ran, as the run's header says it: "`ioprobe run`'s selection" for
+/// `run` (with "thorough sampling" under `--thorough`), else "quick mode", "default
+/// mode" or "thorough mode".
+fn scale_label(scale: Scale, mode: &str) -> String {
+    match (scale, mode) {
+        (Scale::Run, "thorough") => "`ioprobe run`'s selection, thorough sampling".into(),
+        (Scale::Run, _) => "`ioprobe run`'s selection".into(),
+        (_, m) => format!("{m} mode"),
+    }
+}
+
 /// How the harness sampled, as the run records it.
 fn harness_info(
     settings: &Settings,
+    scale: Scale,
     time_limit: Option<std::time::Duration>,
     overhead: crate::harness::Overhead,
 ) -> HarnessInfo {
     let h = &settings.harness;
     HarnessInfo {
-        mode: settings.mode.into(),
+        mode: scale_label(scale, settings.mode),
         sample_time_s: h.sample_time.as_secs_f64(),
         warmup_s: h.warmup.as_secs_f64(),
         budget_per_case_s: h.budget.as_secs_f64(),

@@ -2,7 +2,7 @@
 //! probe writes its own, see [`ProbeKind::recommend`]), how complete its sweep was (a
 //! partial one lowers the confidence), and which saved runs `advise` takes them from.
 
-use super::model::{Coverage, MachineAdvice, Recommendation, Source};
+use super::model::{Coverage, Level, MachineAdvice, Recommendation, Source};
 use crate::probes::{ProbeKind, Scale};
 use crate::report::grid::kinds_of;
 use crate::results::store::{Evidence, Store};
@@ -40,20 +40,36 @@ pub fn recommend_probe(
 ) -> Vec<Recommendation> {
     let (cov, measured, expected) = coverage(kind, rows);
     let mut recs = kind.recommend(rows, &run.environment);
+    let busy = run.environment.load.get(kind.name()).filter(|l| l.busy);
     for r in &mut recs {
         r.id = format!("{}.{}", kind.name(), r.id);
         r.evidence.runs = id.into_iter().collect();
-        if cov != Coverage::Full {
-            let how = if cov == Coverage::Selection {
+        if let Some(l) = busy {
+            r.confidence.cap(
+                Level::Medium,
                 format!(
-                    "measured by `ioprobe run`'s short selection ({measured} of the {expected} cases of the full sweep); `ioprobe {}` measures all",
-                    kind.name()
-                )
-            } else {
-                format!("a partial sweep ({measured} of the {expected} cases of the default sweep)")
-            };
-            let level = r.confidence.level.lower();
-            r.confidence.cap(level, how);
+                    "the machine was busy while {} ran ({}): a quieter rerun may choose otherwise",
+                    kind.name(),
+                    l.why_busy()
+                ),
+            );
+        }
+        match cov {
+            Coverage::Full => {}
+            // `ioprobe run`'s selection brackets each topic's sweep: the sweep's own
+            // checks (three sizes, the best inside) set the confidence; the caveat says
+            // what the full sweep adds.
+            Coverage::Selection => r.caveats.push(format!(
+                "measured by `ioprobe run`'s selection ({measured} of the {expected} cases of the full sweep); `ioprobe {}` measures all",
+                kind.name()
+            )),
+            Coverage::Partial => {
+                let level = r.confidence.level.lower();
+                r.confidence.cap(
+                    level,
+                    format!("a partial sweep ({measured} of the {expected} cases of the default sweep)"),
+                );
+            }
         }
     }
     recs
@@ -86,15 +102,33 @@ fn machine_of(host: &str, filesystem: &str, kernel: &str) -> String {
     format!("{host}, {filesystem}, kernel {kernel}")
 }
 
-/// Adds `probe`'s advice from `run` (saved as `id`) to `m`.
-fn add_probe(m: &mut MachineAdvice, run: &Run, id: Option<i64>, kind: &dyn ProbeKind) {
-    let rows: Vec<&Measurement> = run.of_probe(kind.name()).collect();
-    let (cov, measured, expected) = super::coverage(kind, &rows);
-    let mut recs = super::recommend_probe(kind, &rows, run, id);
+/// Adds `kind`'s advice to `m`, from `rows` (each with the saved runs it pooled) taken
+/// from `run` (saved as `id`).
+fn add_probe(
+    m: &mut MachineAdvice,
+    (run, id): (&Run, Option<i64>),
+    kind: &dyn ProbeKind,
+    rows: &[(Measurement, Vec<i64>)],
+) {
+    let refs: Vec<&Measurement> = rows.iter().map(|r| &r.0).collect();
+    let (cov, measured, expected) = super::coverage(kind, &refs);
+    let mut recs = super::recommend_probe(kind, &refs, run, id);
     for r in &mut recs {
         r.evidence.machine = Some(m.machine.clone());
+        let mut runs: Vec<i64> = rows
+            .iter()
+            .filter(|(x, _)| r.evidence.rows.iter().any(|e| e.case == x.case))
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .chain(id)
+            .collect();
+        runs.sort_unstable();
+        runs.dedup();
+        r.evidence.runs = runs;
     }
-    let obs = kind.advice(&rows, &run.environment);
+    let obs = kind.advice(&refs, &run.environment);
+    let mut pooled: Vec<i64> = rows.iter().flat_map(|r| r.1.iter().copied()).collect();
+    pooled.sort_unstable();
+    pooled.dedup();
     m.sources.push(Source {
         probe: kind.name().into(),
         run: id,
@@ -103,17 +137,49 @@ fn add_probe(m: &mut MachineAdvice, run: &Run, id: Option<i64>, kind: &dyn Probe
         measured: true,
         coverage: Some(cov),
         cases: [measured, expected],
+        pooled: if pooled.len() > 1 { pooled } else { Vec::new() },
         advice: super::render::lines(&recs, &obs),
     });
     m.recs.extend(recs);
     m.observations.extend(obs);
 }
 
+/// `kind`'s rows of the saved run `id`, pooled with the newest runs of the same machine
+/// and environment that measured it (see [`super::pool`]), `id` first among them.
+fn pooled_rows(
+    kind: &dyn ProbeKind,
+    id: i64,
+    candidates: &[i64],
+    loaded: &std::collections::HashMap<i64, Run>,
+) -> Vec<(Measurement, Vec<i64>)> {
+    let base = &loaded[&id];
+    let mut newest_first: Vec<i64> = candidates.iter().copied().chain([id]).collect();
+    newest_first.sort_unstable_by(|a, b| b.cmp(a));
+    newest_first.dedup();
+    // The base run always pools, with the newest POOL_MAX - 1 others.
+    let others: Vec<i64> = newest_first
+        .iter()
+        .copied()
+        .filter(|&c| c != id && super::pool::same_environment(base, &loaded[&c]))
+        .take(super::pool::POOL_MAX - 1)
+        .collect();
+    let ids: Vec<i64> = newest_first
+        .into_iter()
+        .filter(|c| *c == id || others.contains(c))
+        .collect();
+    let runs: Vec<&Run> = ids.iter().map(|i| &loaded[i]).collect();
+    super::pool::pool(kind.name(), base, &runs)
+        .into_iter()
+        .map(|(m, at)| (m, at.iter().map(|&i| ids[i]).collect()))
+        .collect()
+}
+
 /// `ioprobe advise`: per machine (host, filesystem, kernel; the newest first) and per
 /// probe, the newest saved run that measured the probe's whole default sweep; without
 /// one, the newest run that measured the most of it (`ioprobe run`'s selection before a
-/// partial run), so a partial run never replaces a complete one. Returns None when
-/// nothing is saved (the caller then measures).
+/// partial run), so a partial run never replaces a complete one. Its rows are pooled
+/// with the same rows of the machine's other recent runs ([`super::pool`]). Returns
+/// None when nothing is saved (the caller then measures).
 pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice>>> {
     let Some(store) = Store::open_read_only_if_any(&store_path(settings)?)? else {
         return Ok(None);
@@ -153,6 +219,7 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
                 limit: usize::MAX,
             };
             let candidates = store.newest_with(&evidence)?;
+            let ids: Vec<i64> = candidates.iter().map(|r| r.id).collect();
             let mut chosen: Option<(Coverage, i64)> = None;
             for r in candidates {
                 if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(r.id) {
@@ -167,8 +234,22 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
                     break;
                 }
             }
+            // The pool's candidates: the newest runs with the probe, loaded.
+            let near: Vec<i64> = ids
+                .iter()
+                .copied()
+                .take(2 * super::pool::POOL_MAX)
+                .collect();
+            for &i in &near {
+                if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(i) {
+                    e.insert(store.load(i)?);
+                }
+            }
             match chosen {
-                Some((_, id)) => add_probe(&mut m, &loaded[&id], Some(id), kind),
+                Some((_, id)) => {
+                    let rows = pooled_rows(kind, id, &near, &loaded);
+                    add_probe(&mut m, (&loaded[&id], Some(id)), kind, &rows)
+                }
                 None => m.sources.push(Source {
                     probe: kind.name().into(),
                     run: None,
@@ -177,13 +258,85 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
                     measured: false,
                     coverage: None,
                     cases: [0, 0],
+                    pooled: Vec::new(),
                     advice: Vec::new(),
                 }),
             }
         }
         out.push(m);
     }
+    mark_changes(&store, &mut out)?;
+    drop(store);
+    record_seen(&store_path(settings)?, &out);
     Ok(Some(out))
+}
+
+fn runs_text(runs: &[i64]) -> String {
+    runs.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Marks each recommendation whose action differs from the previous `advise`'s on the
+/// same machine and topic id, with what it was and what evidence is new.
+fn mark_changes(store: &Store, machines: &mut [MachineAdvice]) -> Result<()> {
+    for m in machines {
+        let seen = store.advice_seen(&m.machine)?;
+        for r in &mut m.recs {
+            let Some(before) = seen.get(&r.id).filter(|s| s.action != r.action) else {
+                continue;
+            };
+            let now = runs_text(&r.evidence.runs);
+            let why = if before.runs == now {
+                "on the same runs: this ioprobe decides differently".to_string()
+            } else {
+                format!("the evidence is now runs {now}")
+            };
+            let still = match &r.choice {
+                super::Choice::Method { tied, .. }
+                    if tied.iter().any(|t| before.action == format!("use {t}")) =>
+                {
+                    "; it is still tied with the best"
+                }
+                _ => "",
+            };
+            r.changed = Some(format!(
+                "changed since the advise of {}: it said \"{}\" from runs {}; {why}{still}",
+                before.seen_at, before.action, before.runs
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Remembers what this `advise` said, for the next one to compare; a store that cannot
+/// be written (read-only) is left as it is, and the next `advise` compares with older
+/// advice.
+fn record_seen(path: &std::path::Path, machines: &[MachineAdvice]) {
+    let Ok(mut store) = Store::open(path) else {
+        return;
+    };
+    let at = crate::results::time::now_rfc3339();
+    for m in machines {
+        let seen: Vec<(String, crate::results::store::Seen)> = m
+            .recs
+            .iter()
+            .map(|r| {
+                (
+                    r.id.clone(),
+                    crate::results::store::Seen {
+                        action: r.action.clone(),
+                        runs: runs_text(&r.evidence.runs),
+                        seen_at: at.clone(),
+                    },
+                )
+            })
+            .collect();
+        if store.record_advice(&m.machine, &seen).is_err() {
+            return;
+        }
+    }
 }
 
 /// Advice from one run (saved as `id`, if it was), for every probe it measured.
@@ -200,7 +353,11 @@ pub fn advice_of_run(run: &Run, id: Option<i64>) -> Vec<MachineAdvice> {
         observations: Vec::new(),
     };
     for kind in kinds_of(run) {
-        add_probe(&mut m, run, id, kind);
+        let rows: Vec<(Measurement, Vec<i64>)> = run
+            .of_probe(kind.name())
+            .map(|r| (r.clone(), id.into_iter().collect()))
+            .collect();
+        add_probe(&mut m, (run, id), kind, &rows);
     }
     vec![m]
 }

@@ -211,8 +211,26 @@ pub fn row(m: &Measurement, role: &str) -> Row {
     }
 }
 
-/// Lowers `c` for what the samples of the choice and the best say: bimodal samples and
-/// wide intervals.
+/// How far the median of the first half of `raw` (in the order taken: one sample per
+/// round where cases take turns) is from the second half's, relative to the whole
+/// median: the spread between rounds, which a within-run CI does not see. None below
+/// 8 samples.
+pub fn split_half_drift(raw: &[f64]) -> Option<f64> {
+    if raw.len() < 8 {
+        return None;
+    }
+    let med = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        crate::harness::stats::quantile_sorted(&s, 0.5)
+    };
+    let (a, b) = raw.split_at(raw.len() / 2);
+    let whole = med(raw);
+    (whole > 0.0).then(|| (med(a) - med(b)).abs() / whole)
+}
+
+/// Lowers `c` for what the samples of the choice and the best say: bimodal samples,
+/// drift between the first and the second half of the rounds, and wide intervals.
 fn sample_checks(c: &mut Confidence, rows: &[(&str, &Measurement)]) {
     let mut seen: Vec<&str> = Vec::new();
     for (what, m) in rows {
@@ -230,6 +248,23 @@ fn sample_checks(c: &mut Confidence, rows: &[(&str, &Measurement)]) {
                     figure(m, modes.high)
                 ),
             );
+        }
+        if let Some(drift) = split_half_drift(&m.raw) {
+            let say = |c: &mut Confidence, level| {
+                c.cap(
+                    level,
+                    format!(
+                        "{what} {} drifted {}% between the first and second half of its rounds: the machine changed under it",
+                        m.case,
+                        sig3(drift * 100.0)
+                    ),
+                )
+            };
+            if drift > VERY_WIDE_CI {
+                say(c, Level::Low);
+            } else if drift > WIDE_CI {
+                say(c, Level::Medium);
+            }
         }
         let half = (m.ci95[1] - m.ci95[0]) / 2.0 / m.median;
         if half > VERY_WIDE_CI {
@@ -308,6 +343,7 @@ fn finish(
         },
         confidence: conf,
         caveats: w.caveats,
+        changed: None,
     }
 }
 
@@ -533,12 +569,12 @@ pub fn methods(
         "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
     );
     let action = format!("use {}", name(r.pick));
-    let less: Vec<String> = r
+    let less: Vec<(String, String)> = r
         .tied
         .iter()
         .filter_map(|&i| {
             let why = opts[r.pick].work.less_than(&opts[i].work)?;
-            Some(format!("{} ({why})", name(i)))
+            Some((name(i), why))
         })
         .collect();
     let choice = Choice::Method {
@@ -546,18 +582,29 @@ pub fn methods(
         tied,
     };
     let mut rec = finish(w, action, choice, effect, rows, conf, support);
-    if !less.is_empty() {
+    let than = match less.as_slice() {
+        [] => None,
+        [(other, why)] => Some(format!("{other} ({why})")),
+        many => Some(format!(
+            "the {} other tied options ({})",
+            many.len(),
+            many.iter()
+                .map(|x| x.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    if let Some(than) = than {
         rec.confidence.reasons.push(format!(
-            "tie broken by the work done: {} does less than {}",
-            name(r.pick),
-            less.join(", ")
+            "tie broken by the work done: {} does less than {than}",
+            name(r.pick)
         ));
     }
     Some(rec)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::Unit;
 

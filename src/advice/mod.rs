@@ -3,6 +3,7 @@
 //! - [`model`]: what advice says, as JSON carries it;
 //! - [`decide`]: the statistics that choose (ties, margins, confidence);
 //! - [`collect`]: gathering each probe's recommendations from a run or the store;
+//! - [`pool`]: the samples of a machine's saved runs pooled, recent runs weighing more;
 //! - [`render`]: the summary table, the details, and every output format.
 //!
 //! Probes decide their own topics with [`decide`]'s helpers; nothing here names a probe.
@@ -10,6 +11,7 @@
 pub mod collect;
 pub mod decide;
 pub mod model;
+pub mod pool;
 pub mod render;
 
 pub use collect::*;

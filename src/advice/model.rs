@@ -146,6 +146,10 @@ pub struct Recommendation {
     pub evidence: Evidence,
     pub confidence: Confidence,
     pub caveats: Vec<String>,
+    /// How the recommendation differs from what the previous `advise` said, and why
+    /// (`advise` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
 }
 
 impl Recommendation {
@@ -207,6 +211,10 @@ pub struct Source {
     pub coverage: Option<Coverage>,
     /// Cases of the probe's default sweep the run measured, of how many.
     pub cases: [usize; 2],
+    /// The saved runs whose samples were pooled, when more than one (see
+    /// [`crate::advice::pool`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pooled: Vec<i64>,
     /// The probe's advice lines (recommendations, then observations).
     pub advice: Vec<String>,
 }

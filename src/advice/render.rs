@@ -27,7 +27,11 @@ pub fn summary(recs: &[Recommendation]) -> Grid {
             seen.push(op);
             Some(vec![
                 op.to_string(),
-                r.action.clone(),
+                if r.changed.is_some() {
+                    format!("{} (changed)", r.action)
+                } else {
+                    r.action.clone()
+                },
                 // The saving per call stays in the detail: the summary must fit.
                 r.effect
                     .split(", saving")
@@ -47,6 +51,7 @@ pub fn summary(recs: &[Recommendation]) -> Grid {
         rows,
         footnotes: Vec::new(),
         numeric: false,
+        flex: Some(2),
         ..Default::default()
     }
 }
@@ -95,6 +100,9 @@ pub fn detail(r: &Recommendation) -> Vec<String> {
     if !r.caveats.is_empty() {
         out.push(format!("  caveats: {}", r.caveats.join("; ")));
     }
+    if let Some(c) = &r.changed {
+        out.push(format!("  {c}"));
+    }
     out
 }
 
@@ -109,14 +117,24 @@ pub fn render_advice(machines: &[MachineAdvice], format: Format, st: &Style) -> 
             s.probe, s.probe
         ),
         (true, run) => format!(
-            "{}: {} ({}, {}), {} ({} of {} default cases)",
+            "{}: {} ({}, {}), {} ({} of {} default cases){}",
             s.probe,
             run.map_or("this run (not saved)".into(), |i| format!("run {i}")),
             s.started_at,
             s.host,
             s.coverage.map_or("", |c| c.name()),
             s.cases[0],
-            s.cases[1]
+            s.cases[1],
+            if s.pooled.is_empty() {
+                String::new()
+            } else {
+                let ids: Vec<String> = s.pooled.iter().map(|i| i.to_string()).collect();
+                format!(
+                    "; pooled from {} runs ({}), recent runs weighing more",
+                    s.pooled.len(),
+                    ids.join(", ")
+                )
+            }
         ),
     };
     match format {

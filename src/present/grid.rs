@@ -20,6 +20,9 @@ pub struct Grid {
     pub drop_order: Vec<usize>,
     /// The row to highlight (the fastest, say), when colour is on.
     pub best_row: Option<usize>,
+    /// The column that takes the width the others leave when the grid must wrap to fit
+    /// (the summary's "why"): the widths printing the fewest lines win.
+    pub flex: Option<usize>,
 }
 
 impl Grid {

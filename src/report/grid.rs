@@ -232,7 +232,7 @@ pub fn run_header(run: &Run) -> String {
         format!("{} at {}", f.fs_type, f.path)
     });
     format!(
-        "ioprobe {} ({} build) · {} {} · {} · {} cpus{} · {} · {} mode · clock read {}, empty loop {}/iteration",
+        "ioprobe {} ({} build) · {} {} · {} · {} cpus{} · {} · {} · clock read {}, empty loop {}/iteration",
         run.tool.version,
         e.build_profile,
         e.os,
@@ -243,7 +243,11 @@ pub fn run_header(run: &Run) -> String {
             .as_ref()
             .map_or(String::new(), |h| format!(" · VM: {h}")),
         fs,
-        run.harness.mode,
+        // Runs saved before the scale was recorded say only "quick", "default", …
+        match run.harness.mode.as_str() {
+            m @ ("quick" | "default" | "thorough") => format!("{m} mode"),
+            m => m.to_string(),
+        },
         format_ns(run.harness.overhead.timer_ns),
         format_ns(run.harness.overhead.empty_loop_ns),
     )

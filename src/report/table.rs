@@ -91,11 +91,29 @@ fn build(g: &Grid, keep: &[usize], color: bool, split: bool, width: Option<usize
             }
         }));
     }
-    if width.is_some() {
-        // Cells wrap, but never the first column's names.
-        if let Some(col) = t.column_mut(0) {
-            col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+    match (
+        width,
+        g.flex.and_then(|f| keep.iter().position(|&c| c == f)),
+    ) {
+        (Some(w), Some(flex)) => {
+            let widths = flex_widths(g, keep, flex, w);
+            for (i, cw) in widths.into_iter().enumerate() {
+                if let Some(col) = t.column_mut(i) {
+                    // comfy-table's width includes the cell's two spaces of padding.
+                    let cw = u16::try_from(cw + 2).unwrap_or(u16::MAX);
+                    col.set_constraint(comfy_table::ColumnConstraint::Absolute(
+                        comfy_table::Width::Fixed(cw),
+                    ));
+                }
+            }
         }
+        (Some(_), None) => {
+            // Cells wrap, but never the first column's names.
+            if let Some(col) = t.column_mut(0) {
+                col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+            }
+        }
+        _ => {}
     }
     for (i, &c) in keep.iter().enumerate() {
         if let Some(col) = t.column_mut(i).filter(|_| g.right_aligned(c)) {
@@ -103,6 +121,90 @@ fn build(g: &Grid, keep: &[usize], color: bool, split: bool, width: Option<usize
         }
     }
     t
+}
+
+/// Content widths of the kept columns for a table `width` wide, the column at `flex`
+/// taking what the others leave. Every width of the flexible column from its longest
+/// word to its content is tried, the other columns shrinking widest first (never below
+/// their longest word) to make room; the widths that print the fewest lines win, the
+/// widest flexible column among equals.
+fn flex_widths(g: &Grid, keep: &[usize], flex: usize, width: usize) -> Vec<usize> {
+    let cells = |c: usize| {
+        g.rows
+            .iter()
+            .map(move |r| r.get(c).map_or("", String::as_str))
+            .chain([g.headers[c].as_str()])
+    };
+    let longest_word = |s: &str| s.split(' ').map(visible_len).max().unwrap_or(0);
+    let natural: Vec<usize> = keep
+        .iter()
+        .map(|&c| cells(c).map(visible_len).max().unwrap_or(0))
+        .collect();
+    let floor: Vec<usize> = keep
+        .iter()
+        .map(|&c| cells(c).map(longest_word).max().unwrap_or(0).max(4))
+        .collect();
+    // "│ a ┆ b │": one separator and two spaces of padding per column, one border.
+    let avail = width.saturating_sub(3 * keep.len() + 1);
+    let lines = |w: &[usize]| -> usize {
+        g.rows
+            .iter()
+            .map(|r| {
+                keep.iter()
+                    .zip(w)
+                    .map(|(&c, &cw)| wrapped_lines(r.get(c).map_or("", String::as_str), cw))
+                    .max()
+                    .unwrap_or(1)
+            })
+            .sum()
+    };
+    let others = |w: &[usize]| {
+        (0..w.len())
+            .filter(|&i| i != flex)
+            .map(|i| w[i])
+            .sum::<usize>()
+    };
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for fw in floor[flex]..=natural[flex].max(floor[flex]) {
+        let mut w = natural.clone();
+        w[flex] = fw;
+        while others(&w) + fw > avail {
+            let Some(i) = (0..w.len())
+                .filter(|&i| i != flex && w[i] > floor[i])
+                .max_by_key(|&i| w[i])
+            else {
+                break;
+            };
+            w[i] -= 1;
+        }
+        if others(&w) + fw > avail {
+            // Too wide even at the floors: the narrowest try stands if nothing fits.
+            if best.is_none() {
+                best = Some((usize::MAX, w));
+            }
+            continue;
+        }
+        // Fewest lines; among equals the flexible column widest (a later try).
+        let n = lines(&w);
+        if best.as_ref().is_none_or(|(b, _)| n <= *b) {
+            best = Some((n, w));
+        }
+    }
+    best.map_or(natural, |b| b.1)
+}
+
+/// Lines `text` takes when its words are wrapped greedily at `width`.
+fn wrapped_lines(text: &str, width: usize) -> usize {
+    let (mut lines, mut cur) = (1, 0);
+    for w in text.split(' ').map(visible_len) {
+        if cur > 0 && cur + 1 + w > width {
+            lines += 1;
+            cur = w;
+        } else {
+            cur += if cur > 0 { 1 + w } else { w };
+        }
+    }
+    lines
 }
 
 /// The widest line of `text`.

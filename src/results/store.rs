@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Schema version this build writes and reads.
-pub const STORE_SCHEMA: i64 = 2;
+pub const STORE_SCHEMA: i64 = 3;
 
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // 0 → 1: runs with their full JSON document; measurements and raw samples for queries.
     "CREATE TABLE runs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -56,7 +56,25 @@ const MIGRATIONS: [&str; 2] = [
         amount REAL NOT NULL,
         total REAL NOT NULL
     );",
+    // 2 → 3: what the last `advise` recommended per machine and topic id, so the next
+    // one can say what changed.
+    "CREATE TABLE advice_seen (
+        machine TEXT NOT NULL,
+        id TEXT NOT NULL,
+        action TEXT NOT NULL,
+        runs TEXT NOT NULL,
+        seen_at TEXT NOT NULL,
+        PRIMARY KEY (machine, id)
+    );",
 ];
+
+/// What one `advise` recommended for a topic: its action, the runs it rested on, when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub action: String,
+    pub runs: String,
+    pub seen_at: String,
+}
 
 /// A calibration pooled over its saved samples.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -430,6 +448,45 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// What the previous `advise` recommended on `machine`, by topic id (nothing in a
+    /// store older than the table).
+    pub fn advice_seen(&self, machine: &str) -> Result<std::collections::HashMap<String, Seen>> {
+        if self.user_version()? < 3 {
+            return Ok(Default::default());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, action, runs, seen_at FROM advice_seen WHERE machine = ?1")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![machine], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    Seen {
+                        action: r.get(1)?,
+                        runs: r.get(2)?,
+                        seen_at: r.get(3)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Records what this `advise` recommended on `machine`: (id, action, runs) per topic.
+    pub fn record_advice(&mut self, machine: &str, seen: &[(String, Seen)]) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| store_err(&path, e))?;
+        for (id, s) in seen {
+            tx.execute(
+                "INSERT OR REPLACE INTO advice_seen (machine, id, action, runs, seen_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![machine, id, s.action, s.runs, s.seen_at],
+            )
+            .map_err(|e| store_err(&path, e))?;
+        }
+        tx.commit().map_err(|e| store_err(&path, e))
+    }
+
     /// All runs, oldest first.
     pub fn list(&self) -> Result<Vec<RunSummary>> {
         let mut stmt = self
@@ -627,9 +684,21 @@ mod tests {
         let old = Store::open_read_only_if_any(&path).unwrap().unwrap();
         assert_eq!(old.list().unwrap(), vec![]);
         assert_eq!(old.calibration("h", "x").unwrap(), Pooled::default());
+        assert!(old.advice_seen("m").unwrap().is_empty());
         drop(old);
         let mut s = Store::open(&path).unwrap();
-        assert_eq!(s.user_version().unwrap(), 2);
+        assert_eq!(s.user_version().unwrap(), STORE_SCHEMA);
+        let seen = |a: &str| Seen {
+            action: a.into(),
+            runs: "1, 2".into(),
+            seen_at: "t".into(),
+        };
+        s.record_advice("m", &[("x.y".into(), seen("use pread"))])
+            .unwrap();
+        s.record_advice("m", &[("x.y".into(), seen("use pwrite"))])
+            .unwrap();
+        assert_eq!(s.advice_seen("m").unwrap()["x.y"], seen("use pwrite"));
+        assert!(s.advice_seen("other").unwrap().is_empty());
         s.add_calibration("h", "x", 1000.0, 0.25e-3).unwrap();
         s.add_calibration("h", "x", 3000.0, -0.05e-3).unwrap();
         s.add_calibration("h", "y", 5.0, 1.0).unwrap();

@@ -137,6 +137,9 @@ pub struct Environment {
     /// Kernel settings that change what figures mean (absent in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<Tuning>,
+    /// Per probe, what the rest of the machine did while it ran (absent in older runs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub load: BTreeMap<String, super::load::Load>,
 }
 
 impl Environment {
@@ -199,6 +202,7 @@ impl Environment {
             rusage_scope: Some(super::rusage::SCOPE.into()),
             // /proc/sys/vm is Linux's: elsewhere these facts are not recorded.
             tuning: Path::new("/proc/sys/vm").exists().then(Tuning::collect),
+            load: BTreeMap::new(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod affinity;
 pub mod buffer;
 pub mod calls;
 pub mod copyfile;
+pub mod load;
 pub mod machine;
 pub mod mapping;
 pub mod os;

@@ -127,7 +127,7 @@ fn time_limit(scale: Scale) -> Option<std::time::Duration> {
         match scale {
             Scale::Quick => Some(s(15)),
             Scale::Default => Some(s(50)),
-            Scale::Run => Some(s(4)),
+            Scale::Run => Some(s(6)),
             Scale::Thorough => None,
         }
 }
@@ -136,8 +136,8 @@ impl Options {
     /// The defaults: chunks of 1 KiB … 256 MiB in powers of 4 (of 2 when thorough),
     /// the default and a 1 MiB pipe, both methods, every placement, each row's pass
     /// fitted to the pass time with at most 1 GiB per sample (seed 002's total). Quick:
-    /// both processes on one CPU only, at most 256 MiB. `ioprobe run`: three chunk sizes, unpinned, at
-    /// most 64 MiB.
+    /// both processes on one CPU only, at most 256 MiB. `ioprobe run`: five chunk sizes (4 KiB
+    /// … 1 MiB), on one CPU, at most 64 MiB.
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
             time_limit: time_limit(scale),
@@ -161,8 +161,10 @@ impl Options {
             o.placements = vec![Placement::Same];
         }
         if scale == Scale::Run {
-            o.sizes = vec![4 << 10, 64 << 10, 1 << 20];
-            o.placements = vec![Placement::Any];
+            // Five chunks bracket the knee (seed 002's is between 16 KiB and 256 KiB);
+            // pinned to one CPU for the reason above.
+            o.sizes = vec![4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20];
+            o.placements = vec![Placement::Same];
             o.total = 64 << 20;
         }
         o

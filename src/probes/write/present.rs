@@ -186,7 +186,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                     "durability none: the data reached the page cache only, not the disk",
                 ),
                 Durability::Fsync => (
-                    "writing a file durably (fsync at the end)",
+                    "writing a file durably (fsync)",
                     "durability fsync: one fsync per pass inside the timing; the disk and its cache (here possibly the VM host's) set the figure",
                 ),
                 Durability::Dsync => (

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The speed agreement, measured against the reference's own repeatability: in one
+# sitting, the reference (1 GiB per pipe sample, --thorough) twice and the defaults
+# once, interleaved (reference, defaults, reference), per probe. Prints the share of
+# rows whose medians agree within ±5%: reference vs reference (what the machine allows)
+# and defaults vs each reference (their mean). Goal: defaults-vs-reference at least
+# reference-vs-reference minus 3 points.
+#   PROBES="pipe copy" bench/agreement.sh       (each reference run takes minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROBES=${PROBES:-pipe copy}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+cargo build --release --quiet
+IOPROBE=target/release/ioprobe
+
+reference_args() {
+    case $1 in
+        pipe) echo "--total 1g --thorough" ;;
+        *) echo "--thorough" ;;
+    esac
+}
+
+for probe in $PROBES; do
+    ref=$(reference_args "$probe")
+    for which in ref1 default ref2; do
+        t0=$(date +%s)
+        if [[ $which == default ]]; then
+            "$IOPROBE" "$probe" --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
+        else
+            # shellcheck disable=SC2086
+            "$IOPROBE" "$probe" $ref --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
+        fi
+        echo "$probe $which: $(( $(date +%s) - t0 )) s" | tee -a "$work/times" >&2
+    done
+done
+
+python3 - "$work" $PROBES <<'PY'
+import json, sys
+work, probes = sys.argv[1], sys.argv[2:]
+# Params that say how a row was sampled or observed, not what it measures.
+VOLATILE = {"total", "writer_cpus", "reader_cpus", "pipe_size", "eviction", "cache_observed", "durability_state"}
+def rows(path):
+    out = {}
+    for m in json.load(open(path))["measurements"]:
+        if m.get("status", "ok") != "ok":
+            continue
+        key = (m["case"], json.dumps({k: v for k, v in m["params"].items() if k not in VOLATILE}, sort_keys=True))
+        out[key] = m["median"]
+    return out
+def agree(a, b):
+    keys = a.keys() & b.keys()
+    if not keys:
+        return 0, 0
+    return sum(1 for k in keys if abs(a[k] / b[k] - 1) <= 0.05), len(keys)
+times = dict((l.split(":")[0], l.split(":")[1].strip()) for l in open(f"{work}/times"))
+print("agreement: share of rows within ±5% (one sitting: reference, defaults, reference)")
+print(f"{'probe':<6} {'rows':>5} {'ref vs ref':>11} {'defaults vs ref':>16} {'gap':>6}   times (ref1, default, ref2)")
+for p in probes:
+    r1, d, r2 = (rows(f"{work}/{p}-{w}.json") for w in ("ref1", "default", "ref2"))
+    k, n = agree(r1, r2)
+    k1, n1 = agree(d, r1)
+    k2, n2 = agree(d, r2)
+    rr = 100 * k / n if n else float("nan")
+    dr = 100 * (k1 + k2) / (n1 + n2) if n1 + n2 else float("nan")
+    t = ", ".join(times.get(f"{p} {w}", "?") for w in ("ref1", "default", "ref2"))
+    print(f"{p:<6} {n:>5} {rr:>10.0f}% {dr:>15.0f}% {dr - rr:>+5.0f}   {t}")
+PY

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Does advice repeat? Twin `ioprobe run`s back to back, idle and under two
+# `yes > /dev/null`, compared by recommendation id: a topic repeated when the twin run
+# gives the same action. Prints, per condition and per confidence level of the first
+# run of each pair: topics, the share that repeated, and every high-confidence topic
+# that changed. The goal: high ≥ 95%, medium ≥ 80%, idle or loaded.
+#   PAIRS=3 bench/repeatability.sh            (CONDITIONS="idle load" by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PAIRS=${PAIRS:-3}
+CONDITIONS=${CONDITIONS:-idle load}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
+loads=()
+cleanup() {
+    for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cargo build --release --quiet
+IOPROBE=target/release/ioprobe
+
+for cond in $CONDITIONS; do
+    if [[ $cond == load ]]; then
+        yes > /dev/null & loads+=($!)
+        yes > /dev/null & loads+=($!)
+    fi
+    for pair in $(seq "$PAIRS"); do
+        for twin in a b; do
+            "$IOPROBE" run --no-save --json --dir "$work" 2>/dev/null > "$work/$cond-$pair-$twin.json"
+        done
+        echo "$cond: pair $pair/$PAIRS done" >&2
+    done
+    for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
+    loads=()
+done
+
+python3 - "$work" "$PAIRS" $CONDITIONS <<'PY'
+import json, sys
+work, pairs, conds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print(f"advice repeatability: twin `ioprobe run`s, {pairs} pairs per condition, by recommendation id")
+print(f"{'condition':<10} {'level':<7} {'topics':>6} {'repeated':>9}  {'busy runs':>9}")
+flips = []
+for cond in conds:
+    stats, busy = {}, 0
+    for p in range(1, pairs + 1):
+        a, b = (json.load(open(f"{work}/{cond}-{p}-{t}.json")) for t in "ab")
+        busy += sum(1 for d in (a, b) if any(l.get("busy") for l in d["environment"].get("load", {}).values()))
+        twin = {r["id"]: r for r in b["recommendations"]}
+        for r in a["recommendations"]:
+            lvl = r["confidence"]["level"]
+            s = stats.setdefault(lvl, [0, 0])
+            s[0] += 1
+            other = twin.get(r["id"])
+            same = other is not None and other["action"] == r["action"]
+            s[1] += same
+            if not same and lvl == "high":
+                flips.append(f"{cond} pair {p}: {r['id']}: {r['action']} → {other['action'] if other else 'absent'}")
+    for lvl in ("high", "medium", "low"):
+        if lvl in stats:
+            n, k = stats[lvl]
+            print(f"{cond:<10} {lvl:<7} {n:>6} {100 * k / n:>8.0f}%  {busy:>6}/{2 * pairs}")
+for f in flips:
+    print("high-confidence change:", f)
+if not flips:
+    print("no high-confidence pick changed between twins")
+PY
