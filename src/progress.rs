@@ -29,7 +29,7 @@ const STEPS: u64 = 1000;
 /// whichever is further, so the bar and its ETA move while a group runs.
 pub struct Progress {
     bar: ProgressBar,
-    rows: u64,
+    rows: std::sync::atomic::AtomicU64,
     state: std::sync::Mutex<State>,
 }
 
@@ -63,7 +63,7 @@ impl Progress {
         }
         Progress {
             bar,
-            rows,
+            rows: std::sync::atomic::AtomicU64::new(rows),
             state: std::sync::Mutex::new(State::default()),
         }
     }
@@ -93,14 +93,21 @@ impl Progress {
             })
             .sum();
         let pos = s.done * STEPS + (partial * STEPS as f64) as u64;
-        self.bar.set_position(pos.min(self.rows.max(1) * STEPS));
+        let rows = self.rows.load(Ordering::Relaxed);
+        self.bar.set_position(pos.min(rows.max(1) * STEPS));
         let passes = if s.passes > 0 {
             format!(", {} passes", s.passes)
         } else {
             String::new()
         };
         self.bar
-            .set_message(format!("{}/{} rows{passes} · {case}", s.done, self.rows));
+            .set_message(format!("{}/{rows} rows{passes} · {case}", s.done));
+    }
+
+    /// Adds `n` rows to measure (a sweep extended past an edge).
+    pub fn add_rows(&self, n: u64) {
+        let rows = self.rows.fetch_add(n, Ordering::Relaxed) + n;
+        self.bar.set_length(rows.max(1) * STEPS);
     }
 
     /// Announces the row about to run.

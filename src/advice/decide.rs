@@ -229,6 +229,15 @@ pub fn split_half_drift(raw: &[f64]) -> Option<f64> {
     (whole > 0.0).then(|| (med(a) - med(b)).abs() / whole)
 }
 
+/// How far a rerun may move `m`'s median, relative: its CI's half-width, the drift
+/// between the halves of its rounds, or the distance between its two regimes, whichever
+/// is largest.
+fn noise(m: &Measurement) -> f64 {
+    let half = (m.ci95[1] - m.ci95[0]) / 2.0 / m.median;
+    let modes = bimodal(&m.raw).map_or(0.0, |x| (x.high - x.low) / m.median);
+    half.max(split_half_drift(&m.raw).unwrap_or(0.0)).max(modes)
+}
+
 /// Lowers `c` for what the samples of the choice and the best say: bimodal samples,
 /// drift between the first and the second half of the rounds, and wide intervals.
 fn sample_checks(c: &mut Confidence, rows: &[(&str, &Measurement)]) {
@@ -433,27 +442,40 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         rows.push(row(best, "best"));
     }
     // Borderline: the next smaller size nearly chosen, or the choice nearly not.
+    let line = 1.0 - PICK_MARGIN;
     if r.pick > 0 {
         let (next_b, next) = pts[r.pick - 1];
         rows.push(row(next, "next"));
-        if close(next, best, MARGIN) {
+        let reach = gain(next, best) * (1.0 + noise(next).hypot(noise(best)));
+        if close(next, best, MARGIN) || reach >= line {
             conf.cap(
                 Level::Medium,
                 format!(
-                    "borderline: {} runs at {}% of the best, within 5%: a rerun may choose it",
+                    "borderline: {} runs at {}% of the best, within 5% or within its noise of the {}% line: a rerun may choose it",
                     format_size(next_b),
-                    sig3(next.median / best.median * 100.0)
+                    sig3(gain(next, best) * 100.0),
+                    sig3(line * 100.0)
                 ),
             );
         }
     }
-    if r.pick != r.best && !close(pick, best, PICK_MARGIN - 0.01) {
+    // The choice stays only while no larger tied size runs 3% faster than it: within
+    // the two rows' noise (combined as independent errors), a rerun may see one that
+    // does and choose a larger size.
+    let rival = r
+        .tied
+        .iter()
+        .filter(|&&i| i > r.pick)
+        .map(|&i| pts[i].1)
+        .find(|&t| gain(pick, t) * (1.0 - noise(pick).hypot(noise(t))) < line);
+    if let Some(t) = rival {
         conf.cap(
             Level::Medium,
             format!(
-                "borderline: the choice runs at {}% of the best, near the {}% line",
-                sig3(gain(pick, best).recip() * 100.0),
-                sig3((1.0 - PICK_MARGIN) * 100.0)
+                "borderline: the choice runs at {}% of {}, and their noise reaches the {}% line: a rerun may choose a larger size",
+                sig3(gain(pick, t) * 100.0),
+                t.case,
+                sig3(line * 100.0)
             ),
         );
     }
@@ -528,7 +550,20 @@ pub fn methods(
     if let Some(i) = out {
         rows.push(row(opts[i].m, "next"));
     }
-    sample_checks(&mut conf, &[("the choice", pick), ("the best", best)]);
+    // A choice alone in its tie set whose lead over the next option is more than twice
+    // both rows' noise cannot flip on a rerun however imprecise its figure: the
+    // checks of a figure's precision do not apply to it.
+    let lead = out
+        .map(|i| (gain(pick, opts[i].m), noise(pick) + noise(opts[i].m)))
+        .filter(|&(g, n)| r.tied.len() == 1 && g - 1.0 > 2.0 * n);
+    match lead {
+        Some((g, n)) if measured >= 2 => conf.reasons.push(format!(
+            "the choice leads the next option by ×{}, more than twice their noise (±{}% together)",
+            sig3(g),
+            sig3(n * 100.0)
+        )),
+        _ => sample_checks(&mut conf, &[("the choice", pick), ("the best", best)]),
+    }
     let tied: Vec<String> = r
         .tied
         .iter()

@@ -215,6 +215,13 @@ pub trait Probe {
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()>;
     /// Runs every case.
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>>;
+    /// `ioprobe run` extends a size sweep once where its best row sits at an edge:
+    /// the probe measuring the next size past each such edge (see
+    /// [`sweep::beyond_edges`]), given the rows this probe measured; None when no best
+    /// sits at an edge, or the probe has no size sweep.
+    fn beyond_edges(&self, _rows: &[Measurement]) -> Option<Box<dyn Probe>> {
+        None
+    }
 }
 
 /// Checks a measurement read from a file against its probe: a probe this ioprobe knows,

@@ -307,6 +307,60 @@ fn falloff(
     text
 }
 
+/// The sizes one step past a sweep's edges, for each series (`key`) whose best row sits
+/// at its largest measured size (the next size up, × `step`, at most `hi`) or at its
+/// smallest (÷ `step`, at least `lo`): what `ioprobe run` measures once more so that a
+/// choice at an edge is bracketed. Ascending, none already measured.
+pub fn beyond_edges<K: PartialEq + Copy>(
+    rows: &[(K, u64, &Measurement)],
+    step: u64,
+    (lo, hi): (u64, u64),
+) -> Vec<u64> {
+    let mut keys: Vec<K> = Vec::new();
+    for r in rows {
+        if !keys.contains(&r.0) {
+            keys.push(r.0);
+        }
+    }
+    let measured: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    let mut out: Vec<u64> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let series: Vec<&(K, u64, &Measurement)> = rows
+                .iter()
+                .filter(|r| r.0 == k && r.2.is_ok() && r.2.median > 0.0)
+                .collect();
+            let better = |a: &Measurement, b: &Measurement| {
+                if a.unit.higher_is_better() {
+                    a.median > b.median
+                } else {
+                    a.median < b.median
+                }
+            };
+            let best = series
+                .iter()
+                .copied()
+                .reduce(|b, r| if better(r.2, b.2) { r } else { b })?;
+            let (min, max) = series
+                .iter()
+                .fold((u64::MAX, 0), |(a, b), r| (a.min(r.1), b.max(r.1)));
+            if series.len() < 2 {
+                None
+            } else if best.1 == max && max.saturating_mul(step) <= hi {
+                Some(max * step)
+            } else if best.1 == min && min / step >= lo && min / step > 0 {
+                Some(min / step)
+            } else {
+                None
+            }
+        })
+        .filter(|s| !measured.contains(s))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +369,25 @@ mod tests {
     fn powers_of_two_stop_at_the_bound() {
         assert_eq!(powers_of_two(1024, 8192), [1024, 2048, 4096, 8192]);
         assert_eq!(powers_of_two(1024, 1000), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn a_best_at_an_edge_extends_the_sweep_one_step() {
+        let m = |v: f64| crate::advice::decide::tests::m("x", v, 0.01);
+        let (a, b, c) = (m(1.0), m(2.0), m(3.0));
+        // Series 1 rises to its largest size; series 2 peaks inside.
+        let rows = [
+            (1, 4096u64, &a),
+            (1, 65536, &b),
+            (1, 1 << 20, &c),
+            (2, 4096, &a),
+            (2, 65536, &c),
+            (2, 1 << 20, &b),
+        ];
+        assert_eq!(beyond_edges(&rows, 4, (1024, 256 << 20)), [4 << 20]);
+        // Never past the bound; a falling series extends downwards.
+        assert!(beyond_edges(&rows, 4, (1024, 2 << 20)).is_empty());
+        let falling = [(1, 4096u64, &c), (1, 65536, &b), (1, 1 << 20, &a)];
+        assert_eq!(beyond_edges(&falling, 4, (1024, 1 << 30)), [1024]);
     }
 }

@@ -12,14 +12,12 @@ use std::time::Instant;
 /// quarter of the machine (half a CPU of two). Kernel threads writing back ioprobe's
 /// own files count as others, and stay below it here (5–15% during `write`).
 pub const BUSY_OTHERS: f64 = 0.25;
-/// Share of the wall time in which some task waited for a CPU above which the machine
-/// was busy.
-pub const BUSY_PRESSURE: f64 = 0.30;
+/// CPU pressure and preemptions are recorded but decide nothing: ioprobe's own two
+/// processes on one CPU (pipe's `same` placement) make both high on an idle machine
+/// (61% and 618 preemptions per sample measured here), and a copy's write-back
+/// preempts the measuring thread about once per sample.
 /// Share of the CPUs' time the hypervisor stole above which the machine was busy.
 pub const BUSY_STEAL: f64 = 0.05;
-/// Involuntary context switches per sample above which the measuring thread was
-/// preempted often enough to move a median.
-pub const BUSY_PREEMPTIONS: f64 = 1.0;
 
 /// The counters at one instant.
 #[derive(Debug, Clone, Copy)]
@@ -49,7 +47,7 @@ pub struct Load {
     /// Involuntary context switches of the measuring thread per sample, over the
     /// probe's rows.
     pub involuntary_cs_per_sample: f64,
-    /// Any of the figures above its line ([`BUSY_OTHERS`], …).
+    /// Others' CPU above [`BUSY_OTHERS`] or steal above [`BUSY_STEAL`].
     pub busy: bool,
 }
 
@@ -118,10 +116,7 @@ impl Load {
             }
         }
         let over = |v: Option<f64>, line: f64| v.is_some_and(|v| v > line);
-        let busy = over(others_cpu, BUSY_OTHERS)
-            || over(cpu_pressure, BUSY_PRESSURE)
-            || over(steal, BUSY_STEAL)
-            || preemptions > BUSY_PREEMPTIONS;
+        let busy = over(others_cpu, BUSY_OTHERS) || over(steal, BUSY_STEAL);
         Load {
             seconds: wall,
             cpu_pressure,
@@ -133,24 +128,20 @@ impl Load {
     }
 
     /// What made the machine busy, in words ("other processes used 48% of the CPUs,
-    /// CPU pressure 39%"); empty when it was not.
+    /// tasks waited for a CPU 39% of the time"); empty when it was not.
     pub fn why_busy(&self) -> String {
         let pct = |v: f64| format!("{:.0}%", v * 100.0);
         let mut out = Vec::new();
         if let Some(v) = self.others_cpu.filter(|v| *v > BUSY_OTHERS) {
             out.push(format!("other processes used {} of the CPUs", pct(v)));
         }
-        if let Some(v) = self.cpu_pressure.filter(|v| *v > BUSY_PRESSURE) {
-            out.push(format!("tasks waited for a CPU {} of the time", pct(v)));
-        }
         if let Some(v) = self.steal.filter(|v| *v > BUSY_STEAL) {
             out.push(format!("the hypervisor stole {} of the CPUs' time", pct(v)));
         }
-        if self.involuntary_cs_per_sample > BUSY_PREEMPTIONS {
-            out.push(format!(
-                "the measuring thread was preempted {:.1} times per sample",
-                self.involuntary_cs_per_sample
-            ));
+        if !out.is_empty()
+            && let Some(v) = self.cpu_pressure
+        {
+            out.push(format!("tasks waited for a CPU {} of the time", pct(v)));
         }
         out.join(", ")
     }
@@ -189,8 +180,11 @@ mod tests {
         b.stat = Some(((1.1 * hz) as u64, 0, (2.0 * hz) as u64));
         b.own_us = 1_000_000;
         b.pressure_us = Some(50_000);
-        let quiet = Load::between(&a, &b, 0.1);
-        assert!(!quiet.busy, "{quiet:?}");
+        let quiet = Load::between(&a, &b, 600.0);
+        assert!(
+            !quiet.busy,
+            "its own preemptions do not make it busy: {quiet:?}"
+        );
         assert!((quiet.others_cpu.unwrap() - 0.05).abs() < 0.01);
         b.stat = Some(((2.0 * hz) as u64, 0, (2.0 * hz) as u64));
         b.pressure_us = Some(400_000);
@@ -198,7 +192,7 @@ mod tests {
         assert!(busy.busy);
         assert_eq!(
             busy.why_busy(),
-            "other processes used 50% of the CPUs, tasks waited for a CPU 40% of the time, the measuring thread was preempted 3.0 times per sample"
+            "other processes used 50% of the CPUs, tasks waited for a CPU 40% of the time"
         );
     }
 }

@@ -954,3 +954,83 @@ fn compare_puts_several_runs_side_by_side() {
     assert!(err.contains("syscalls/null (+20.0%) in "), "{err}");
     assert!(!store.exists());
 }
+
+/// `advise` pools the saved runs of one machine and says so; every run gives the same
+/// topic ids; a recommendation that differs from the previous `advise` is marked with
+/// what it said and what evidence is new.
+#[test]
+fn advise_pools_three_runs_keeps_ids_and_marks_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    for _ in 0..3 {
+        with_store(&store)
+            .args(["syscalls", "--case", "pread,lseek_read,pwrite,lseek_write"])
+            .arg("--dir")
+            .arg(&scratch)
+            .args(["--sample-time", "1ms", "--budget", "10ms"])
+            .assert()
+            .success();
+    }
+    let ids = |n: &str| -> Vec<String> {
+        let out = with_store(&store)
+            .args(["show", n, "--json"])
+            .assert()
+            .success();
+        json_of(&out.get_output().stdout)["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = ids("1");
+    assert_eq!(
+        first,
+        ["syscalls.positioned.reads", "syscalls.positioned.writes"]
+    );
+    assert_eq!(ids("2"), first);
+    assert_eq!(ids("3"), first);
+    let advise = || {
+        let t = stdout_of(&with_store(&store).arg("advise").assert().success());
+        t.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let text = advise();
+    assert!(text.contains("pooled from 3 runs (1, 2, 3)"), "{text}");
+    assert!(!text.contains("(changed)"), "{text}");
+    let out = with_store(&store)
+        .args(["advise", "--json"])
+        .assert()
+        .success();
+    let v = json_of(&out.get_output().stdout);
+    let recs = v["recommendations"].as_array().unwrap();
+    for r in recs {
+        assert_eq!(r["evidence"]["runs"], serde_json::json!([1, 2, 3]), "{r}");
+    }
+    let source = &v["sources"][0];
+    assert_eq!(source["pooled"], serde_json::json!([1, 2, 3]), "{source}");
+    // Had the previous advise said otherwise, this one says what changed.
+    let machine = source["machine"].as_str().unwrap().to_string();
+    let action = recs[1]["action"].as_str().unwrap().to_string();
+    {
+        use ioprobe::results::store::{Seen, Store};
+        let mut s = Store::open(&store).unwrap();
+        let before = Seen {
+            action: "use something else".into(),
+            runs: "1".into(),
+            seen_at: "2026-01-01T00:00:00Z".into(),
+        };
+        s.record_advice(&machine, &[("syscalls.positioned.writes".into(), before)])
+            .unwrap();
+    }
+    let text = advise();
+    assert!(text.contains("(changed)") && !action.is_empty(), "{text}");
+    assert!(
+        text.contains("changed since the advise of 2026-01-01T00:00:00Z: it said \"use something else\" from runs 1; the evidence is now runs 1, 2, 3"),
+        "{text}"
+    );
+    // That advise was remembered: the next one has nothing to mark.
+    assert!(!advise().contains("(changed)"));
+    assert_empty(&scratch);
+}

@@ -98,7 +98,7 @@ fn time_limit(scale: Scale) -> Option<std::time::Duration> {
         match scale {
             Scale::Quick => Some(s(25)),
             Scale::Default => Some(s(150)),
-            Scale::Run => Some(s(10)),
+            Scale::Run => Some(s(20)),
             Scale::Thorough => None,
         }
 }

@@ -127,7 +127,7 @@ fn time_limit(scale: Scale) -> Option<std::time::Duration> {
         match scale {
             Scale::Quick => Some(s(15)),
             Scale::Default => Some(s(50)),
-            Scale::Run => Some(s(6)),
+            Scale::Run => Some(s(10)),
             Scale::Thorough => None,
         }
 }
@@ -136,8 +136,8 @@ impl Options {
     /// The defaults: chunks of 1 KiB … 256 MiB in powers of 4 (of 2 when thorough),
     /// the default and a 1 MiB pipe, both methods, every placement, each row's pass
     /// fitted to the pass time with at most 1 GiB per sample (seed 002's total). Quick:
-    /// both processes on one CPU only, at most 256 MiB. `ioprobe run`: five chunk sizes (4 KiB
-    /// … 1 MiB), on one CPU, at most 64 MiB.
+    /// both processes on one CPU only, at most 256 MiB. `ioprobe run`: six chunk sizes (4 KiB
+    /// … 4 MiB), on one CPU, at most 64 MiB.
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
             time_limit: time_limit(scale),
@@ -161,9 +161,9 @@ impl Options {
             o.placements = vec![Placement::Same];
         }
         if scale == Scale::Run {
-            // Five chunks bracket the knee (seed 002's is between 16 KiB and 256 KiB);
-            // pinned to one CPU for the reason above.
-            o.sizes = vec![4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20];
+            // Six chunks bracket the knee (seed 002's is between 16 KiB and 256 KiB;
+            // vmsplice-splice peaks at 1 MiB here); pinned to one CPU for the reason above.
+            o.sizes = vec![4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
             o.placements = vec![Placement::Same];
             o.total = 64 << 20;
         }
@@ -592,6 +592,26 @@ impl Probe for PipeProbe {
             }
         }
         Ok(())
+    }
+
+    fn beyond_edges(&self, rows: &[Measurement]) -> Option<Box<dyn Probe>> {
+        let refs: Vec<&Measurement> = rows.iter().collect();
+        let typed = crate::present::with_params::<Params>(&refs);
+        let pts: Vec<((Method, Placement, &str), u64, &Measurement)> = typed
+            .iter()
+            .map(|(m, p)| {
+                let key = (p.method, p.placement, p.pipe_size_requested.as_str());
+                (key, p.chunk_size, *m)
+            })
+            .collect();
+        // The default sweep's powers of four, 1 KiB … 256 MiB.
+        let sizes = super::sweep::beyond_edges(&pts, 4, (1 << 10, 256 << 20));
+        (!sizes.is_empty()).then(|| {
+            Box::new(PipeProbe::new(Options {
+                sizes,
+                ..self.opts.clone()
+            })) as Box<dyn Probe>
+        })
     }
 
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {

@@ -98,7 +98,7 @@ pub struct Options {
 fn time_limit(scale: Scale) -> Option<std::time::Duration> {
     // Its calibrated cases stop at their CI target or budget on their own; only
     // `ioprobe run`, which promises an answer in half a minute, bounds them.
-        (scale == Scale::Run).then(|| std::time::Duration::from_secs(2))
+        (scale == Scale::Run).then(|| std::time::Duration::from_secs(4))
 }
 
 impl Options {

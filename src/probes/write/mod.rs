@@ -31,7 +31,7 @@ use crate::sys::machine::Environment;
 use crate::sys::mapping::file_residency;
 use crate::sys::scratch::Scratch;
 use crate::units::size_label;
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
@@ -111,7 +111,7 @@ pub struct Options {
 fn time_limit(scale: Scale) -> Option<std::time::Duration> {
     // Its calibrated cases stop at their CI target or budget on their own; only
     // `ioprobe run`, which promises an answer in half a minute, bounds them.
-        (scale == Scale::Run).then(|| std::time::Duration::from_secs(4))
+        (scale == Scale::Run).then(|| std::time::Duration::from_secs(8))
 }
 
 impl Options {
@@ -332,6 +332,23 @@ impl Probe for WriteProbe {
         scratch.ensure_space(size + size / 10, "the write probe's file")
     }
 
+    fn beyond_edges(&self, rows: &[Measurement]) -> Option<Box<dyn Probe>> {
+        let refs: Vec<&Measurement> = rows.iter().collect();
+        let typed = crate::present::with_params::<Params>(&refs);
+        let pts: Vec<((Method, Durability), u64, &Measurement)> = typed
+            .iter()
+            .map(|(m, p)| ((p.method, p.durability), p.block_size, *m))
+            .collect();
+        // Powers of two past the edge, never above the file.
+        let sizes = super::sweep::beyond_edges(&pts, 2, (1 << 10, self.opts.file_size));
+        (!sizes.is_empty()).then(|| {
+            Box::new(WriteProbe::new(Options {
+                block_sizes: sizes,
+                ..self.opts.clone()
+            })) as Box<dyn Probe>
+        })
+    }
+
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let o = &self.opts;
         let size = o.file_size;
@@ -345,7 +362,7 @@ impl Probe for WriteProbe {
         }
         let name = Kind.name();
         let mut seed = 0;
-        ctx.run_plan_each(name, plan, |case, (method, dur, block), ()| {
+        let rows = ctx.run_plan_each(name, plan, |case, (method, dur, block), ()| {
             seed += 1;
             let (res, pages) = super::ensure_resident(&fd, size)?;
             let mut buf = AlignedBuf::new(block as usize);
@@ -384,7 +401,12 @@ impl Probe for WriteProbe {
                 durability_state: dur.state().into(),
             };
             sweep.measurement(ctx, (name, case), params, &sampled, method.note())
-        })
+        })?;
+        // The file goes now, not with the scratch directory: a sweep extended past
+        // its edge (`ioprobe run`) creates it again.
+        drop((fd, dsync));
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        Ok(rows)
     }
 }
 
