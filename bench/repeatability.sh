@@ -4,7 +4,8 @@
 # gives the same action. Prints, per condition and per confidence level of the first
 # run of each pair: topics, the share that repeated, and every high-confidence topic
 # that changed. The goal: high ≥ 95%, medium ≥ 80%, idle or loaded.
-#   PAIRS=3 bench/repeatability.sh            (CONDITIONS="idle load" by default)
+#   PAIRS=3 bench/repeatability.sh            (CONDITIONS="idle load" by default;
+#                                             KEEP=dir keeps the runs' JSON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-3}
@@ -13,6 +14,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
 loads=()
 cleanup() {
     for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
+    if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$work"/*.json "$KEEP"/ 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -54,14 +56,14 @@ for cond in conds:
             other = twin.get(r["id"])
             same = other is not None and other["action"] == r["action"]
             s[1] += same
-            if not same and lvl == "high":
-                flips.append(f"{cond} pair {p}: {r['id']}: {r['action']} → {other['action'] if other else 'absent'}")
+            if not same:
+                flips.append((lvl, f"{cond} pair {p}: {r['id']}: {r['action']} → {other['action'] if other else 'absent'}"))
     for lvl in ("high", "medium", "low"):
         if lvl in stats:
             n, k = stats[lvl]
             print(f"{cond:<10} {lvl:<7} {n:>6} {100 * k / n:>8.0f}%  {busy:>6}/{2 * pairs}")
-for f in flips:
-    print("high-confidence change:", f)
-if not flips:
+for lvl, f in flips:
+    print(f"{lvl}-confidence change: {f}")
+if not any(l == "high" for l, _ in flips):
     print("no high-confidence pick changed between twins")
 PY
