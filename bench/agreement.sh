@@ -10,8 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROBES=${PROBES:-pipe copy}
+# Extra flags for every run of every probe, e.g. EXTRA="--placement same" (a third of
+# pipe's rows: a reference run in about 5 min instead of 25).
+EXTRA=${EXTRA:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# KEEP=dir keeps the runs' JSON for a closer look.
+trap 'if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$work"/*.json "$KEEP"/ 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 cargo build --release --quiet
 IOPROBE=target/release/ioprobe
@@ -30,10 +34,11 @@ for probe in $PROBES; do
     for which in ref1 default ref2; do
         t0=$(date +%s)
         if [[ $which == default ]]; then
-            "$IOPROBE" "$probe" --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
+            # shellcheck disable=SC2086
+            "$IOPROBE" "$probe" $EXTRA --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
         else
             # shellcheck disable=SC2086
-            "$IOPROBE" "$probe" $ref --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
+            "$IOPROBE" "$probe" $ref $EXTRA --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
         fi
         echo "$probe $which: $(( $(date +%s) - t0 )) s" | tee -a "$work/times" >&2
     done

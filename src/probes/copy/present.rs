@@ -393,6 +393,7 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
                 Words {
                     id: advice::id(&["method", id, &size_id, cache_id]),
                     topic,
+                    rerun_noise: advice::RERUN_NOISE_PASS,
                     scope: scope.clone(),
                     operation: (n == 0).then_some(operation),
                     noun: "",
@@ -421,6 +422,7 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
                 Words {
                     id: advice::id(&["buffer", &size_id, cache_id]),
                     topic: "copy loop buffer",
+                    rerun_noise: advice::RERUN_NOISE_PASS,
                     scope: format!("read/write loop, {scope}"),
                     operation: None,
                     noun: "buffers",

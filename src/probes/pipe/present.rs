@@ -275,6 +275,7 @@ fn capacity(method: Method, placement: Placement, ok: &[&Typed]) -> (Option<Reco
                 Words {
                     id: advice::id(&["capacity", method.name(), placement.name()]),
                     topic: "pipe capacity",
+                    rerun_noise: advice::RERUN_NOISE_PASS,
                     scope: format!("{}, placement {}, each capacity at its best chunk", method.name(), placement.name()),
                     operation: None,
                     noun: "",
@@ -330,6 +331,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 Words {
                     id: advice::id(&["chunk", method.name(), placement.name()]),
                     topic: "pipe chunk",
+                    rerun_noise: advice::RERUN_NOISE_PASS,
                     scope: format!(
                         "{}, placement {}, at the recommended capacity",
                         method.name(),

@@ -93,6 +93,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             Words {
                 id: id.into(),
                 topic,
+                rerun_noise: advice::RERUN_NOISE_LOOP,
                 scope: scope.into(),
                 operation,
                 noun: "",
