@@ -82,7 +82,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             .filter_map(|&(label, case)| {
                 let m = find(rows, case.name())?;
                 // Every case chosen between moves the same bytes once.
-                let work = Work::calls(case.calls(), 1.0, "operation");
+                let work = Work::exact(case.calls(), "operation");
                 Some((label.to_string(), Opt { m, cost: 0.0, work }))
             })
             .collect();
