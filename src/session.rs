@@ -404,13 +404,13 @@ fn say_how_long(
     }
 }
 
-/// The scale that ran, as the run's header says it: "`ioprobe run`'s selection" for
+/// The scale that ran, as the run's header says it: "ioprobe run's selection" for
 /// `run` (with "thorough sampling" under `--thorough`), else "quick mode", "default
 /// mode" or "thorough mode".
 fn scale_label(scale: Scale, mode: &str) -> String {
     match (scale, mode) {
-        (Scale::Run, "thorough") => "`ioprobe run`'s selection, thorough sampling".into(),
-        (Scale::Run, _) => "`ioprobe run`'s selection".into(),
+        (Scale::Run, "thorough") => "ioprobe run's selection, thorough sampling".into(),
+        (Scale::Run, _) => "ioprobe run's selection".into(),
         (_, m) => format!("{m} mode"),
     }
 }

@@ -1025,6 +1025,7 @@ pub(crate) mod tests {
     /// the tie, whichever median is lower, and the reason says so.
     #[test]
     fn a_tie_between_one_call_and_two_goes_to_the_one_call() {
+        let opt = |name: &str, m, work| (name.to_string(), Opt { m, cost: 0.0, work });
         let ns = |case: &str, median: f64, lo: f64, hi: f64| {
             let mut x = m(case, median, 0.0);
             x.unit = Unit::NsPerOp;
@@ -1038,22 +1039,8 @@ pub(crate) mod tests {
         );
         for order in [[0, 1], [1, 0]] {
             let all = [
-                (
-                    "lseek+write".to_string(),
-                    Opt {
-                        m: &lw,
-                        cost: 0.0,
-                        work: Work::calls(2.0, 1.0, "operation"),
-                    },
-                ),
-                (
-                    "pwrite".to_string(),
-                    Opt {
-                        m: &pw,
-                        cost: 0.0,
-                        work: Work::calls(1.0, 1.0, "operation"),
-                    },
-                ),
+                opt("lseek+write", &lw, Work::calls(2.0, 1.0, "operation")),
+                opt("pwrite", &pw, Work::calls(1.0, 1.0, "operation")),
             ];
             let opts = [all[order[0]].clone(), all[order[1]].clone()];
             let r = methods(words(), &opts, Some("lseek+write")).unwrap();
@@ -1069,22 +1056,8 @@ pub(crate) mod tests {
         // at low confidence, saying why.
         let slow = ns("pwrite", 900.0, 880.0, 920.0);
         let exact = [
-            (
-                "lseek+write".to_string(),
-                Opt {
-                    m: &lw,
-                    cost: 0.0,
-                    work: Work::exact(2.0, "operation"),
-                },
-            ),
-            (
-                "pwrite".to_string(),
-                Opt {
-                    m: &slow,
-                    cost: 0.0,
-                    work: Work::exact(1.0, "operation"),
-                },
-            ),
+            opt("lseek+write", &lw, Work::exact(2.0, "operation")),
+            opt("pwrite", &slow, Work::exact(1.0, "operation")),
         ];
         let r = methods(words(), &exact, None).unwrap();
         assert_eq!(r.action, "use pwrite");
@@ -1097,22 +1070,8 @@ pub(crate) mod tests {
         );
         // Estimated work (copy methods): the measured winner stays.
         let opts = [
-            (
-                "lseek+write".to_string(),
-                Opt {
-                    m: &lw,
-                    cost: 0.0,
-                    work: Work::calls(2.0, 1.0, "operation"),
-                },
-            ),
-            (
-                "pwrite".to_string(),
-                Opt {
-                    m: &slow,
-                    cost: 0.0,
-                    work: Work::calls(1.0, 1.0, "operation"),
-                },
-            ),
+            opt("lseek+write", &lw, Work::calls(2.0, 1.0, "operation")),
+            opt("pwrite", &slow, Work::calls(1.0, 1.0, "operation")),
         ];
         let r = methods(words(), &opts, None).unwrap();
         assert_eq!(r.action, "use lseek+write");
