@@ -729,6 +729,20 @@ pub fn methods(
         "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
     );
     let action = format!("use {}", name(r.pick));
+    let choice = Choice::Method {
+        name: name(r.pick),
+        tied,
+    };
+    let mut rec = finish(w, action, choice, effect, rows, conf, support);
+    rec.confidence
+        .reasons
+        .extend(tie_broken_by_work(&opts, &r, &name));
+    Some(rec)
+}
+
+/// "tie broken by the work done: pwrite does less than lseek+write (…)", when the pick
+/// does less work than options tied with it.
+fn tie_broken_by_work(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> Option<String> {
     let less: Vec<(String, String)> = r
         .tied
         .iter()
@@ -737,30 +751,22 @@ pub fn methods(
             Some((name(i), why))
         })
         .collect();
-    let choice = Choice::Method {
-        name: name(r.pick),
-        tied,
-    };
-    let mut rec = finish(w, action, choice, effect, rows, conf, support);
     let than = match less.as_slice() {
-        [] => None,
-        [(other, why)] => Some(format!("{other} ({why})")),
-        many => Some(format!(
+        [] => return None,
+        [(other, why)] => format!("{other} ({why})"),
+        many => format!(
             "the {} other tied options ({})",
             many.len(),
             many.iter()
                 .map(|x| x.0.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        )),
+        ),
     };
-    if let Some(than) = than {
-        rec.confidence.reasons.push(format!(
-            "tie broken by the work done: {} does less than {than}",
-            name(r.pick)
-        ));
-    }
-    Some(rec)
+    Some(format!(
+        "tie broken by the work done: {} does less than {than}",
+        name(r.pick)
+    ))
 }
 
 #[cfg(test)]
