@@ -9,6 +9,7 @@ pub mod compare;
 pub mod config;
 pub mod limit;
 pub mod overhead;
+pub mod pair;
 pub mod rounds;
 pub mod rusage;
 pub mod sampler;

@@ -7,6 +7,7 @@
 //! last byte of every read against the pattern, and requires end-of-file right after
 //! `total` bytes: a lost, repeated, reordered, zeroed or extra chunk fails the case.
 
+pub use crate::harness::pair::Work;
 use crate::names::{Named, named_enum};
 use crate::sys::calls::{self, SysResult};
 use crate::sys::mapping::AnonPages;
@@ -57,12 +58,6 @@ fn fill(chunk: &mut [u8]) {
     }
 }
 
-/// What one side did while the clock ran.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Work {
-    pub bytes: u64,
-    pub calls: u64,
-}
 
 /// The writer's buffers: enough chunk-sized slots that, with vmsplice, a slot is never
 /// re-stamped while the pipe may still hold its pages (see [`ring_slots`]). They live in

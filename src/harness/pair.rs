@@ -1,0 +1,293 @@
+//! Two forked processes, a writer and a reader, released at the same instant: the
+//! shape of every transfer between two processes (a pipe, a socket).
+//!
+//! [`start`] forks both sides; each first closes the descriptors it must not hold (its
+//! copies of the other side's ends, so end-of-file and EPIPE work), prepares (pins
+//! itself, allocates and touches its buffers), says it is ready and blocks on the "go"
+//! pipe. The caller then drops its own copies of the data descriptors and calls
+//! [`Started::finish`], which waits until both are ready, reads the clock and closes
+//! the go pipe, releasing both at once. Each side measures its own rusage (RUSAGE_SELF)
+//! around its timed loop and sends it back on its result pipe as one text line. Both
+//! children are always reaped, on every path (see [`Child`]).
+
+use super::rusage::RusageDelta;
+use crate::sys::calls::{self, monotonic_ns};
+use crate::sys::pipes;
+use crate::sys::process::{Child, fork_child};
+use crate::sys::rusage::{RawRusage, getrusage_self};
+use anyhow::{Context as _, Result, anyhow, bail};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// What one side did while its clock ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Work {
+    pub bytes: u64,
+    pub calls: u64,
+}
+
+/// One side's result: its clock at the start and the end of its loop, what it did, and
+/// its rusage over the loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Report {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub work: Work,
+    pub rusage: RusageDelta,
+}
+
+/// The gate a side passes once prepared: its end of the ready pipe and of the go pipe.
+pub struct Gate<'a> {
+    ready_w: &'a OwnedFd,
+    go_r: &'a OwnedFd,
+}
+
+impl Gate<'_> {
+    /// Says "ready" and blocks until the parent releases both sides; then runs `timed`
+    /// between two clock readings and two rusage readings.
+    pub fn timed(&self, timed: impl FnOnce() -> Result<Work>) -> Result<Report> {
+        if calls::write(self.ready_w, b"r")? != 1 {
+            bail!("could not signal readiness");
+        }
+        let mut b = [0u8; 1];
+        if calls::read(self.go_r, &mut b)? != 0 {
+            bail!("unexpected byte on the go pipe");
+        }
+        let r0 = getrusage_self()?;
+        let start_ns = monotonic_ns();
+        let work = timed()?;
+        let end_ns = monotonic_ns();
+        let r1 = getrusage_self()?;
+        Ok(Report {
+            start_ns,
+            end_ns,
+            work,
+            rusage: RusageDelta::between(&r0, &r1),
+        })
+    }
+}
+
+/// Both sides, forked and preparing.
+pub struct Started {
+    what: &'static str,
+    writer: Child,
+    reader: Child,
+    go_w: OwnedFd,
+    ready_r: OwnedFd,
+    wres_r: OwnedFd,
+    rres_r: OwnedFd,
+}
+
+/// Both sides' results.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    /// The clock when both were released.
+    pub go_ns: u64,
+    pub writer: Report,
+    pub reader: Report,
+}
+
+/// Forks the writer and the reader of a `what` ("pipe", "socket"). Each side closes the
+/// descriptors of its `close` list, then runs its body with the gate it must pass (see
+/// [`Gate::timed`]). The caller's data descriptors stay open in the parent until it
+/// drops them, which it must do before [`Started::finish`].
+pub fn start(
+    what: &'static str,
+    (writer_close, writer): (&[BorrowedFd<'_>], impl FnOnce(&Gate) -> Result<Report>),
+    (reader_close, reader): (&[BorrowedFd<'_>], impl FnOnce(&Gate) -> Result<Report>),
+) -> Result<Started> {
+    let (go_r, go_w) = pipes::pipe()?;
+    let (ready_r, ready_w) = pipes::pipe()?;
+    let (wres_r, wres_w) = pipes::pipe()?;
+    let (rres_r, rres_w) = pipes::pipe()?;
+    let gate = Gate {
+        ready_w: &ready_w,
+        go_r: &go_r,
+    };
+    let mut wclose: Vec<BorrowedFd<'_>> = writer_close.to_vec();
+    wclose.extend([
+        go_w.as_fd(),
+        ready_r.as_fd(),
+        wres_r.as_fd(),
+        rres_r.as_fd(),
+        rres_w.as_fd(),
+    ]);
+    let writer = fork_child(&wclose, || child(&wres_w, || writer(&gate)))?;
+    let mut rclose: Vec<BorrowedFd<'_>> = reader_close.to_vec();
+    rclose.extend([
+        go_w.as_fd(),
+        ready_r.as_fd(),
+        wres_r.as_fd(),
+        wres_w.as_fd(),
+        rres_r.as_fd(),
+    ]);
+    let reader = fork_child(&rclose, || child(&rres_w, || reader(&gate)))?;
+    Ok(Started {
+        what,
+        writer,
+        reader,
+        go_w,
+        ready_r,
+        wres_r,
+        rres_r,
+    })
+}
+
+impl Started {
+    /// Releases both sides once ready and collects their reports. `stop()` is polled
+    /// while waiting; when it says stop, both are killed and reaped and an interruption
+    /// error is returned. A side's error is returned as its own (the reader's first: a
+    /// short or corrupted stream is the more telling complaint).
+    pub fn finish(self, stop: &dyn Fn() -> bool) -> Result<Finished> {
+        let Started {
+            what,
+            writer,
+            reader,
+            go_w,
+            ready_r,
+            wres_r,
+            rres_r,
+        } = self;
+        let ready = both_ready(&ready_r, stop)?;
+        let go_ns = monotonic_ns();
+        drop(go_w);
+        let w = collect(&wres_r, writer, what, "writer", stop);
+        let r = collect(&rres_r, reader, what, "reader", stop);
+        let (w, r) = match (w, r) {
+            (Ok(w), Ok(r)) => (w, r),
+            (_, Err(e)) | (Err(e), _) => return Err(e),
+        };
+        if !ready {
+            bail!("a {what} process ended before it was ready");
+        }
+        Ok(Finished {
+            go_ns,
+            writer: w,
+            reader: r,
+        })
+    }
+}
+
+/// Waits for both children to say they are ready (one byte each); false when one
+/// ended first (end of file).
+fn both_ready(ready_r: &OwnedFd, stop: &dyn Fn() -> bool) -> Result<bool> {
+    let mut ready = 0;
+    let mut byte = [0u8; 2];
+    while ready < 2 {
+        if !pipes::wait_readable(ready_r, stop)? {
+            return Err(crate::error::Interrupted.into());
+        }
+        let n = calls::read(ready_r, &mut byte)?;
+        if n == 0 {
+            break;
+        }
+        ready += n;
+    }
+    Ok(ready >= 2)
+}
+
+/// The child's whole life: run `body`, write one result line, return the exit status.
+fn child(result_w: &OwnedFd, body: impl FnOnce() -> Result<Report>) -> i32 {
+    let (line, code) = match body() {
+        Ok(Report {
+            start_ns,
+            end_ns,
+            work: w,
+            rusage: r,
+        }) => (
+            format!(
+                "ok {start_ns} {end_ns} {} {} {} {} {} {} {} {} {} {}\n",
+                w.bytes,
+                w.calls,
+                r.user_us,
+                r.sys_us,
+                r.voluntary_cs,
+                r.involuntary_cs,
+                r.minor_faults,
+                r.major_faults,
+                r.blocks_in,
+                r.blocks_out
+            ),
+            0,
+        ),
+        Err(e) => (format!("err {}\n", format!("{e:#}").replace('\n', " ")), 1),
+    };
+    let _ = calls::write(result_w, line.as_bytes());
+    code
+}
+
+/// Reads a child's result line until end-of-file, reaps the child, and parses.
+fn collect(
+    res_r: &OwnedFd,
+    child: Child,
+    what: &str,
+    role: &str,
+    stop: &dyn Fn() -> bool,
+) -> Result<Report> {
+    let mut text = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        if !pipes::wait_readable(res_r, stop)? {
+            return Err(crate::error::Interrupted.into());
+        }
+        let n = calls::read(res_r, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    let status = child.wait()?;
+    let text = String::from_utf8_lossy(&text);
+    let line = text.trim();
+    if let Some(msg) = line.strip_prefix("err ") {
+        bail!("{what} {role}: {msg}");
+    }
+    if status != 0 || line.is_empty() {
+        bail!("{what} {role} process ended with status {status} and no result");
+    }
+    parse(line).with_context(|| format!("{what} {role}: unreadable result '{line}'"))
+}
+
+fn parse(line: &str) -> Result<Report> {
+    let v: Vec<u64> = line
+        .strip_prefix("ok ")
+        .ok_or_else(|| anyhow!("no 'ok'"))?
+        .split(' ')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    if v.len() != 12 {
+        bail!("{} fields, expected 12", v.len());
+    }
+    Ok(Report {
+        start_ns: v[0],
+        end_ns: v[1],
+        work: Work {
+            bytes: v[2],
+            calls: v[3],
+        },
+        rusage: RawRusage {
+            user_us: v[4],
+            sys_us: v[5],
+            voluntary_cs: v[6],
+            involuntary_cs: v[7],
+            minor_faults: v[8],
+            major_faults: v[9],
+            blocks_in: v[10],
+            blocks_out: v[11],
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_line_reads_back() {
+        let r = parse("ok 1 2 3 4 5 6 7 8 9 10 11 12").unwrap();
+        assert_eq!((r.start_ns, r.end_ns), (1, 2));
+        assert_eq!(r.work, Work { bytes: 3, calls: 4 });
+        assert_eq!(r.rusage.blocks_out, 12);
+        assert!(parse("ok 1 2").is_err());
+        assert!(parse("err x").is_err());
+    }
+}
