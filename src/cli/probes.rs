@@ -3,7 +3,7 @@
 
 use super::shared::Measuring;
 use crate::names::parser;
-use crate::probes::{Probe, Scale, copy, pipe, read, syscalls, write};
+use crate::probes::{Probe, Scale, copy, pipe, read, socket, syscalls, write};
 use crate::units::{parse_size, parse_size_or_zero};
 use clap::{Args, Subcommand};
 
@@ -80,6 +80,14 @@ probe_commands! {
         "ioprobe pipe --method write-read --pipe-size default,1m",
     ))]
     Pipe(PipeArgs) = "pipe" => pipe::PipeProbe,
+    /// Socket throughput and context switches versus chunk size, family (unix, tcp,
+    /// unix-dgram, udp over loopback), method, buffers and CPU placement.
+    #[command(after_help = examples!(
+        "ioprobe socket --quick            kernel buffers, both on one CPU, about 15 s",
+        "ioprobe socket --family tcp --method send-recv,zerocopy --sizes 4k,64k,1m",
+        "ioprobe socket --family unix,tcp --sndbuf default,1m --rcvbuf default,1m",
+    ))]
+    Socket(SocketArgs) = "socket" => socket::SocketProbe,
     /// Every way to copy a file, ranked, in each cache state and durability mode
     /// (seeds 001 and 003).
     #[command(after_help = examples!(
@@ -184,6 +192,47 @@ pub struct PipeArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct SocketArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// Chunk sizes sent (comma-separated); a datagram family sends one datagram per
+    /// chunk. Default 1 KiB … 16 MiB in powers of 4 (of 2 with --thorough).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// Families (comma-separated; default all four).
+    #[arg(long, value_name = "FAMILY", value_delimiter = ',', value_parser = parser::<socket::Family>())]
+    pub family: Vec<socket::Family>,
+    /// Loopback addresses of tcp and udp (comma-separated: v4 = 127.0.0.1, v6 = ::1;
+    /// default both where ::1 exists).
+    #[arg(long, value_name = "IP", value_delimiter = ',', value_parser = parser::<socket::Ip>())]
+    pub ip: Vec<socket::Ip>,
+    /// Methods (comma-separated; default all six).
+    #[arg(long, value_name = "METHOD", value_delimiter = ',', value_parser = parser::<socket::Method>())]
+    pub method: Vec<socket::Method>,
+    /// CPU placement of writer and reader (comma-separated; default same, all three
+    /// with --thorough).
+    #[arg(long, value_name = "WHERE", value_delimiter = ',', value_parser = parser::<socket::Placement>())]
+    pub placement: Vec<socket::Placement>,
+    /// SO_SNDBUF of the writer (comma-separated): `default` or a size, granted size
+    /// read back; default: default,4m.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = socket::Buffer::parse)]
+    pub sndbuf: Vec<socket::Buffer>,
+    /// SO_RCVBUF of the reader (comma-separated): `default` or a size, granted size
+    /// read back; default: default,4m.
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = socket::Buffer::parse)]
+    pub rcvbuf: Vec<socket::Buffer>,
+    /// TCP_NODELAY on the writer (comma-separated: off, on; default both, on at
+    /// chunks of 16 KiB or less).
+    #[arg(long, value_name = "ON", value_delimiter = ',', value_parser = parser::<socket::Nodelay>())]
+    pub nodelay: Vec<socket::Nodelay>,
+    /// Bytes sent per sample, the same for every row. Default: each row's sample
+    /// fitted to about 25 ms (--sample-time), at least 1 MiB and 3 chunks, at most
+    /// 1 GiB (256 MiB with --quick).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub total: Option<u64>,
+}
+
+#[derive(Debug, Args)]
 pub struct CopyArgs {
     #[command(flatten)]
     pub shared: Measuring,
@@ -279,6 +328,33 @@ impl PipeArgs {
             placements: list("--placement", &self.placement, d.placements),
             total: self.total.unwrap_or(d.total),
             fit: self.total.is_none(),
+            corrupt: d.corrupt,
+        }
+    }
+}
+
+impl SocketArgs {
+    pub fn options(&self, scale: Scale) -> socket::Options {
+        let d = socket::Options::for_scale(scale);
+        // Named axes are measured whole: the defaults' economy is for the defaults.
+        let named = !(self.method.is_empty()
+            && self.sndbuf.is_empty()
+            && self.rcvbuf.is_empty()
+            && self.nodelay.is_empty()
+            && self.ip.is_empty());
+        socket::Options {
+            time_limit: d.time_limit,
+            sizes: list("--sizes", &self.sizes, d.sizes),
+            families: list("--family", &self.family, d.families),
+            ips: list("--ip", &self.ip, d.ips),
+            methods: list("--method", &self.method, d.methods),
+            placements: list("--placement", &self.placement, d.placements),
+            sndbufs: list("--sndbuf", &self.sndbuf, d.sndbufs),
+            rcvbufs: list("--rcvbuf", &self.rcvbuf, d.rcvbufs),
+            nodelay: list("--nodelay", &self.nodelay, d.nodelay),
+            total: self.total.unwrap_or(d.total),
+            fit: self.total.is_none(),
+            lean: d.lean && !named,
             corrupt: d.corrupt,
         }
     }

@@ -23,6 +23,13 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 pub struct Work {
     pub bytes: u64,
     pub calls: u64,
+    /// Two counts of the probe's own, sent back with the rest (the socket writer:
+    /// zerocopy sends the kernel copied after all, and TCP segments sent).
+    pub extra: [u64; 2],
+    /// The clock at the side's last useful byte, when it waited on after it (a
+    /// datagram reader waiting out a silence): its report ends there. 0: at the end
+    /// of its loop.
+    pub last_ns: u64,
 }
 
 /// One side's result: its clock at the start and the end of its loop, what it did, and
@@ -55,7 +62,10 @@ impl Gate<'_> {
         let r0 = getrusage_self()?;
         let start_ns = monotonic_ns();
         let work = timed()?;
-        let end_ns = monotonic_ns();
+        let end_ns = match work.last_ns {
+            0 => monotonic_ns(),
+            t => t,
+        };
         let r1 = getrusage_self()?;
         Ok(Report {
             start_ns,
@@ -195,9 +205,11 @@ fn child(result_w: &OwnedFd, body: impl FnOnce() -> Result<Report>) -> i32 {
             rusage: r,
         }) => (
             format!(
-                "ok {start_ns} {end_ns} {} {} {} {} {} {} {} {} {} {}\n",
+                "ok {start_ns} {end_ns} {} {} {} {} {} {} {} {} {} {} {} {}\n",
                 w.bytes,
                 w.calls,
+                w.extra[0],
+                w.extra[1],
                 r.user_us,
                 r.sys_us,
                 r.voluntary_cs,
@@ -254,8 +266,8 @@ fn parse(line: &str) -> Result<Report> {
         .split(' ')
         .map(str::parse)
         .collect::<Result<_, _>>()?;
-    if v.len() != 12 {
-        bail!("{} fields, expected 12", v.len());
+    if v.len() != 14 {
+        bail!("{} fields, expected 14", v.len());
     }
     Ok(Report {
         start_ns: v[0],
@@ -263,16 +275,18 @@ fn parse(line: &str) -> Result<Report> {
         work: Work {
             bytes: v[2],
             calls: v[3],
+            extra: [v[4], v[5]],
+            last_ns: 0,
         },
         rusage: RawRusage {
-            user_us: v[4],
-            sys_us: v[5],
-            voluntary_cs: v[6],
-            involuntary_cs: v[7],
-            minor_faults: v[8],
-            major_faults: v[9],
-            blocks_in: v[10],
-            blocks_out: v[11],
+            user_us: v[6],
+            sys_us: v[7],
+            voluntary_cs: v[8],
+            involuntary_cs: v[9],
+            minor_faults: v[10],
+            major_faults: v[11],
+            blocks_in: v[12],
+            blocks_out: v[13],
         },
     })
 }
@@ -283,10 +297,16 @@ mod tests {
 
     #[test]
     fn a_report_line_reads_back() {
-        let r = parse("ok 1 2 3 4 5 6 7 8 9 10 11 12").unwrap();
+        let r = parse("ok 1 2 3 4 5 6 7 8 9 10 11 12 13 14").unwrap();
         assert_eq!((r.start_ns, r.end_ns), (1, 2));
-        assert_eq!(r.work, Work { bytes: 3, calls: 4 });
-        assert_eq!(r.rusage.blocks_out, 12);
+        let w = Work {
+            bytes: 3,
+            calls: 4,
+            extra: [5, 6],
+            last_ns: 0,
+        };
+        assert_eq!(r.work, w);
+        assert_eq!(r.rusage.blocks_out, 14);
         assert!(parse("ok 1 2").is_err());
         assert!(parse("err x").is_err());
     }

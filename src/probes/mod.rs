@@ -20,7 +20,7 @@ macro_rules! probes {
     };
 }
 
-probes!(syscalls, read, write, pipe, copy);
+probes!(syscalls, read, write, pipe, copy, socket);
 
 use crate::advice::Recommendation;
 use crate::harness::{self, Overhead, Sampled, Workload};
@@ -72,7 +72,7 @@ pub fn kind(name: &str) -> Option<&'static dyn ProbeKind> {
 }
 
 /// The few cases `ioprobe trace` prices calls with, when nothing is saved (about 10 s):
-/// the per-call costs, and read, write and pipe throughput at a handful of sizes.
+/// the per-call costs, and read, write, pipe and socket throughput at a handful of sizes.
 pub fn for_pricing() -> Vec<Box<dyn Probe>> {
     const KIB: u64 = 1024;
     const MIB: u64 = 1 << 20;
@@ -113,6 +113,15 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
             placements: vec![pipe::Placement::Any],
             total: 64 * MIB,
             ..pipe::Options::for_scale(Scale::Quick)
+        })),
+        // Loopback TCP: what a program's sends and receives cost, and sendfile's fix.
+        Box::new(socket::SocketProbe::new(socket::Options {
+            sizes: vec![KIB, 4 * KIB, 64 * KIB, MIB],
+            families: vec![socket::Family::Tcp],
+            methods: vec![socket::Method::WriteRead, socket::Method::Sendfile],
+            placements: vec![socket::Placement::Any],
+            total: 64 * MIB,
+            ..socket::Options::for_scale(Scale::Quick)
         })),
     ]
 }

@@ -18,5 +18,6 @@ pub mod process;
 pub mod rusage;
 pub mod scratch;
 pub mod signals;
+pub mod sockets;
 pub mod syscall;
 pub use os::uring;

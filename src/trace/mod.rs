@@ -324,7 +324,7 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     let mut runs: Vec<(i64, Run)> = Vec::new();
     let path = crate::session::store_path(settings)?;
     if let Some(store) = crate::results::store::Store::open_read_only_if_any(&path)? {
-        let wanted = ["read", "write", "pipe", "syscalls", "copy"];
+        let wanted = ["read", "write", "pipe", "socket", "syscalls", "copy"];
         let evidence = crate::results::store::Evidence::of(&host, &wanted, 40);
         for r in store.newest_with(&evidence)? {
             runs.push((r.id, store.load(r.id)?));

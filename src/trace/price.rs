@@ -49,6 +49,11 @@ pub struct Figures {
     pub pipe: Curve,
     /// The pipe curve at the larger capacity measured, and that capacity.
     pub pipe_large: Option<(u64, Curve)>,
+    /// The socket probe's write-read curve (kernel buffers) and its sendfile curve,
+    /// for the family named: tcp where measured, else unix.
+    pub socket: Curve,
+    pub socket_sendfile: Curve,
+    pub socket_family: Option<String>,
     /// Nanoseconds per call of the syscalls probe's cases (null, pread, lseek_read, …).
     pub calls_ns: BTreeMap<String, f64>,
     /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
@@ -66,7 +71,7 @@ impl Figures {
     /// Takes each probe's figures from the newest of `runs` (id, run) that has them,
     /// read through the probes' typed readers.
     pub fn from_runs(runs: &[(i64, Run)]) -> Figures {
-        use crate::probes::{copy, pipe, read, syscalls, write};
+        use crate::probes::{copy, pipe, read, socket, syscalls, write};
         let mut f = Figures::default();
         let newest = |probe: &str| {
             runs.iter()
@@ -100,6 +105,18 @@ impl Figures {
                 f.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
             }
             f.sources.push(("pipe".into(), *id));
+        }
+        if let Some((id, r)) = newest("socket") {
+            for family in [socket::Family::Tcp, socket::Family::Unix] {
+                let c = Curve(socket::curve(r, family, socket::Method::WriteRead));
+                if !c.0.is_empty() {
+                    f.socket = c;
+                    f.socket_sendfile = Curve(socket::curve(r, family, socket::Method::Sendfile));
+                    f.socket_family = Some(family.name().to_string());
+                    break;
+                }
+            }
+            f.sources.push(("socket".into(), *id));
         }
         if let Some((id, r)) = newest("syscalls") {
             for (case, ns) in syscalls::per_call(r) {
@@ -282,6 +299,9 @@ fn direction(op: &str) -> Option<bool> {
         }
         "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" | "uring write"
         | "uring writev" => Some(false),
+        // Socket data: one message per call, sizes known (the mmsg calls are not).
+        "recvfrom" | "recvmsg" => Some(true),
+        "sendto" | "sendmsg" => Some(false),
         _ => None,
     }
 }
@@ -296,6 +316,7 @@ fn curve_for(
     let c = match kind {
         Kind::File if reading => (&f.read, "read"),
         Kind::File => (&f.write, "write"),
+        Kind::Socket if !f.socket.0.is_empty() => (&f.socket, "socket"),
         Kind::Pipe | Kind::Socket => match (&f.pipe_large, large_pipe) {
             (Some((_, c)), true) => (c, "pipe"),
             _ => (&f.pipe, "pipe"),
@@ -501,10 +522,15 @@ impl Finder<'_> {
                 (now, then, relay) = (now + a, then + b, text);
             }
             let how = if reading { "reads" } else { "writes" };
-            let priced = if target.kind == Kind::Socket {
-                " (priced with the pipe figures)"
-            } else {
-                ""
+            let priced = match (target.kind, curve_name) {
+                (Kind::Socket, "pipe") => {
+                    " (priced with the pipe figures: no socket run saved)".to_string()
+                }
+                (Kind::Socket, _) => format!(
+                    " (priced with the loopback {} figures)",
+                    f.socket_family.as_deref().unwrap_or("socket")
+                ),
+                _ => String::new(),
             };
             self.push(
                 "small_requests",
@@ -731,6 +757,24 @@ impl Finder<'_> {
                 } else {
                     "sendfile or splice"
                 };
+                // Into a socket: the socket curve prices the send (with its reader's
+                // receive, as the probe measures both), sendfile's curve the fix.
+                let to_socket = dst_t.kind == Kind::Socket && !f.socket.0.is_empty();
+                let through = if to_socket {
+                    f.read.rate(size).zip(f.socket.rate(size))
+                } else {
+                    through
+                };
+                let better = if dst_t.kind == Kind::File {
+                    f.copy_file_range.map(|c| bytes as f64 / c)
+                } else if to_socket {
+                    let sf = &f.socket_sendfile;
+                    sf.best_size()
+                        .and_then(|b| sf.rate(b.max(size)))
+                        .map(|r| bytes as f64 / r)
+                } else {
+                    None
+                };
                 self.push(
                     "read_write_copy",
                     pid,
@@ -745,9 +789,7 @@ impl Finder<'_> {
                         format_size(size)
                     ),
                     through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w),
-                    f.copy_file_range
-                        .filter(|_| dst_t.kind == Kind::File)
-                        .map(|c| bytes as f64 / c),
+                    better,
                 );
             }
         }
@@ -782,6 +824,9 @@ mod tests {
             write: c(&[(4096, 4e9), (65536, 16e9), (1 << 20, 16e9)]),
             pipe: c(&[(4096, 2e9), (65536, 5e9)]),
             pipe_large: Some((1 << 20, c(&[(4096, 2e9), (65536, 8e9)]))),
+            socket: Curve::default(),
+            socket_sendfile: Curve::default(),
+            socket_family: None,
             calls_ns: [
                 ("null", 80.0),
                 ("pread", 150.0),

@@ -194,6 +194,11 @@ impl Profile {
             s.bytes += moved;
             s.errors += u64::from(!ok);
             *s.sizes.entry(bucket(asked)).or_default() += 1;
+            // A file's bytes sent right after they were read: a copy sendfile makes.
+            if matches!(sys, Syscall::Sendto | Syscall::Sendmsg) {
+                let kind = self.targets[f.target].kind;
+                self.pair_reads_and_writes((pid, tid), f.target, kind, false, moved);
+            }
         }
     }
 

@@ -11,6 +11,7 @@ mod pipe;
 mod probes;
 mod report;
 mod signals;
+mod socket;
 mod store;
 mod trace;
 mod write;

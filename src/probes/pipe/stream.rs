@@ -16,7 +16,8 @@ use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;
 
 const MAGIC: u64 = 0x696f_7072_6f62_6521; // "ioprobe!"
-const STAMP: usize = 8;
+/// Bytes of a chunk's stamp.
+pub const STAMP: usize = 8;
 
 named_enum! {
     /// How data enters and leaves the pipe. Names are a contract (`--method`, JSON).
@@ -29,22 +30,27 @@ named_enum! {
 }
 
 /// The stamp of chunk `seq`.
-fn stamp(seq: u64) -> [u8; STAMP] {
+pub fn stamp(seq: u64) -> [u8; STAMP] {
     (seq ^ MAGIC).to_le_bytes()
+}
+
+/// The chunk number a stamp carries (its inverse).
+pub fn seq_of(st: [u8; STAMP]) -> u64 {
+    u64::from_le_bytes(st) ^ MAGIC
 }
 
 /// The pattern's period.
 const PERIOD: usize = 251;
 
 /// The pattern byte at offset `j` of a chunk (past the stamp).
-fn pattern(j: u64) -> u8 {
+pub fn pattern(j: u64) -> u8 {
     ((j % PERIOD as u64) as u8) ^ 0x5a
 }
 
 /// Fills `chunk` with the pattern: one period (251 bytes) by hand, then by doubling
 /// copies (memcpy speed; a byte-at-a-time loop took a third of a second per 256 MiB, in
 /// every pass of the largest chunks).
-fn fill(chunk: &mut [u8]) {
+pub fn fill(chunk: &mut [u8]) {
     let period = chunk.len().min(PERIOD);
     for (j, b) in chunk[..period].iter_mut().enumerate() {
         *b = pattern(j as u64);

@@ -231,3 +231,23 @@ pub fn make_special(_path: &std::path::Path, _kind: &str, _rdev: u64) -> SysResu
 pub fn pseudo_fs<Fd: AsFd>(_fd: Fd) -> bool {
     false
 }
+
+/// No MSG_ZEROCOPY (Linux's).
+pub fn enable_zerocopy<Fd: AsFd>(_fd: Fd) -> SysResult<()> {
+    Err(SysError::missing("MSG_ZEROCOPY (Linux only)"))
+}
+
+/// No MSG_ZEROCOPY (Linux's).
+pub fn send_zerocopy<Fd: AsFd>(_fd: Fd, _buf: &[u8]) -> SysResult<usize> {
+    Err(SysError::missing("MSG_ZEROCOPY (Linux only)"))
+}
+
+/// No MSG_ZEROCOPY (Linux's).
+pub fn zerocopy_completions<Fd: AsFd>(_fd: Fd) -> SysResult<Vec<(u32, u32, bool)>> {
+    Err(SysError::missing("MSG_ZEROCOPY (Linux only)"))
+}
+
+/// TCP_INFO's segment count is Linux's.
+pub fn tcp_segments_out<Fd: AsFd>(_fd: Fd) -> SysResult<u64> {
+    Err(SysError::missing("TCP_INFO segments (Linux only)"))
+}

@@ -300,3 +300,138 @@ pub fn pseudo_fs<Fd: AsFd>(fd: Fd) -> bool {
     #[allow(clippy::unnecessary_cast)]
     rustix::fs::fstatfs(fd).is_ok_and(|s| MAGICS.contains(&(s.f_type as i64)))
 }
+
+/// SO_ZEROCOPY (asm-generic/socket.h; libc does not export it yet).
+const SO_ZEROCOPY: libc::c_int = 60;
+/// The origin of a zerocopy completion on the error queue (linux/errqueue.h).
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+/// A completion whose data the kernel copied after all (linux/errqueue.h).
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+
+/// The errno of the libc call that just failed, named.
+fn last_error(call: &'static str) -> SysError {
+    SysError::new(
+        call,
+        rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
+            .unwrap_or(rustix::io::Errno::IO),
+    )
+}
+
+/// setsockopt(SO_ZEROCOPY, 1): lets send(MSG_ZEROCOPY) pin the caller's pages. The
+/// kernel refuses it where the family has no zerocopy (AF_UNIX: EOPNOTSUPP).
+pub fn enable_zerocopy<Fd: AsFd>(fd: Fd) -> SysResult<()> {
+    use rustix::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: `fd` is a live descriptor borrowed for the call; the option value points
+    // to a c_int that outlives it, and its size is passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_ZEROCOPY,
+            (&raw const one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(last_error("setsockopt(SO_ZEROCOPY)"));
+    }
+    Ok(())
+}
+
+/// send(2) with MSG_ZEROCOPY: the kernel keeps references to `buf`'s pages until a
+/// completion for this call arrives on the error queue ([`zerocopy_completions`]); the
+/// caller must not change them before.
+pub fn send_zerocopy<Fd: AsFd>(fd: Fd, buf: &[u8]) -> SysResult<usize> {
+    use rustix::fd::AsRawFd;
+    // SAFETY: `buf` is a live slice for the call; the kernel only reads it.
+    let r = unsafe {
+        libc::send(
+            fd.as_fd().as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_ZEROCOPY,
+        )
+    };
+    if r < 0 {
+        return Err(last_error("send(MSG_ZEROCOPY)"));
+    }
+    Ok(r as usize)
+}
+
+/// Reads the zerocopy completions waiting on `fd`'s error queue without blocking:
+/// each as (first call id, last call id, whether the kernel copied the data instead).
+pub fn zerocopy_completions<Fd: AsFd>(fd: Fd) -> SysResult<Vec<(u32, u32, bool)>> {
+    use rustix::fd::AsRawFd;
+    let mut out = Vec::new();
+    loop {
+        // u64 words keep the control buffer aligned for cmsghdr.
+        let mut control = [0u64; 16];
+        // SAFETY: a zeroed msghdr is valid (no name, no data); its control buffer
+        // points to `control`, which outlives the call, with its size in bytes.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: `msg` is a valid msghdr as above; MSG_ERRQUEUE reads only control data.
+        let r = unsafe {
+            libc::recvmsg(
+                fd.as_fd().as_raw_fd(),
+                &mut msg,
+                libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 {
+            let e = last_error("recvmsg(MSG_ERRQUEUE)");
+            if e.errno == libc::EAGAIN {
+                return Ok(out);
+            }
+            return Err(e);
+        }
+        // SAFETY: the kernel filled `msg.msg_control` with `msg_controllen` bytes of
+        // well-formed cmsg headers; the CMSG macros walk them within that length, and
+        // each data pointer is read unaligned as the struct the header says it holds.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                let len = (*c).cmsg_len as usize;
+                if len
+                    >= libc::CMSG_LEN(std::mem::size_of::<libc::sock_extended_err>() as u32)
+                        as usize
+                {
+                    let e: libc::sock_extended_err =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    if e.ee_origin == SO_EE_ORIGIN_ZEROCOPY {
+                        out.push((
+                            e.ee_info,
+                            e.ee_data,
+                            e.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0,
+                        ));
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+    }
+}
+
+/// Segments a TCP socket has sent (TCP_INFO's tcpi_segs_out).
+pub fn tcp_segments_out<Fd: AsFd>(fd: Fd) -> SysResult<u64> {
+    use rustix::fd::AsRawFd;
+    // SAFETY: tcp_info is plain integers, valid zeroed.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` and `len` outlive the call; the kernel writes at most `len` bytes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&raw mut info).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(last_error("getsockopt(TCP_INFO)"));
+    }
+    Ok(u64::from(info.tcpi_segs_out))
+}

@@ -1,0 +1,1000 @@
+//! Sockets, in seed 002's shape: throughput and context switches versus chunk size,
+//! family, method, socket buffers and CPU placement, so that `trace` can price a
+//! program's network I/O.
+//!
+//! Every row pushes a stamped stream from a writer process to a reader process through
+//! a connected pair this probe makes (loopback only: AF_UNIX pairs, TCP and UDP on
+//! 127.0.0.1 and ::1; see [`crate::sys::sockets`]) and reports bytes/s with each
+//! process's rusage, ns per call on each side, TCP segments and UDP losses. Rows are
+//! sampled round-robin by the harness, so drift hits every row alike.
+
+pub mod ends;
+mod present;
+pub mod transfer;
+
+use super::{Context, Plan, Probe, ProbeKind, Scale};
+use crate::advice::Recommendation;
+use crate::error::usage;
+use crate::harness::{External, Workload};
+use crate::interrupt;
+use crate::names::{Named, named_enum};
+use crate::present::{Grid, Plot, Style};
+use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
+use crate::sys::machine::Environment;
+use crate::sys::scratch::Scratch;
+use crate::sys::sockets;
+use crate::units::{format_size, size_label};
+use anyhow::{Result, bail};
+use ends::Shape;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use transfer::{Outcome, Spec};
+
+pub use super::pipe::Placement;
+
+/// Largest chunk accepted.
+pub const MAX_CHUNK: u64 = 1 << 30;
+
+/// Bytes of the file a file method sends (at least one chunk): small enough to stay in
+/// the page cache, the case of a server sending a hot file.
+const FILE_BYTES: u64 = 4 << 20;
+
+named_enum! {
+    /// The socket family. Names are a contract (`--family`, JSON).
+    pub enum Family as "socket family" {
+        /// AF_UNIX stream (socketpair).
+        Unix = "unix",
+        /// TCP over loopback.
+        Tcp = "tcp",
+        /// AF_UNIX datagrams (socketpair).
+        UnixDgram = "unix-dgram",
+        /// UDP over loopback.
+        Udp = "udp",
+    }
+}
+
+impl Family {
+    /// Whether a chunk is one datagram.
+    pub fn datagram(self) -> bool {
+        matches!(self, Family::UnixDgram | Family::Udp)
+    }
+
+    /// Whether the family has an IP address (and an `--ip` axis).
+    pub fn ip(self) -> bool {
+        matches!(self, Family::Tcp | Family::Udp)
+    }
+}
+
+named_enum! {
+    /// How bytes enter and leave the socket. Names are a contract (`--method`, JSON).
+    pub enum Method as "socket method" {
+        /// write(2) and read(2).
+        WriteRead = "write-read",
+        /// send(2) and recv(2).
+        SendRecv = "send-recv",
+        /// sendmsg(2) and recvmsg(2), four iovecs each.
+        SendmsgRecvmsg = "sendmsg-recvmsg",
+        /// sendfile(2) from a page-cache file; the reader read(2)s.
+        Sendfile = "sendfile",
+        /// splice(2) from a page-cache file into a pipe, and from the pipe into the socket.
+        Splice = "splice",
+        /// send(2) with MSG_ZEROCOPY, its completions reaped; the reader recv(2)s.
+        Zerocopy = "zerocopy",
+    }
+}
+
+impl Method {
+    /// Whether the writer sends a file rather than its memory.
+    pub fn from_file(self) -> bool {
+        matches!(self, Method::Sendfile | Method::Splice)
+    }
+}
+
+named_enum! {
+    /// The loopback address of an IP family. Names are a contract (`--ip`).
+    pub enum Ip as "address" {
+        /// 127.0.0.1.
+        V4 = "v4",
+        /// ::1.
+        V6 = "v6",
+    }
+}
+
+impl Ip {
+    fn address(self) -> &'static str {
+        match self {
+            Ip::V4 => "127.0.0.1",
+            Ip::V6 => "::1",
+        }
+    }
+}
+
+named_enum! {
+    /// TCP_NODELAY on the writer. Names are a contract (`--nodelay`).
+    pub enum Nodelay as "nodelay" {
+        /// Nagle's algorithm on (the kernel's default).
+        Off = "off",
+        /// TCP_NODELAY set.
+        On = "on",
+    }
+}
+
+/// A socket buffer: the kernel's default (with autotuning), or an SO_SNDBUF/SO_RCVBUF
+/// request in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffer {
+    Default,
+    Bytes(u64),
+}
+
+impl Buffer {
+    pub fn parse(s: &str) -> Result<Buffer, String> {
+        if s == "default" {
+            return Ok(Buffer::Default);
+        }
+        match crate::units::parse_size(s)? {
+            0 => Err("buffer size 0: use `default` for the kernel's".into()),
+            b => Ok(Buffer::Bytes(b)),
+        }
+    }
+
+    /// `default` or the requested size, as used in case names and params.
+    pub fn label(self) -> String {
+        match self {
+            Buffer::Default => "default".into(),
+            Buffer::Bytes(b) => size_label(b),
+        }
+    }
+
+    fn request(self) -> Option<u64> {
+        match self {
+            Buffer::Default => None,
+            Buffer::Bytes(b) => Some(b),
+        }
+    }
+}
+
+/// Options of `ioprobe socket`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long these options may take when no `--time-limit` is given.
+    pub time_limit: Option<std::time::Duration>,
+    pub sizes: Vec<u64>,
+    pub families: Vec<Family>,
+    pub ips: Vec<Ip>,
+    pub methods: Vec<Method>,
+    pub placements: Vec<Placement>,
+    pub sndbufs: Vec<Buffer>,
+    pub rcvbufs: Vec<Buffer>,
+    pub nodelay: Vec<Nodelay>,
+    /// Bytes per sample: the most a fitted pass moves, or every pass when not `fit`.
+    pub total: u64,
+    /// Fit each row's pass to the harness's pass time; false when `--total` fixes it.
+    pub fit: bool,
+    /// The defaults' economy: variants (::1, a buffer asked for, TCP_NODELAY) are
+    /// measured with write-read only, and TCP_NODELAY at chunks of 16 KiB or less.
+    pub lean: bool,
+    /// Test hook (IOPROBE_FAULT=socket-corrupt): the writer corrupts a stamp.
+    pub corrupt: bool,
+}
+
+/// How long the defaults at `scale` may take with no `--time-limit`.
+fn time_limit(scale: Scale) -> Option<std::time::Duration> {
+    let s = std::time::Duration::from_secs;
+    match scale {
+        Scale::Quick => Some(s(15)),
+        Scale::Default => Some(s(60)),
+        Scale::Run => Some(s(8)),
+        Scale::Thorough => None,
+    }
+}
+
+impl Options {
+    /// The defaults: chunks of 1 KiB … 16 MiB in powers of 4 (of 2 when thorough),
+    /// every family, method and address, the default buffers and 4 MiB ones, Nagle on
+    /// and off, both processes on one CPU (every placement when thorough), passes fitted
+    /// with at most 1 GiB. Quick: the default buffers and Nagle only, at most 256 MiB.
+    /// `ioprobe run`: unix and TCP, write-read and sendfile, five chunks 4 KiB … 1 MiB.
+    pub fn for_scale(scale: Scale) -> Options {
+        let step = if scale == Scale::Thorough { 1 } else { 2 };
+        let mut o = Options {
+            time_limit: time_limit(scale),
+            sizes: (10..=24).step_by(step).map(|p| 1u64 << p).collect(),
+            families: Family::ALL.to_vec(),
+            ips: Ip::ALL.to_vec(),
+            methods: Method::ALL.to_vec(),
+            // Pinned to one CPU, as pipe's quick scale: unpinned short passes swing
+            // with where the scheduler puts the two processes.
+            placements: vec![Placement::Same],
+            sndbufs: vec![Buffer::Default, Buffer::Bytes(4 << 20)],
+            rcvbufs: vec![Buffer::Default, Buffer::Bytes(4 << 20)],
+            nodelay: Nodelay::ALL.to_vec(),
+            total: 1 << 30,
+            fit: true,
+            lean: scale != Scale::Thorough,
+            corrupt: crate::fault::enabled("socket-corrupt"),
+        };
+        match scale {
+            Scale::Thorough => o.placements = Placement::ALL.to_vec(),
+            Scale::Quick => {
+                o.sndbufs = vec![Buffer::Default];
+                o.rcvbufs = vec![Buffer::Default];
+                o.nodelay = vec![Nodelay::Off];
+                o.ips = vec![Ip::V4];
+                o.total = 256 << 20;
+            }
+            Scale::Run => {
+                o.sizes = vec![4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20];
+                o.families = vec![Family::Unix, Family::Tcp];
+                o.methods = vec![Method::WriteRead, Method::Sendfile];
+                o.sndbufs = vec![Buffer::Default];
+                o.rcvbufs = vec![Buffer::Default];
+                o.nodelay = vec![Nodelay::Off];
+                o.ips = vec![Ip::V4];
+                o.total = 64 << 20;
+            }
+            Scale::Default => {}
+        }
+        o
+    }
+
+    /// A row's pass in chunks: (fewest, most) when fitted, None when fixed at `total`.
+    /// The fewest: 1 MiB and three chunks (one for chunks of 4 MiB and more, each
+    /// already hundreds of exchanges through the socket's buffer).
+    fn pass_range(&self, chunk: u64) -> Option<(u64, u64)> {
+        if !self.fit {
+            return None;
+        }
+        let chunks = if chunk >= 4 << 20 { 1 } else { 3 };
+        let lo = (chunks * chunk).max(1 << 20).div_ceil(chunk);
+        Some((lo, (self.total / chunk).max(lo)))
+    }
+
+    /// Every case, in plan order.
+    fn cases(&self) -> Vec<Case> {
+        let mut out = Vec::new();
+        for &family in &self.families {
+            let ips: &[Ip] = if family.ip() { &self.ips } else { &[Ip::V4] };
+            let nodelay: &[Nodelay] = if family == Family::Tcp {
+                &self.nodelay
+            } else {
+                &[Nodelay::Off]
+            };
+            for &ip in ips {
+                for &method in &self.methods {
+                    for &placement in &self.placements {
+                        for &snd in &self.sndbufs {
+                            for &rcv in &self.rcvbufs {
+                                for &nd in nodelay {
+                                    for &chunk in &self.sizes {
+                                        let c = Case {
+                                            family,
+                                            ip: family.ip().then_some(ip),
+                                            method,
+                                            placement,
+                                            snd,
+                                            rcv,
+                                            nodelay: (family == Family::Tcp)
+                                                .then_some(nd == Nodelay::On),
+                                            chunk,
+                                        };
+                                        // sendfile and splice move a byte stream:
+                                        // a datagram family has none.
+                                        let stream = !(family.datagram() && method.from_file());
+                                        if stream && (!self.lean || c.in_lean_sweep()) {
+                                            out.push(c);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One row's coordinates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Case {
+    family: Family,
+    ip: Option<Ip>,
+    method: Method,
+    placement: Placement,
+    snd: Buffer,
+    rcv: Buffer,
+    nodelay: Option<bool>,
+    chunk: u64,
+}
+
+impl Case {
+    /// Whether the defaults' economy keeps this case: the base (v4, default buffers,
+    /// Nagle on) of every method, variants with write-read only, TCP_NODELAY at small
+    /// chunks only, and a buffer asked for on both sides at once.
+    fn in_lean_sweep(&self) -> bool {
+        let variant = self.ip == Some(Ip::V6)
+            || self.snd != Buffer::Default
+            || self.rcv != Buffer::Default
+            || self.nodelay == Some(true);
+        let paired = (self.snd == Buffer::Default) == (self.rcv == Buffer::Default);
+        let nagle_small = self.nodelay != Some(true) || self.chunk <= 16 << 10;
+        // A UDP datagram holds 64 KiB less its headers; a unix one, the send buffer.
+        let datagram_fits = !self.family.datagram() || self.chunk <= 64 << 10;
+        (!variant || self.method == Method::WriteRead) && paired && nagle_small && datagram_fits
+    }
+
+    /// family[-v6]/method/placement/sndbuf+rcvbuf[/nodelay]/chunk.
+    fn name(&self) -> String {
+        let at = match self.ip {
+            Some(Ip::V6) => "-v6",
+            _ => "",
+        };
+        let nd = if self.nodelay == Some(true) {
+            "/nodelay"
+        } else {
+            ""
+        };
+        format!(
+            "{}{at}/{}/{}/{}+{}{nd}/{}",
+            self.family.name(),
+            self.method.name(),
+            self.placement.name(),
+            self.snd.label(),
+            self.rcv.label(),
+            size_label(self.chunk)
+        )
+    }
+}
+
+/// The params of a socket row. Keys are a contract (JSON `params`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    pub family: Family,
+    /// The loopback address (IP families only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    pub method: Method,
+    pub placement: Placement,
+    pub chunk_size: u64,
+    /// `default` or the SO_SNDBUF / SO_RCVBUF request as a size label.
+    pub sndbuf_requested: String,
+    pub rcvbuf_requested: String,
+    /// TCP_NODELAY on the writer (TCP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodelay: Option<bool>,
+    pub total: u64,
+    /// CPUs each process was allowed (observed).
+    pub writer_cpus: Vec<usize>,
+    pub reader_cpus: Vec<usize>,
+    /// SO_SNDBUF of the writer's socket and SO_RCVBUF of the reader's as read back
+    /// (observed; Linux reports twice the request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u64>,
+    /// Bytes of the page-cache file a file method sends (the stream wraps around it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<u64>,
+}
+
+impl super::RowParams for Params {
+    fn check(&self) -> std::result::Result<(), String> {
+        use super::size_param;
+        size_param("chunk_size", self.chunk_size, 1)?;
+        size_param("total", self.total, 1)?;
+        for (k, v) in [
+            ("sndbuf", self.sndbuf),
+            ("rcvbuf", self.rcvbuf),
+            ("file_size", self.file_size),
+        ] {
+            v.map_or(Ok(()), |b| size_param(k, b, 1))?;
+        }
+        Ok(())
+    }
+}
+
+impl Params {
+    /// Whether the row runs with the kernel's defaults (buffers, Nagle, 127.0.0.1).
+    pub fn is_base(&self) -> bool {
+        self.sndbuf_requested == "default"
+            && self.rcvbuf_requested == "default"
+            && self.nodelay != Some(true)
+            && self.address.as_deref() != Some("::1")
+    }
+}
+
+/// The socket curve in `run`: (chunk size, bytes/s) of the measured base rows (kernel
+/// buffers, Nagle on, 127.0.0.1) of `family` and `method`, best over placements.
+pub fn curve(run: &Run, family: Family, method: Method) -> Vec<(u64, f64)> {
+    super::best_per_size(
+        super::measured_rows::<Params>(run, Kind.name())
+            .into_iter()
+            .filter(|(_, p)| p.family == family && p.method == method && p.is_base())
+            .map(|(m, p)| (p.chunk_size, m.median)),
+    )
+}
+
+/// The figures a socket row derives from its median and counts. Keys are a contract.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Derived {
+    pub s_per_sample: Option<f64>,
+    pub writer_calls_per_gib: Option<f64>,
+    pub reader_calls_per_gib: Option<f64>,
+    /// Wall time of a pass over the side's calls.
+    pub writer_ns_per_call: Option<f64>,
+    pub reader_ns_per_call: Option<f64>,
+    /// TCP segments the writer sent per MiB (TCP_INFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_per_mib: Option<f64>,
+    /// Share of UDP datagrams the reader never got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_share: Option<f64>,
+    /// Share of zerocopy sends the kernel copied after all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy_copied_share: Option<f64>,
+}
+
+/// The socket probe, independent of options.
+pub struct Kind;
+
+impl ProbeKind for Kind {
+    fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
+        super::typed_params::<Params>(m).map(|_| ())
+    }
+    fn name(&self) -> &'static str {
+        "socket"
+    }
+    fn observed_params(&self) -> &'static [&'static str] {
+        &["sndbuf", "rcvbuf", "writer_cpus", "reader_cpus", "total"]
+    }
+    fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
+        present::grids(rows, st)
+    }
+    fn plots(&self, rows: &[&Measurement], _env: &Environment) -> Result<Vec<Plot>> {
+        present::plots(rows)
+    }
+    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows)
+    }
+    fn advice(&self, rows: &[&Measurement], _env: &Environment) -> Vec<String> {
+        present::advice(rows)
+    }
+    fn for_scale(&self, scale: Scale) -> Box<dyn Probe> {
+        Box::new(SocketProbe::new(Options::for_scale(scale)))
+    }
+}
+
+/// The socket probe.
+pub struct SocketProbe {
+    opts: Options,
+}
+
+impl SocketProbe {
+    pub fn new(opts: Options) -> Self {
+        SocketProbe { opts }
+    }
+}
+
+/// One row: a transfer repeated once per sample.
+struct Row {
+    spec: Spec,
+    file: Option<Rc<rustix::fd::OwnedFd>>,
+    range: Option<(u64, u64)>,
+    verified: bool,
+    last: Vec<Outcome>,
+    granted: Option<(u64, u64)>,
+    writer_calls: u64,
+    reader_calls: u64,
+    sent: u64,
+    received: u64,
+    lost: u64,
+    chunks: u64,
+    copied: u64,
+    segments: u64,
+    pass_total: u64,
+}
+
+impl Workload for Row {
+    fn pass_range(&self) -> Option<(u64, u64)> {
+        self.range
+    }
+
+    fn before_sample(&mut self) -> Result<()> {
+        // Every byte checked once, outside the timing (timed passes check the stamps
+        // and the last byte of every read).
+        if !self.verified {
+            let mut v = self.spec.clone();
+            v.full_check = true;
+            v.shape.total = v.shape.total.min((4 << 20).max(2 * v.shape.chunk));
+            transfer::run(&v, self.file.as_deref(), &interrupt::requested)
+                .map_err(|e| e.context("verification pass (every byte checked)"))?;
+        }
+        self.verified = true;
+        Ok(())
+    }
+
+    fn run(&mut self, iters: u64) -> Result<()> {
+        self.last.clear();
+        let (transfers, spec) = match self.range {
+            Some(_) => {
+                let mut s = self.spec.clone();
+                s.shape.total = iters.saturating_mul(s.shape.chunk);
+                (1, s)
+            }
+            None => (iters, self.spec.clone()),
+        };
+        self.pass_total = spec.shape.total;
+        for _ in 0..transfers {
+            let o = transfer::run(&spec, self.file.as_deref(), &interrupt::requested)?;
+            if *self.granted.get_or_insert(o.granted) != o.granted {
+                bail!("the socket buffers granted changed between samples");
+            }
+            self.writer_calls += o.writer.0.calls;
+            self.reader_calls += o.reader.0.calls;
+            self.sent += o.writer.0.bytes;
+            self.received += o.reader.0.bytes;
+            self.lost += o.reader.0.extra[0];
+            self.chunks += spec.shape.total.div_ceil(spec.shape.chunk);
+            self.copied += o.writer.0.extra[0];
+            self.segments += o.writer.0.extra[1];
+            self.last.push(o);
+        }
+        Ok(())
+    }
+
+    fn external(&mut self) -> Option<External> {
+        let mut w = crate::harness::rusage::RusageDelta::default();
+        let mut r = w;
+        let mut ns = 0u64;
+        for o in &self.last {
+            // UDP: the time per byte delivered (goodput), so a lost datagram counts as
+            // time spent for nothing.
+            let scale = o.writer.0.bytes as f64 / o.reader.0.bytes.max(1) as f64;
+            ns += (o.elapsed_ns as f64 * scale) as u64;
+            w.add(&o.writer.1);
+            r.add(&o.reader.1);
+        }
+        Some(External {
+            elapsed_ns: Some(ns),
+            processes: vec![("writer".into(), w), ("reader".into(), r)],
+        })
+    }
+}
+
+fn method_note(c: &Case) -> String {
+    let reader = if c.family == Family::Udp {
+        "the reader recv(2)s without blocking and polls between datagrams (a lost datagram would block a read forever), counting the lost ones; throughput is bytes delivered per second"
+    } else {
+        "the reader checks every stamp"
+    };
+    let how = match c.method {
+        Method::WriteRead => "writer write(2)s stamped chunks, reader read(2)s them",
+        Method::SendRecv => "writer send(2)s stamped chunks, reader recv(2)s them",
+        Method::SendmsgRecvmsg => {
+            "writer sendmsg(2)s each chunk in 4 iovecs, reader recvmsg(2)s into 4 iovecs"
+        }
+        Method::Sendfile => {
+            "writer sendfile(2)s a page-cache file of stamped chunks (wrapping around it), reader read(2)s"
+        }
+        Method::Splice => {
+            "writer splice(2)s a page-cache file into a pipe (capacity up to the chunk, 1 MiB at most) and the pipe into the socket, reader read(2)s"
+        }
+        Method::Zerocopy => {
+            "writer send(2)s with MSG_ZEROCOPY from rotating buffers, reaping completions from the error queue before reusing one (all reaped inside the time), reader recv(2)s"
+        }
+    };
+    format!(
+        "{how}; {reader}; every byte checked on an untimed first pass; time = release of both processes → reader's last byte"
+    )
+}
+
+/// Why a case cannot run here, found before anything is measured: the kernel refuses
+/// zerocopy on the family, a datagram too large, a method a datagram family has no
+/// stream for, an OS without splice or sendfile to a socket.
+struct Support {
+    ipv6: bool,
+    pinning: Result<(), String>,
+    zerocopy: BTreeMap<(&'static str, bool), Result<(), String>>,
+    fits: BTreeMap<(&'static str, bool, u64, Option<u64>), bool>,
+}
+
+impl Support {
+    fn new() -> Support {
+        Support {
+            ipv6: sockets::has_ipv6_loopback(),
+            pinning: crate::sys::affinity::pinning(),
+            zerocopy: BTreeMap::new(),
+            fits: BTreeMap::new(),
+        }
+    }
+
+    fn reason(&mut self, c: &Case, spec: &Spec) -> Option<String> {
+        let v6 = c.ip == Some(Ip::V6);
+        if v6 && !self.ipv6 {
+            return Some("no IPv6 loopback (::1) here".into());
+        }
+        if c.placement != Placement::Any
+            && let Err(e) = &self.pinning
+        {
+            return Some(e.clone());
+        }
+        if c.method == Method::Zerocopy {
+            let kind = spec.kind();
+            let r = self
+                .zerocopy
+                .entry((c.family.name(), v6))
+                .or_insert_with(|| zerocopy_support(kind));
+            if let Err(e) = r {
+                return Some(e.clone());
+            }
+        }
+        if c.family.datagram() {
+            let kind = spec.kind();
+            let tuning = spec.tuning;
+            let fits = *self
+                .fits
+                .entry((c.family.name(), v6, c.chunk, tuning.sndbuf))
+                .or_insert_with(|| datagram_fits(kind, &tuning, c.chunk));
+            if !fits {
+                return Some(format!(
+                    "a datagram of {} is larger than the family's maximum here",
+                    format_size(c.chunk)
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// Whether the kernel takes SO_ZEROCOPY on a `kind` socket.
+fn zerocopy_support(kind: sockets::Kind) -> Result<(), String> {
+    let (w, _r) = sockets::pair(kind, &sockets::Tuning::default()).map_err(|e| e.to_string())?;
+    sockets::enable_zerocopy(&w).map_err(|e| format!("the kernel refuses it: {e}"))
+}
+
+/// Whether one datagram of `size` bytes goes through a fresh `kind` pair.
+fn datagram_fits(kind: sockets::Kind, t: &sockets::Tuning, size: u64) -> bool {
+    let Ok((w, _r)) = sockets::pair(kind, t) else {
+        return false;
+    };
+    let buf = vec![0u8; size as usize];
+    matches!(sockets::send(&w, &buf), Ok(n) if n as u64 == size)
+}
+
+/// The page-cache file a file method of `chunk` sends, made once per chunk size.
+fn stream_file(
+    ctx: &Context,
+    chunk: u64,
+    corrupt: bool,
+    files: &mut BTreeMap<u64, Rc<rustix::fd::OwnedFd>>,
+) -> Result<(Rc<rustix::fd::OwnedFd>, u64)> {
+    let chunks = (FILE_BYTES / chunk).max(1);
+    if let Some(f) = files.get(&chunk) {
+        return Ok((f.clone(), chunks * chunk));
+    }
+    let bytes = ends::file_bytes(chunk, chunks, corrupt);
+    let path = ctx.scratch.path().join(format!("socket-{chunk}.dat"));
+    ctx.scratch.ensure_space(bytes.len() as u64, "a socket probe file")?;
+    let fd = crate::sys::calls::open(
+        &path,
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CREATE | rustix::fs::OFlags::EXCL
+            | rustix::fs::OFlags::CLOEXEC,
+        0o600,
+    )?;
+    crate::sys::calls::pwrite_all(&fd, &bytes, 0)?;
+    let (resident, pages) = crate::sys::mapping::file_residency(&fd, bytes.len() as u64)?;
+    if resident < pages {
+        bail!(
+            "the socket probe's file is not in the page cache ({resident} of {pages} pages) right after it was written: memory is short"
+        );
+    }
+    let fd = Rc::new(fd);
+    files.insert(chunk, fd.clone());
+    Ok((fd, bytes.len() as u64))
+}
+
+/// Every row of `o`: ready, or unsupported where this machine cannot run it.
+fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
+    let mut support = Support::new();
+    let mut files = BTreeMap::new();
+    let mut plan = Plan::new(Unit::BytesPerSec);
+    for c in o.cases() {
+        let Some((wc, rc)) = c.placement.cpus(ctx.cpus, ctx.env.pinned_cpu) else {
+            bail!(
+                "placement {} needs more CPUs than are available",
+                c.placement.name()
+            );
+        };
+        let mut params = Params {
+            family: c.family,
+            address: c.ip.map(|i| i.address().to_string()),
+            method: c.method,
+            placement: c.placement,
+            chunk_size: c.chunk,
+            sndbuf_requested: c.snd.label(),
+            rcvbuf_requested: c.rcv.label(),
+            nodelay: c.nodelay,
+            total: o.total,
+            writer_cpus: wc.clone(),
+            reader_cpus: rc.clone(),
+            sndbuf: None,
+            rcvbuf: None,
+            file_size: None,
+        };
+        let mut spec = Spec {
+            shape: Shape {
+                family: c.family,
+                method: c.method,
+                chunk: c.chunk,
+                total: o.total,
+                wrap: None,
+            },
+            v6: c.ip == Some(Ip::V6),
+            tuning: sockets::Tuning {
+                sndbuf: c.snd.request(),
+                rcvbuf: c.rcv.request(),
+                nodelay: c.nodelay == Some(true),
+            },
+            writer_cpus: wc,
+            reader_cpus: rc,
+            full_check: false,
+            corrupt: o.corrupt,
+        };
+        if let Some(reason) = support.reason(&c, &spec) {
+            plan.unsupported(c.name(), params, reason);
+            continue;
+        }
+        let file = if c.method.from_file() {
+            let (fd, len) = stream_file(ctx, c.chunk, o.corrupt, &mut files)?;
+            spec.shape.wrap = Some(len);
+            params.file_size = Some(len);
+            Some(fd)
+        } else {
+            None
+        };
+        let row = Row {
+            spec,
+            file,
+            range: o.pass_range(c.chunk),
+            verified: false,
+            last: Vec::new(),
+            granted: None,
+            writer_calls: 0,
+            reader_calls: 0,
+            sent: 0,
+            received: 0,
+            lost: 0,
+            chunks: 0,
+            copied: 0,
+            segments: 0,
+            pass_total: 0,
+        };
+        plan.ready(c.name(), params, row);
+    }
+    Ok(plan)
+}
+
+impl Probe for SocketProbe {
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.opts.time_limit
+    }
+
+    fn kind(&self) -> &'static dyn ProbeKind {
+        &Kind
+    }
+
+    fn case_names(&self) -> Vec<String> {
+        self.opts.cases().iter().map(Case::name).collect()
+    }
+
+    fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
+        let o = &self.opts;
+        o.cases()
+            .iter()
+            .map(|c| {
+                Some(
+                    o.pass_range(c.chunk)
+                        .map_or((o.total, o.total), |(lo, hi)| (lo * c.chunk, hi * c.chunk)),
+                )
+            })
+            .collect()
+    }
+
+    fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
+        let o = &self.opts;
+        if o.sizes.is_empty()
+            || o.families.is_empty()
+            || o.methods.is_empty()
+            || o.placements.is_empty()
+            || o.ips.is_empty()
+            || o.sndbufs.is_empty()
+            || o.rcvbufs.is_empty()
+            || o.nodelay.is_empty()
+        {
+            return usage(
+                "nothing to measure: an axis (--sizes, --family, --method, --placement, --ip, --sndbuf, --rcvbuf, --nodelay) is empty",
+            );
+        }
+        let min = if o.families.iter().any(|f| f.datagram()) {
+            16
+        } else {
+            1
+        };
+        for &s in &o.sizes {
+            if s < min || s > MAX_CHUNK {
+                return usage(format!(
+                    "chunk size {s} B is out of range: {min} B … 1 GiB{}",
+                    if min > 1 {
+                        " (a datagram carries a 16-byte stamp at least)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        let max_chunk = o.sizes.iter().copied().max().unwrap_or(0);
+        if o.total < max_chunk {
+            return usage(format!(
+                "--total {} is smaller than one chunk of {}",
+                format_size(o.total),
+                format_size(max_chunk)
+            ));
+        }
+        let avail = crate::sys::machine::memory_available();
+        let need = 36 * max_chunk.min(1 << 20) + 2 * max_chunk;
+        if avail > 0 && need > avail / 2 {
+            return usage(format!(
+                "chunks of {} need about {} of buffers; only {} of memory is available",
+                format_size(max_chunk),
+                format_size(need),
+                format_size(avail)
+            ));
+        }
+        if let (true, Some(cpu)) = (o.placements.contains(&Placement::Split), env.pinned_cpu) {
+            return usage(format!(
+                "--cpu {cpu} pins writer and reader to one CPU, which conflicts with --placement split (two CPUs); drop one of them"
+            ));
+        }
+        if o.placements.contains(&Placement::Split) && env.logical_cpus < 2 {
+            return usage("--placement split needs two CPUs; this machine has one");
+        }
+        Ok(())
+    }
+
+    fn beyond_edges(&self, rows: &[Measurement]) -> Option<Box<dyn Probe>> {
+        let refs: Vec<&Measurement> = rows.iter().collect();
+        let typed = crate::present::with_params::<Params>(&refs);
+        let pts: Vec<((Family, Method, bool), u64, &Measurement)> = typed
+            .iter()
+            .filter(|(_, p)| p.is_base())
+            .map(|(m, p)| ((p.family, p.method, p.is_base()), p.chunk_size, *m))
+            .collect();
+        let sizes = super::sweep::beyond_edges(&pts, 4, (1 << 10, 16 << 20));
+        (!sizes.is_empty()).then(|| {
+            Box::new(SocketProbe::new(Options {
+                sizes,
+                ..self.opts.clone()
+            })) as Box<dyn Probe>
+        })
+    }
+
+    fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
+        let o = &self.opts;
+        let fds_before = crate::sys::calls::open_fds();
+        let name = Kind.name();
+        let out = plan(o, ctx).and_then(|plan| {
+            ctx.run_plan(name, plan, |case, mut params, row, s| {
+                params.sndbuf = row.granted.map(|g| g.0);
+                params.rcvbuf = row.granted.map(|g| g.1);
+                params.total = row.pass_total;
+                let bytes_per_iter = match row.range {
+                    Some(_) => row.spec.shape.chunk,
+                    None => o.total,
+                };
+                let c = Case {
+                    family: params.family,
+                    ip: None,
+                    method: params.method,
+                    placement: params.placement,
+                    snd: Buffer::Default,
+                    rcv: Buffer::Default,
+                    nodelay: params.nodelay,
+                    chunk: params.chunk_size,
+                };
+                let family = params.family;
+                let method = params.method;
+                let mut m = Measurement::from_sampled(
+                    name,
+                    case,
+                    params,
+                    Metric::Throughput {
+                        bytes_per_iter: bytes_per_iter as f64,
+                    },
+                    s,
+                    &ctx.overhead,
+                    method_note(&c),
+                )?;
+                m.derived = to_map(&derived(row, m.median, family, method));
+                Ok(m)
+            })
+        });
+        // The files go with the plan's rows; the scratch directory goes at exit.
+        let leaked = crate::sys::calls::open_fds().saturating_sub(fds_before);
+        if leaked > 0 && out.is_ok() {
+            bail!("the socket probe leaked {leaked} file descriptors");
+        }
+        out
+    }
+}
+
+fn derived(row: &Row, median: f64, family: Family, method: Method) -> Derived {
+    let gib = row.received.max(1) as f64 / (1u64 << 30) as f64;
+    let ns_total: f64 = row
+        .last
+        .iter()
+        .map(|o| o.elapsed_ns as f64)
+        .sum::<f64>()
+        .max(1.0);
+    let (wc, rc): (u64, u64) = row.last.iter().fold((0, 0), |(a, b), o| {
+        (a + o.writer.0.calls, b + o.reader.0.calls)
+    });
+    Derived {
+        s_per_sample: Some(row.pass_total as f64 / median),
+        writer_calls_per_gib: Some(row.writer_calls as f64 / gib),
+        reader_calls_per_gib: Some(row.reader_calls as f64 / gib),
+        writer_ns_per_call: (wc > 0).then(|| ns_total / wc as f64),
+        reader_ns_per_call: (rc > 0).then(|| ns_total / rc as f64),
+        segments_per_mib: (family == Family::Tcp && row.segments > 0)
+            .then(|| row.segments as f64 / (row.sent as f64 / (1u64 << 20) as f64)),
+        lost_share: (family == Family::Udp)
+            .then(|| row.lost as f64 / row.chunks.max(1) as f64),
+        zerocopy_copied_share: (method == Method::Zerocopy).then(|| {
+            let sends = row.writer_calls.max(1) as f64;
+            (row.copied as f64 / sends).min(1.0)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lean_sweep_keeps_variants_to_write_read() {
+        let o = Options::for_scale(Scale::Default);
+        let cases = o.cases();
+        assert!(cases.iter().all(Case::in_lean_sweep));
+        // Every method's base at every size, for the stream families.
+        for &m in Method::ALL {
+            assert!(
+                cases
+                    .iter()
+                    .any(|c| c.family == Family::Tcp && c.method == m && c.chunk == 1 << 20)
+            );
+        }
+        assert!(
+            !cases
+                .iter()
+                .any(|c| c.method == Method::SendRecv && c.snd != Buffer::Default)
+        );
+        assert!(
+            !cases
+                .iter()
+                .any(|c| c.nodelay == Some(true) && c.chunk > 16 << 10)
+        );
+        let thorough = Options::for_scale(Scale::Thorough).cases();
+        assert!(thorough.len() > cases.len());
+        let names: std::collections::BTreeSet<String> = cases.iter().map(Case::name).collect();
+        assert_eq!(names.len(), cases.len(), "case names are unique");
+    }
+
+    #[test]
+    fn buffers_parse() {
+        assert_eq!(Buffer::parse("default"), Ok(Buffer::Default));
+        assert_eq!(Buffer::parse("4m"), Ok(Buffer::Bytes(4 << 20)));
+        assert!(Buffer::parse("0").is_err());
+    }
+}
