@@ -47,6 +47,45 @@ for name, mib in [("f200", 200), ("f100", 100), ("f30", 30)]:
     sh(f"head -c {mib}M /dev/urandom | dd of={name} bs=1M iflag=fullblock status=none")
     sh(f"cat {name} > /dev/null")
 
+# A TCP loopback sender and its reader (a forked child, reading 1 MiB at a time):
+#   sock.py send SIZE       sends 100 MiB in SIZE-byte sends
+#   sock.py read-send SIZE  serves file f100: reads SIZE bytes, sends them, repeats
+#   sock.py sendfile 0      serves file f100 with socket.sendfile (os.sendfile)
+SOCK = f"{W}/sock.py"
+with open(SOCK, "w") as f:
+    f.write("""import os, socket, sys
+how, size = sys.argv[1], int(sys.argv[2])
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+pid = os.fork()
+if pid == 0:
+    c, _ = ls.accept()
+    ls.close()
+    while c.recv(1 << 20):
+        pass
+    os._exit(0)
+port = ls.getsockname()[1]
+ls.close()
+s = socket.create_connection(("127.0.0.1", port))
+if how == "send":
+    buf = b"x" * size
+    for _ in range((100 << 20) // size):
+        s.sendall(buf)
+else:
+    with open("f100", "rb", buffering=0) as f:
+        if how == "sendfile":
+            s.sendfile(f)
+        else:
+            while True:
+                b = f.read(size)
+                if not b:
+                    break
+                s.sendall(b)
+s.close()
+os.waitpid(pid, 0)
+""")
+
 SIZE = re.compile(r"with ([\d.]+) (B|KiB|MiB|GiB) (?:reads|writes) \(")
 UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
@@ -90,6 +129,10 @@ CASES = [
      lambda f: [MIST, "stat-once", "f30", "100000"], None),
     ("reread", ["reread"], [MIST, "reread", "f30", "20"],
      lambda f: [MIST, "map-once", "f30", "20"], None),
+    ("python-1KiB-sends", ["small_requests"], [PY, SOCK, "send", "1024"],
+     lambda f: [PY, SOCK, "send", str(suggested(f, 1 << 20))], None),
+    ("read-send-file", ["read_write_copy"], [PY, SOCK, "read-send", "65536"],
+     lambda f: [PY, SOCK, "sendfile", "0"], None),
 ]
 CLEAN = [
     ("dd-1M", ["dd", "if=f200", "of=/dev/null", "bs=1M"], None),
@@ -97,6 +140,7 @@ CLEAN = [
     ("gzip", ["sh", "-c", "gzip -1 -c f30 > /dev/null"], None),
     ("md5sum", ["md5sum", "f100"], None),
     ("python-1MiB-reads", [PY, "-c", "f = open('f100', 'rb')\nwhile f.read(1 << 20): pass"], None),
+    ("python-1MiB-sends", [PY, SOCK, "send", str(1 << 20)], None),
 ]
 if not shutil.which("sqlite3"):
     CASES = [c for c in CASES if not c[0].startswith("sqlite")]

@@ -40,11 +40,21 @@ pub struct Tuning {
     pub nodelay: bool,
 }
 
-fn socket(family: AddressFamily, ty: SocketType) -> SysResult<OwnedFd> {
+/// Close-on-exec, set after creation: macOS has no SOCK_CLOEXEC (ioprobe forks no
+/// thread while it measures, so nothing can exec in between).
+fn cloexec(fd: OwnedFd) -> SysResult<OwnedFd> {
     check(
+        "fcntl(F_SETFD)",
+        rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC),
+    )?;
+    Ok(fd)
+}
+
+fn socket(family: AddressFamily, ty: SocketType) -> SysResult<OwnedFd> {
+    cloexec(check(
         "socket",
-        rustix::net::socket_with(family, ty, SocketFlags::CLOEXEC, None),
-    )
+        rustix::net::socket_with(family, ty, SocketFlags::empty(), None),
+    )?)
 }
 
 fn tune(fd: &OwnedFd, t: &Tuning) -> SysResult<()> {
@@ -100,8 +110,9 @@ pub fn pair(kind: Kind, t: &Tuning) -> SysResult<(OwnedFd, OwnedFd)> {
             };
             let (w, r) = check(
                 "socketpair",
-                rustix::net::socketpair(AddressFamily::UNIX, ty, SocketFlags::CLOEXEC, None),
+                rustix::net::socketpair(AddressFamily::UNIX, ty, SocketFlags::empty(), None),
             )?;
+            let (w, r) = (cloexec(w)?, cloexec(r)?);
             tune(&w, t)?;
             tune(&r, t)?;
             Ok((w, r))
@@ -112,10 +123,7 @@ pub fn pair(kind: Kind, t: &Tuning) -> SysResult<(OwnedFd, OwnedFd)> {
             let w = socket(family(v6), SocketType::STREAM)?;
             tune(&w, t)?;
             check("connect", rustix::net::connect(&w, &at))?;
-            let r = check(
-                "accept",
-                rustix::net::accept_with(&listener, SocketFlags::CLOEXEC),
-            )?;
+            let r = cloexec(check("accept", rustix::net::accept(&listener))?)?;
             drop(listener);
             check(
                 "setsockopt(TCP_NODELAY)",
@@ -155,7 +163,7 @@ pub fn buffers<Fd: AsFd>(fd: Fd) -> SysResult<(u64, u64)> {
 /// send(2).
 #[inline]
 pub fn send<Fd: AsFd>(fd: Fd, buf: &[u8]) -> SysResult<usize> {
-    check("send", rustix::net::send(fd, buf, SendFlags::NOSIGNAL))
+    check("send", rustix::net::send(fd, buf, SendFlags::empty()))
 }
 
 /// recv(2).
@@ -185,7 +193,7 @@ pub fn sendmsg4<Fd: AsFd>(fd: Fd, buf: &[u8]) -> SysResult<usize> {
             fd,
             &iov,
             &mut SendAncillaryBuffer::default(),
-            SendFlags::NOSIGNAL,
+            SendFlags::empty(),
         ),
     )
 }
@@ -206,6 +214,39 @@ pub fn recvmsg4<Fd: AsFd>(fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
         ),
     )
     .map(|m| m.bytes)
+}
+
+/// The family of the socket with inode `inode` in this network namespace, as the
+/// socket probe names it (tcp, udp, unix, unix-dgram), from /proc/net (Linux); None
+/// when it is not found (gone, another namespace, another OS, another family).
+pub fn family_of_inode(inode: u64) -> Option<&'static str> {
+    let want = inode.to_string();
+    // tcp/udp: "sl local rem st tx:rx tr:when retr uid timeout inode …" (inode 10th).
+    for (file, family) in [
+        ("tcp", "tcp"),
+        ("tcp6", "tcp"),
+        ("udp", "udp"),
+        ("udp6", "udp"),
+    ] {
+        let text = std::fs::read_to_string(format!("/proc/net/{file}")).unwrap_or_default();
+        if text
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().nth(9) == Some(want.as_str()))
+        {
+            return Some(family);
+        }
+    }
+    // unix: "Num RefCount Protocol Flags Type St Inode Path" (type 1 stream, 2 dgram).
+    let text = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(6) == Some(&want.as_str())).then(|| match f.get(4).copied() {
+            Some("0002") => Some("unix-dgram"),
+            Some("0001") => Some("unix"),
+            _ => None,
+        })?
+    })
 }
 
 #[cfg(test)]
@@ -232,6 +273,21 @@ mod tests {
             let (s, rc) = buffers(&w).unwrap();
             assert!(s > 0 && rc > 0);
         }
+    }
+
+    #[test]
+    fn a_socket_family_is_found_by_its_inode() {
+        use rustix::fs::fstat;
+        let ino = |fd: &OwnedFd| fstat(fd).unwrap().st_ino;
+        let (w, _r) = pair(Kind::Tcp(false), &Tuning::default()).unwrap();
+        let (u, _v) = pair(Kind::UnixStream, &Tuning::default()).unwrap();
+        let (d, _e) = pair(Kind::UnixDgram, &Tuning::default()).unwrap();
+        if cfg!(target_os = "linux") {
+            assert_eq!(family_of_inode(ino(&w)), Some("tcp"));
+            assert_eq!(family_of_inode(ino(&u)), Some("unix"));
+            assert_eq!(family_of_inode(ino(&d)), Some("unix-dgram"));
+        }
+        assert_eq!(family_of_inode(u64::MAX), None);
     }
 
     #[test]

@@ -162,7 +162,7 @@ fn priced(prof: &Profile, figures: &Figures) -> f64 {
         .filter_map(|(&(_, t, op), s)| {
             price::time_here(
                 figures,
-                prof.targets[t].kind,
+                &prof.targets[t],
                 op,
                 s,
                 prof.pipe_sizes.contains_key(&t),

@@ -3,7 +3,7 @@
 //! probe's fsync cost and the copy probe's copy_file_range throughput, each from the
 //! newest saved run on this host. Traced durations are never used: tracing inflates them.
 
-use super::profile::{Kind, OpStats, Profile};
+use super::profile::{Kind, OpStats, Profile, Target};
 use crate::names::Named;
 use crate::probes::syscalls::Case;
 use crate::results::Run;
@@ -41,6 +41,13 @@ impl Curve {
     }
 }
 
+/// One socket family's curves.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SocketCurves {
+    pub write_read: Curve,
+    pub sendfile: Curve,
+}
+
 /// The figures a profile is priced with, and the runs they came from.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Figures {
@@ -49,11 +56,9 @@ pub struct Figures {
     pub pipe: Curve,
     /// The pipe curve at the larger capacity measured, and that capacity.
     pub pipe_large: Option<(u64, Curve)>,
-    /// The socket probe's write-read curve (kernel buffers) and its sendfile curve,
-    /// for the family named: tcp where measured, else unix.
-    pub socket: Curve,
-    pub socket_sendfile: Curve,
-    pub socket_family: Option<String>,
+    /// The socket probe's curves per family (unix, tcp, unix-dgram, udp): write-read
+    /// and sendfile, kernel buffers.
+    pub sockets: BTreeMap<String, SocketCurves>,
     /// Nanoseconds per call of the syscalls probe's cases (null, pread, lseek_read, …).
     pub calls_ns: BTreeMap<String, f64>,
     /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
@@ -107,13 +112,17 @@ impl Figures {
             f.sources.push(("pipe".into(), *id));
         }
         if let Some((id, r)) = newest("socket") {
-            for family in [socket::Family::Tcp, socket::Family::Unix] {
+            for &family in socket::Family::ALL {
                 let c = Curve(socket::curve(r, family, socket::Method::WriteRead));
                 if !c.0.is_empty() {
-                    f.socket = c;
-                    f.socket_sendfile = Curve(socket::curve(r, family, socket::Method::Sendfile));
-                    f.socket_family = Some(family.name().to_string());
-                    break;
+                    let sendfile = Curve(socket::curve(r, family, socket::Method::Sendfile));
+                    f.sockets.insert(
+                        family.name().to_string(),
+                        SocketCurves {
+                            write_read: c,
+                            sendfile,
+                        },
+                    );
                 }
             }
             f.sources.push(("socket".into(), *id));
@@ -134,6 +143,17 @@ impl Figures {
             f.sources.push(("copy".into(), *id));
         }
         f
+    }
+
+    /// The curves for a socket of `family` (as the trace found it), or of the nearest
+    /// family measured (tcp, then unix): the curves and the family they are.
+    pub fn socket(&self, family: Option<&str>) -> Option<(&SocketCurves, &str)> {
+        family
+            .into_iter()
+            .chain(["tcp", "unix"])
+            .chain(self.sockets.keys().map(String::as_str))
+            .find_map(|k| self.sockets.get_key_value(k))
+            .map(|(k, c)| (c, k.as_str()))
     }
 
     /// Whether the figures that price most calls are here (read curve and call costs).
@@ -219,7 +239,12 @@ fn relayed_writes(
         }
         let dst_t = &p.targets[dst];
         for (wop, w) in rows_of(p, pid, dst).filter(|&(op, _)| direction(op) == Some(false)) {
-            let cost = |calls: u64, sz: u64| match curve_for(f, dst_t.kind, false, false) {
+            let cost = |calls: u64, sz: u64| match curve_for(
+                f,
+                (dst_t.kind, dst_t.family.as_deref()),
+                false,
+                false,
+            ) {
                 Some((wc, _)) => f.data_time(wc, false, w.bytes, calls, sz),
                 None => f.floor_s(false).map(|x| x * calls as f64),
             };
@@ -269,7 +294,7 @@ fn pipe_relay(
     let time: Option<f64> = rows
         .iter()
         .filter(relay)
-        .map(|&(t, op, s)| time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t)))
+        .map(|&(t, op, s)| time_here(f, &p.targets[t], op, s, p.pipe_sizes.contains_key(&t)))
         .sum();
     Some((time, rows.iter().filter(relay).map(|r| r.2.calls).sum()))
 }
@@ -306,17 +331,18 @@ fn direction(op: &str) -> Option<bool> {
     }
 }
 
-/// The throughput curve that prices data calls on a target of `kind`, and its name.
-fn curve_for(
-    f: &Figures,
-    kind: Kind,
+/// The throughput curve that prices data calls on a target of `kind` (a socket of
+/// `family`, where the trace found it), and its name.
+fn curve_for<'f>(
+    f: &'f Figures,
+    (kind, family): (Kind, Option<&str>),
     reading: bool,
     large_pipe: bool,
-) -> Option<(&Curve, &'static str)> {
+) -> Option<(&'f Curve, &'static str)> {
     let c = match kind {
         Kind::File if reading => (&f.read, "read"),
         Kind::File => (&f.write, "write"),
-        Kind::Socket if !f.socket.0.is_empty() => (&f.socket, "socket"),
+        Kind::Socket if f.socket(family).is_some() => (&f.socket(family)?.0.write_read, "socket"),
         Kind::Pipe | Kind::Socket => match (&f.pipe_large, large_pipe) {
             (Some((_, c)), true) => (c, "pipe"),
             _ => (&f.pipe, "pipe"),
@@ -327,9 +353,9 @@ fn curve_for(
 }
 
 /// What the calls of one row would take here, in seconds (None: nothing prices them).
-pub fn time_here(f: &Figures, kind: Kind, op: &str, s: &OpStats, large_pipe: bool) -> Option<f64> {
+pub fn time_here(f: &Figures, t: &Target, op: &str, s: &OpStats, large_pipe: bool) -> Option<f64> {
     if let Some(reading) = direction(op) {
-        if let Some((c, _)) = curve_for(f, kind, reading, large_pipe)
+        if let Some((c, _)) = curve_for(f, (t.kind, t.family.as_deref()), reading, large_pipe)
             && s.bytes > 0
         {
             let size = s.typical_size().unwrap_or(s.bytes);
@@ -500,7 +526,10 @@ impl Finder<'_> {
         let large = p.pipe_sizes.contains_key(&t);
         // Small requests, priced with the curve for this kind of target.
         if let (Some((c, curve_name)), Some(size)) =
-            (curve_for(f, target.kind, reading, large), s.typical_size())
+            (
+                curve_for(f, (target.kind, target.family.as_deref()), reading, large),
+                s.typical_size(),
+            )
             && let Some(best) = c.best_size()
             // Enough bytes or calls for the size to matter at all (the share of the
             // run's work then says whether it does here).
@@ -527,8 +556,13 @@ impl Finder<'_> {
                     " (priced with the pipe figures: no socket run saved)".to_string()
                 }
                 (Kind::Socket, _) => format!(
-                    " (priced with the loopback {} figures)",
-                    f.socket_family.as_deref().unwrap_or("socket")
+                    " (priced with the loopback {} figures{})",
+                    f.socket(target.family.as_deref()).map_or("socket", |c| c.1),
+                    if target.family.is_none() {
+                        ": its family is unknown"
+                    } else {
+                        ""
+                    }
                 ),
                 _ => String::new(),
             };
@@ -759,16 +793,17 @@ impl Finder<'_> {
                 };
                 // Into a socket: the socket curve prices the send (with its reader's
                 // receive, as the probe measures both), sendfile's curve the fix.
-                let to_socket = dst_t.kind == Kind::Socket && !f.socket.0.is_empty();
-                let through = if to_socket {
-                    f.read.rate(size).zip(f.socket.rate(size))
-                } else {
-                    through
+                let sock = (dst_t.kind == Kind::Socket)
+                    .then(|| f.socket(dst_t.family.as_deref()))
+                    .flatten();
+                let through = match sock {
+                    Some((c, _)) => f.read.rate(size).zip(c.write_read.rate(size)),
+                    None => through,
                 };
                 let better = if dst_t.kind == Kind::File {
                     f.copy_file_range.map(|c| bytes as f64 / c)
-                } else if to_socket {
-                    let sf = &f.socket_sendfile;
+                } else if let Some((c, _)) = sock {
+                    let sf = &c.sendfile;
                     sf.best_size()
                         .and_then(|b| sf.rate(b.max(size)))
                         .map(|r| bytes as f64 / r)
@@ -817,6 +852,15 @@ mod tests {
 
     use super::super::profile::{OpStats, Process, Syncs, Target};
 
+    fn file_target() -> Target {
+        Target {
+            name: "/f".into(),
+            kind: Kind::File,
+            fs: None,
+            family: None,
+        }
+    }
+
     fn figures() -> Figures {
         let c = |v: &[(u64, f64)]| Curve(v.to_vec());
         Figures {
@@ -824,9 +868,7 @@ mod tests {
             write: c(&[(4096, 4e9), (65536, 16e9), (1 << 20, 16e9)]),
             pipe: c(&[(4096, 2e9), (65536, 5e9)]),
             pipe_large: Some((1 << 20, c(&[(4096, 2e9), (65536, 8e9)]))),
-            socket: Curve::default(),
-            socket_sendfile: Curve::default(),
-            socket_family: None,
+            sockets: BTreeMap::new(),
             calls_ns: [
                 ("null", 80.0),
                 ("pread", 150.0),
@@ -860,14 +902,14 @@ mod tests {
         let mut f = figures();
         f.calls_ns.insert("pwrite".into(), 1200.0);
         let tiny = stats(200_000, 200_000, 1);
-        let t = time_here(&f, Kind::File, "write", &tiny, false).unwrap();
+        let t = time_here(&f, &file_target(), "write", &tiny, false).unwrap();
         assert!((t - 200_000.0 * 1200e-9).abs() < 1e-9, "{t}");
         // Without pwrite's figure the null call is the floor.
-        let t = time_here(&figures(), Kind::File, "write", &tiny, false).unwrap();
+        let t = time_here(&figures(), &file_target(), "write", &tiny, false).unwrap();
         assert!((t - 200_000.0 * 80e-9).abs() < 1e-9, "{t}");
         // Large requests are priced by their bytes, above the floor.
         let big = stats(16, 16 << 20, 1 << 20);
-        let t = time_here(&f, Kind::File, "write", &big, false).unwrap();
+        let t = time_here(&f, &file_target(), "write", &big, false).unwrap();
         assert!((t - (16u64 << 20) as f64 / 16e9).abs() < 1e-9, "{t}");
         // And the finding for the tiny writes saves nearly all of it.
         let mut p = app();
@@ -875,6 +917,7 @@ mod tests {
             name: "/tmp/out".into(),
             kind: Kind::File,
             fs: None,
+            family: None,
         });
         let t = p.targets.len() - 1;
         p.ops.insert((1, t, "write"), tiny);
@@ -909,6 +952,7 @@ mod tests {
                     name: name.into(),
                     kind,
                     fs: None,
+                    family: None,
                 });
             }
             p.ops.insert((1, 0, "read"), stats(1000, 512_000, 512));
@@ -950,6 +994,7 @@ mod tests {
                     name: name.into(),
                     kind,
                     fs: None,
+                    family: None,
                 });
             }
             p.ops.insert((1, 0, "read"), stats(64, 8 << 20, 128 << 10));
@@ -978,6 +1023,7 @@ mod tests {
             name: name.into(),
             kind,
             fs: Some("ext4".into()),
+            family: None,
         };
         p.targets = vec![
             target("/f", Kind::File),
@@ -1074,6 +1120,7 @@ mod tests {
             name: "/f".into(),
             kind: Kind::File,
             fs: None,
+            family: None,
         }];
         p.opens.insert((1, "/f".into()), 50);
         let found = findings(&p, &Figures::default(), 1.0);

@@ -51,14 +51,18 @@ pub struct Target {
     /// The filesystem type holding a file or directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fs: Option<String>,
+    /// A socket's family as the socket probe names it (unix, tcp, unix-dgram, udp),
+    /// looked up while the socket was open; absent when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
 }
 
 impl Target {
-    /// "path (ext4)", "pipe:[123]".
+    /// "path (ext4)", "pipe:[123]", "socket:[456] (tcp)".
     pub fn label(&self) -> String {
-        match &self.fs {
-            Some(fs) => format!("{} ({fs})", self.name),
-            None => self.name.clone(),
+        match (&self.fs, &self.family) {
+            (Some(x), _) | (None, Some(x)) => format!("{} ({x})", self.name),
+            (None, None) => self.name.clone(),
         }
     }
 }
@@ -371,6 +375,7 @@ impl Profile {
                         name: folded.clone(),
                         kind: Kind::File,
                         fs,
+                        family: None,
                     });
                     self.by_name.insert(folded, self.targets.len() - 1);
                     self.targets.len() - 1
@@ -411,10 +416,17 @@ impl Profile {
                 crate::sys::machine::filesystem_of(dir).map(|f| f.fs_type)
             })
             .flatten();
+        let family = name
+            .strip_prefix("socket:[")
+            .and_then(|n| n.strip_suffix(']'))
+            .and_then(|n| n.parse().ok())
+            .and_then(crate::sys::sockets::family_of_inode)
+            .map(str::to_string);
         self.targets.push(Target {
             name: name.to_string(),
             kind,
             fs,
+            family,
         });
         let i = self.targets.len() - 1;
         self.by_name.insert(name.to_string(), i);

@@ -218,7 +218,7 @@ struct PerTarget {
 fn per_target(p: &Profile, f: &Figures) -> std::collections::BTreeMap<(i32, usize), PerTarget> {
     let mut acc: std::collections::BTreeMap<(i32, usize), PerTarget> = Default::default();
     for (&(pid, t, op), s) in &p.ops {
-        let time = price::time_here(f, p.targets[t].kind, op, s, p.pipe_sizes.contains_key(&t));
+        let time = price::time_here(f, &p.targets[t], op, s, p.pipe_sizes.contains_key(&t));
         let a = acc.entry((pid, t)).or_insert(PerTarget {
             ops: Vec::new(),
             calls: 0,
@@ -420,7 +420,7 @@ impl Report<'_> {
                     typical_size: s.typical_size(),
                     time_here_s: price::time_here(
                         f,
-                        p.targets[t].kind,
+                        &p.targets[t],
                         op,
                         s,
                         p.pipe_sizes.contains_key(&t),

@@ -37,7 +37,9 @@ pub mod trace;
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
 mod bsd;
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
-pub use bsd::{trace, uring};
+pub use bsd::{
+    enable_zerocopy, send_zerocopy, tcp_segments_out, trace, uring, zerocopy_completions,
+};
 
 #[cfg(target_os = "macos")]
 mod macos;
