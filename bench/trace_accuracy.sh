@@ -47,7 +47,8 @@ for name, mib in [("f200", 200), ("f100", 100), ("f30", 30)]:
     sh(f"head -c {mib}M /dev/urandom | dd of={name} bs=1M iflag=fullblock status=none")
     sh(f"cat {name} > /dev/null")
 
-# A TCP loopback sender and its reader (a forked child, reading 1 MiB at a time):
+# A sender and its reader (a forked child reading 1 MiB at a time), over loopback TCP,
+# or a unix socket when the third argument is `unix`:
 #   sock.py send SIZE       sends 100 MiB in SIZE-byte sends
 #   sock.py read-send SIZE  serves file f100: reads SIZE bytes, sends them, repeats
 #   sock.py sendfile 0      serves file f100 with socket.sendfile (os.sendfile)
@@ -55,8 +56,10 @@ SOCK = f"{W}/sock.py"
 with open(SOCK, "w") as f:
     f.write("""import os, socket, sys
 how, size = sys.argv[1], int(sys.argv[2])
-ls = socket.socket()
-ls.bind(("127.0.0.1", 0))
+unix = len(sys.argv) > 3 and sys.argv[3] == "unix"
+path = f"sock-{os.getpid()}"
+ls = socket.socket(socket.AF_UNIX if unix else socket.AF_INET)
+ls.bind(path if unix else ("127.0.0.1", 0))
 ls.listen(1)
 pid = os.fork()
 if pid == 0:
@@ -65,9 +68,14 @@ if pid == 0:
     while c.recv(1 << 20):
         pass
     os._exit(0)
-port = ls.getsockname()[1]
+at = ls.getsockname()
 ls.close()
-s = socket.create_connection(("127.0.0.1", port))
+if unix:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    os.unlink(path)
+else:
+    s = socket.create_connection(at)
 if how == "send":
     buf = b"x" * size
     for _ in range((100 << 20) // size):
@@ -131,8 +139,8 @@ CASES = [
      lambda f: [MIST, "map-once", "f30", "20"], None),
     ("python-1KiB-sends", ["small_requests"], [PY, SOCK, "send", "1024"],
      lambda f: [PY, SOCK, "send", str(suggested(f, 1 << 20))], None),
-    ("read-send-file", ["read_write_copy"], [PY, SOCK, "read-send", "65536"],
-     lambda f: [PY, SOCK, "sendfile", "0"], None),
+    ("unix-read-send-file", ["read_write_copy"], [PY, SOCK, "read-send", "65536", "unix"],
+     lambda f: [PY, SOCK, "sendfile", "0", "unix"], None),
 ]
 CLEAN = [
     ("dd-1M", ["dd", "if=f200", "of=/dev/null", "bs=1M"], None),

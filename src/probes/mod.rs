@@ -114,10 +114,11 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
             total: 64 * MIB,
             ..pipe::Options::for_scale(Scale::Quick)
         })),
-        // Loopback TCP: what a program's sends and receives cost, and sendfile's fix.
+        // Loopback TCP and unix sockets: what a program's sends and receives cost, and
+        // sendfile's fix.
         Box::new(socket::SocketProbe::new(socket::Options {
             sizes: vec![KIB, 4 * KIB, 64 * KIB, MIB],
-            families: vec![socket::Family::Tcp],
+            families: vec![socket::Family::Tcp, socket::Family::Unix],
             methods: vec![socket::Method::WriteRead, socket::Method::Sendfile],
             placements: vec![socket::Placement::Any],
             total: 64 * MIB,

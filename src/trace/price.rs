@@ -555,15 +555,17 @@ impl Finder<'_> {
                 (Kind::Socket, "pipe") => {
                     " (priced with the pipe figures: no socket run saved)".to_string()
                 }
-                (Kind::Socket, _) => format!(
-                    " (priced with the loopback {} figures{})",
-                    f.socket(target.family.as_deref()).map_or("socket", |c| c.1),
-                    if target.family.is_none() {
-                        ": its family is unknown"
-                    } else {
-                        ""
-                    }
-                ),
+                (Kind::Socket, _) => {
+                    let used = f.socket(target.family.as_deref()).map_or("socket", |c| c.1);
+                    format!(
+                        " (priced with the loopback {used} figures{})",
+                        match target.family.as_deref() {
+                            None => ": its family is unknown".to_string(),
+                            Some(fam) if fam != used => format!(": no {fam} figures saved"),
+                            Some(_) => String::new(),
+                        }
+                    )
+                }
                 _ => String::new(),
             };
             self.push(

@@ -3,8 +3,8 @@
 //! The bytes are the pipe probe's stamped stream (see [`stream`]): every chunk starts
 //! with its sequence number's stamp, the rest is a fixed pattern. The reader checks
 //! every stamp byte and the last byte of every read, or every byte on a verification
-//! pass. A file method sends a file that holds the stream's first chunks and wraps
-//! around it, so its stamps count modulo the file's chunks. A datagram carries exactly
+//! pass. A file method sends a file stamped every page ([`FILE_GRID`]), whatever the
+//! chunk, and wraps around it, so its stamps count modulo the file's pages. A datagram carries exactly
 //! one chunk: the reader checks its length and stamp, and on UDP (which drops what the
 //! receiver has no room for) counts the chunks it never got.
 
@@ -26,19 +26,31 @@ pub struct Shape {
     pub method: Method,
     pub chunk: u64,
     pub total: u64,
-    /// Bytes of the file a file method sends (a whole number of chunks): the stream
-    /// wraps around it.
+    /// Bytes of the file a file method sends (a whole number of [`FILE_GRID`]s): the
+    /// stream wraps around it.
     pub wrap: Option<u64>,
 }
+
+/// The stamp grid of a file method's stream: one stamp per 4 KiB of the file.
+pub const FILE_GRID: u64 = 4096;
 
 impl Shape {
     fn datagram(&self) -> bool {
         self.family.datagram()
     }
+
+    /// Bytes between two stamps: a chunk, or a file's grid.
+    fn grid(&self) -> u64 {
+        if self.method.from_file() {
+            FILE_GRID
+        } else {
+            self.chunk
+        }
+    }
 }
 
-/// The file a file method sends: `chunks` stamped chunks; `corrupt` gives chunk 1 (or
-/// the only one) a wrong stamp.
+/// The file a file method sends: `chunks` stamped pieces of `chunk` bytes (the grid);
+/// `corrupt` gives piece 1 (or the only one) a wrong stamp.
 pub fn file_bytes(chunk: u64, chunks: u64, corrupt: bool) -> Vec<u8> {
     let mut v = vec![0u8; (chunk * chunks) as usize];
     for (seq, c) in v.chunks_mut(chunk as usize).enumerate() {
@@ -287,13 +299,14 @@ fn verify(got: &[u8], off: u64, sh: &Shape, full: bool) -> Result<()> {
         let at = (off + done as u64) % wrap;
         let n = ((wrap - at) as usize).min(got.len() - done);
         let part = &got[done..done + n];
-        check(part, at, sh.chunk)?;
+        let grid = sh.grid();
+        check(part, at, grid)?;
         if full {
             for (i, &b) in part.iter().enumerate() {
                 let pos = at + i as u64;
-                let j = pos % sh.chunk;
+                let j = pos % grid;
                 let want = if j < STAMP as u64 {
-                    stamp(pos / sh.chunk)[j as usize]
+                    stamp(pos / grid)[j as usize]
                 } else {
                     pattern(j)
                 };
@@ -444,22 +457,23 @@ mod tests {
 
     #[test]
     fn a_wrapped_file_stream_checks_out_and_a_corrupt_one_does_not() {
+        let g = FILE_GRID;
         let sh = Shape {
             family: Family::Unix,
             method: Method::Sendfile,
             chunk: 1000,
-            total: 10_000,
-            wrap: Some(3000),
+            total: 10 * g,
+            wrap: Some(3 * g),
         };
-        let file = file_bytes(1000, 3, false);
+        let file = file_bytes(g, 3, false);
         let mut off = 0u64;
         while off < sh.total {
-            let at = (off % 3000) as usize;
-            let n = 700.min(3000 - at);
+            let at = (off % (3 * g)) as usize;
+            let n = 700.min(3 * g as usize - at);
             verify(&file[at..at + n], off, &sh, true).unwrap();
             off += n as u64;
         }
-        let bad = file_bytes(1000, 3, true);
-        assert!(verify(&bad[1000..2000], 1000, &sh, false).is_err());
+        let bad = file_bytes(g, 3, true);
+        assert!(verify(&bad[g as usize..2 * g as usize], g, &sh, false).is_err());
     }
 }
