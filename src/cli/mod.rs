@@ -101,7 +101,7 @@ pub enum Command {
     /// Run every probe (syscalls, read, write, pipe, copy) with short defaults behind
     /// one progress display, save the run and write its HTML report.
     #[command(after_help = examples!(
-        "ioprobe run                       every probe and what to do (≈50 s)",
+        "ioprobe run                       every probe and what to do (≈60 s)",
         "ioprobe run --json > run.json     one JSON document",
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
     ))]

@@ -534,24 +534,6 @@ fn a_large_directory_shared_by_workers_is_copied_file_for_file() {
     assert_eq!(std::fs::read(dst.join("sub/inner")).unwrap(), b"x");
 }
 
-/// Runs `f` while two busy loops load the machine's CPUs (as a build beside it would).
-fn under_load<T>(f: impl FnOnce() -> T) -> T {
-    let mut hogs: Vec<_> = (0..2)
-        .map(|_| {
-            std::process::Command::new("sh")
-                .args(["-c", "exec yes > /dev/null"])
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    for h in &mut hogs {
-        let _ = h.kill();
-        let _ = h.wait();
-    }
-    r.unwrap_or_else(|e| std::panic::resume_unwind(e))
-}
-
 /// Each entry under `dir`: its path, its content, and the first path with its inode.
 fn linked_tree(dir: &Path) -> Vec<(String, String, String)> {
     let mut paths = Vec::new();

@@ -301,6 +301,24 @@ fn processes_mentioning(needle: &str, except: u32) -> Vec<String> {
     out
 }
 
+/// Runs `f` while two busy loops load the machine's CPUs (as a build beside it would).
+fn under_load<T>(f: impl FnOnce() -> T) -> T {
+    let mut hogs: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new("sh")
+                .args(["-c", "exec yes > /dev/null"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    for h in &mut hogs {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    r.unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
 /// A run's JSON (from `--json`) must import back: its own output passes the validation
 /// that guards against hostile files.
 fn imports_back(json: &[u8]) {

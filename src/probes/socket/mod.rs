@@ -41,6 +41,10 @@ pub const MAX_CHUNK: u64 = 1 << 30;
 /// (sendfile from a 4 MiB file here ran ×1.3 faster than from a 100 MiB one).
 const FILE_MIN: u64 = 64 << 20;
 
+/// The file's name in the scratch directory, removed after the rows that send it (a
+/// sweep extended past its edge makes it again).
+const FILE_NAME: &str = "socket.dat";
+
 named_enum! {
     /// The socket family. Names are a contract (`--family`, JSON).
     pub enum Family as "socket family" {
@@ -669,6 +673,7 @@ fn datagram_fits(kind: sockets::Kind, t: &sockets::Tuning, size: u64) -> bool {
 /// least [`FILE_MIN`], twice the largest CPU cache and one largest chunk, stamped every
 /// [`ends::FILE_GRID`] bytes; checked resident in the page cache.
 fn stream_file(ctx: &Context, o: &Options) -> Result<(Rc<rustix::fd::OwnedFd>, u64)> {
+    let path = ctx.scratch.path().join(FILE_NAME);
     let llc = ctx.env.caches.iter().map(|c| c.size_bytes).max().unwrap_or(0);
     let largest = o.sizes.iter().copied().max().unwrap_or(0);
     let len = FILE_MIN
@@ -676,7 +681,6 @@ fn stream_file(ctx: &Context, o: &Options) -> Result<(Rc<rustix::fd::OwnedFd>, u
         .max(largest)
         .next_multiple_of(ends::FILE_GRID);
     let bytes = ends::file_bytes(ends::FILE_GRID, len / ends::FILE_GRID, o.corrupt);
-    let path = ctx.scratch.path().join("socket.dat");
     ctx.scratch.ensure_space(len, "the socket probe's file")?;
     let fd = crate::sys::calls::open(
         &path,
@@ -924,7 +928,14 @@ impl Probe for SocketProbe {
                 Ok(m)
             })
         });
-        // The files go with the plan's rows; the scratch directory goes at exit.
+        // The rows (and their descriptors) are gone: the file goes too.
+        let file = ctx.scratch.path().join(FILE_NAME);
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(anyhow::Error::new(e).context(format!("removing {}", file.display())));
+            }
+            _ => {}
+        }
         let leaked = crate::sys::calls::open_fds().saturating_sub(fds_before);
         if leaked > 0 && out.is_ok() {
             bail!("the socket probe leaked {leaked} file descriptors");

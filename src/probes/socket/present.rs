@@ -203,6 +203,16 @@ fn base<'a>(typed: &'a [Typed<'a>]) -> Vec<&'a Typed<'a>> {
         .collect()
 }
 
+/// The operation a family's write-read chunk answers, as the summary names it.
+fn operation(family: Family) -> &'static str {
+    match family {
+        Family::Unix => "moving data through a unix socket",
+        Family::Tcp => "moving data through a TCP socket",
+        Family::UnixDgram => "sending unix datagrams",
+        Family::Udp => "sending UDP datagrams",
+    }
+}
+
 /// The work a method does per MiB, to break ties: calls per chunk and copies through
 /// the CPU (the reader's read is one copy in every method).
 fn work(method: Method, chunk: u64) -> advice::Work {
@@ -237,7 +247,8 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 .copied()
                 .filter(|t| t.1.placement == placement)
                 .collect();
-            let mut options: Vec<(String, Opt)> = Vec::new();
+            let mut memory: Vec<(String, Opt)> = Vec::new();
+            let mut file: Vec<(String, Opt)> = Vec::new();
             for method in distinct(at.iter().map(|t| t.1.method)) {
                 let rows: Vec<&Typed> = at.iter().copied().filter(|t| t.1.method == method).collect();
                 let points: Vec<(u64, &Measurement)> =
@@ -248,7 +259,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                         topic: "socket chunk",
                         rerun_noise: advice::RERUN_NOISE_PASS,
                         scope: format!("{} {}, placement {}", family.name(), method.name(), placement.name()),
-                        operation: (method == Method::WriteRead).then_some("moving data through a socket"),
+                        operation: (method == Method::WriteRead).then_some(operation(family)),
                         noun: "chunks",
                         caveats: caveats(&rows[0].1),
                     },
@@ -258,24 +269,36 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 if let Some(b) = best(rows.iter().copied()) {
                     let mut o = Opt::new(b.0, 0.0);
                     o.work = work(method, b.1.chunk_size);
-                    options.push((method.name().to_string(), o));
+                    let to = if method.from_file() { &mut file } else { &mut memory };
+                    to.push((method.name().to_string(), o));
                 }
             }
-            if options.len() >= 2 {
+            // Sending from memory and sending a file are different questions: a program
+            // that reads the file first pays that read too (the observations compare
+            // sendfile with write-read by chunk).
+            for (kind, options, baseline, caveat) in [
+                ("memory", &memory, Method::WriteRead, "each method sends from memory: the same bytes, other calls"),
+                ("file", &file, Method::Sendfile, "each method sends a page-cache file larger than the CPU caches"),
+            ] {
+                if options.len() < 2 {
+                    continue;
+                }
                 out.extend(advice::methods(
                     Words {
-                        id: advice::id(&["method", family.name(), placement.name()]),
-                        topic: "socket method",
+                        id: advice::id(&["method", kind, family.name(), placement.name()]),
+                        topic: if kind == "memory" {
+                            "socket method (from memory)"
+                        } else {
+                            "socket method (from a file)"
+                        },
                         rerun_noise: advice::RERUN_NOISE_PASS,
                         scope: format!("{}, placement {}, each method at its best chunk", family.name(), placement.name()),
                         operation: None,
                         noun: "",
-                        caveats: vec![
-                            "sendfile and splice send a page-cache file; the others send from memory (a program that reads the file first pays that read too)".into(),
-                        ],
+                        caveats: vec![caveat.into()],
                     },
-                    &options,
-                    Some(Method::WriteRead.name()),
+                    options,
+                    Some(baseline.name()),
                 ));
             }
         }
