@@ -121,6 +121,8 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
             families: vec![socket::Family::Tcp, socket::Family::Unix],
             methods: vec![socket::Method::WriteRead, socket::Method::Sendfile],
             placements: vec![socket::Placement::Any],
+            sndbufs: vec![socket::Buffer::Default, socket::Buffer::Bytes(4 * MIB)],
+            rcvbufs: vec![socket::Buffer::Default, socket::Buffer::Bytes(4 * MIB)],
             total: 64 * MIB,
             ..socket::Options::for_scale(Scale::Quick)
         })),

@@ -30,7 +30,7 @@ pub enum Family {
     Mapping,
     /// Fcntl.
     Fcntl,
-    /// Other calls on a descriptor (fstat, getdents64, io_uring_enter, hints, space, ioctl, locks, f* metadata).
+    /// Other calls on a descriptor (fstat, getdents64, io_uring_enter, hints, space, ioctl, locks, f* metadata, setsockopt).
     OnFd,
     /// Socket data (send*, recv*).
     Socket,
@@ -92,8 +92,8 @@ syscalls! {
     Mapping: Munmap = "munmap", Msync = "msync", Madvise = "madvise";
     /// Fcntl.
     Fcntl: Fcntl = "fcntl";
-    /// Other calls on a descriptor (fstat, getdents64, io_uring_enter, hints, space, ioctl, locks, f* metadata).
-    OnFd: Fstat = "fstat", Getdents64 = "getdents64", IoUringEnter = "io_uring_enter", Fadvise64 = "fadvise64", Readahead = "readahead", Fallocate = "fallocate", Ftruncate = "ftruncate", Syncfs = "syncfs", Ioctl = "ioctl", Flock = "flock", Fchmod = "fchmod", Fchown = "fchown", Fsetxattr = "fsetxattr", Fgetxattr = "fgetxattr", Flistxattr = "flistxattr", Fremovexattr = "fremovexattr", Fstatfs = "fstatfs";
+    /// Other calls on a descriptor (fstat, getdents64, io_uring_enter, hints, space, ioctl, locks, f* metadata, setsockopt).
+    OnFd: Fstat = "fstat", Getdents64 = "getdents64", IoUringEnter = "io_uring_enter", Fadvise64 = "fadvise64", Readahead = "readahead", Fallocate = "fallocate", Ftruncate = "ftruncate", Syncfs = "syncfs", Ioctl = "ioctl", Flock = "flock", Fchmod = "fchmod", Fchown = "fchown", Fsetxattr = "fsetxattr", Fgetxattr = "fgetxattr", Flistxattr = "flistxattr", Fremovexattr = "fremovexattr", Fstatfs = "fstatfs", Setsockopt = "setsockopt";
     /// Socket data (send*, recv*).
     Socket: Sendto = "sendto", Recvfrom = "recvfrom", Sendmsg = "sendmsg", Recvmsg = "recvmsg", Sendmmsg = "sendmmsg", Recvmmsg = "recvmmsg";
     /// Io_submit (Linux AIO).

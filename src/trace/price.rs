@@ -46,6 +46,9 @@ impl Curve {
 pub struct SocketCurves {
     pub write_read: Curve,
     pub sendfile: Curve,
+    /// write-read with larger buffers asked for on both sides: the SO_SNDBUF granted
+    /// and its curve.
+    pub large_buffer: Option<(u64, Curve)>,
 }
 
 /// The figures a profile is priced with, and the runs they came from.
@@ -116,11 +119,14 @@ impl Figures {
                 let c = Curve(socket::curve(r, family, socket::Method::WriteRead));
                 if !c.0.is_empty() {
                     let sendfile = Curve(socket::curve(r, family, socket::Method::Sendfile));
+                    let large_buffer =
+                        socket::buffer_curve(r, family).map(|(b, points)| (b, Curve(points)));
                     f.sockets.insert(
                         family.name().to_string(),
                         SocketCurves {
                             write_read: c,
                             sendfile,
+                            large_buffer,
                         },
                     );
                 }
@@ -456,11 +462,12 @@ type DataRule<'a> = fn(&mut Finder<'a>, (i32, usize, &'static str), &OpStats, bo
 
 impl<'a> Finder<'a> {
     /// The rules run on every data operation, in order.
-    const PER_DATA_OPERATION: [DataRule<'a>; 4] = [
+    const PER_DATA_OPERATION: [DataRule<'a>; 5] = [
         Self::small_requests,
         Self::lseek_then_io,
         Self::reread,
         Self::pipe_capacity,
+        Self::socket_buffer,
     ];
 
     /// The rules run once over the whole profile, in order.
@@ -672,6 +679,48 @@ impl Finder<'_> {
                     target.label(),
                     format_size(size),
                     format_size(*cap),
+                    crate::units::format_gbps(l),
+                    crate::units::format_gbps(d)
+                ),
+                Some(s.bytes as f64 / d),
+                Some(s.bytes as f64 / l),
+            );
+        }
+    }
+
+    /// Sends through a socket left at the kernel's buffer sizes (the process never
+    /// called setsockopt on it) where the socket probe measured larger buffers faster at
+    /// the size sent.
+    fn socket_buffer(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        let tuned = rows_of(p, pid, t).any(|(o, _)| o == "setsockopt");
+        if target.kind == Kind::Socket
+            && !reading
+            && !tuned
+            && s.bytes >= 1 << 20
+            && let Some((c, family)) = f.socket(target.family.as_deref())
+            && target.family.as_deref().is_none_or(|x| x == family)
+            && let (Some((granted, large)), Some(size)) = (&c.large_buffer, s.typical_size())
+            && let (Some(d), Some(l)) = (c.write_read.rate(size), large.rate(size))
+            && l > 1.03 * d
+        {
+            self.push(
+                "socket_buffer",
+                pid,
+                target.label(),
+                format!(
+                    "{} {op}s {} through {} at the kernel's buffer sizes in {} chunks; asking for larger ones (SO_SNDBUF and SO_RCVBUF, granted {} here) moves them at {} GB/s instead of {} (loopback {family} figures)",
+                    comm_of(p, pid),
+                    format_size(s.bytes),
+                    target.label(),
+                    format_size(size),
+                    format_size(*granted),
                     crate::units::format_gbps(l),
                     crate::units::format_gbps(d)
                 ),
@@ -941,6 +990,81 @@ mod tests {
         };
         p.processes.insert(1, process);
         p
+    }
+
+    /// Sends through a socket of a known family are priced with that family's curves:
+    /// 1 KiB sends against the knee, a file's read-then-send against sendfile, and the
+    /// kernel's buffers against larger ones, unless the program set its own.
+    #[test]
+    fn socket_calls_are_priced_with_their_familys_curves() {
+        let mut f = figures();
+        let c = |v: &[(u64, f64)]| Curve(v.to_vec());
+        f.sockets.insert(
+            "unix".into(),
+            SocketCurves {
+                write_read: c(&[(1024, 0.5e9), (65536, 4e9), (1 << 20, 5e9)]),
+                sendfile: c(&[(65536, 5e9), (1 << 20, 6e9)]),
+                large_buffer: Some((8 << 20, c(&[(1024, 0.5e9), (65536, 5e9), (1 << 20, 6e9)]))),
+            },
+        );
+        let socket = |tuned: bool, from_file: bool| {
+            let mut p = app();
+            for (name, kind, family) in [
+                ("/f", Kind::File, None),
+                ("socket:[7]", Kind::Socket, Some("unix")),
+            ] {
+                p.targets.push(Target {
+                    name: name.into(),
+                    kind,
+                    fs: None,
+                    family: family.map(str::to_string),
+                });
+            }
+            if from_file {
+                p.ops.insert((1, 0, "read"), stats(1600, 100 << 20, 65536));
+                p.copies.insert((1, 0, 1), (1600, 100 << 20));
+            }
+            p.ops
+                .insert((1, 1, "sendto"), stats(1600, 100 << 20, 65536));
+            if tuned {
+                p.ops.insert((1, 1, "setsockopt"), stats(1, 0, 0));
+            }
+            p
+        };
+        let kinds = |p: &Profile, f: &Figures| -> Vec<&'static str> {
+            findings(p, f, 1.0).iter().map(|x| x.kind).collect()
+        };
+        // Sent from memory in 64 KiB sends: larger sends, larger buffers.
+        assert_eq!(
+            kinds(&socket(false, false), &f),
+            ["small_requests", "socket_buffer"]
+        );
+        assert_eq!(kinds(&socket(true, false), &f), ["small_requests"]);
+        // A file's bytes relayed: sendfile (the sends are priced with the reads).
+        let found = findings(&socket(false, true), &f, 1.0);
+        let copy = found.iter().find(|x| x.kind == "read_write_copy").unwrap();
+        // Read at 20 GB/s (65536 B) plus send at 4 GB/s, against sendfile at 6 GB/s.
+        let bytes = (100u64 << 20) as f64;
+        let now = bytes / 20e9 + bytes / 4e9;
+        assert!((copy.time_s.unwrap() - now).abs() < 1e-9);
+        assert!((copy.better_s.unwrap() - bytes / 6e9).abs() < 1e-9);
+        let sent = findings(&socket(false, false), &f, 1.0);
+        for kind in ["socket_buffer", "small_requests"] {
+            let x = sent.iter().find(|x| x.kind == kind).unwrap();
+            assert!(x.text.contains("loopback unix figures"), "{}", x.text);
+        }
+        // Without socket figures, the pipe's price them, and the finding says so.
+        let mut p = socket(false, false);
+        p.ops
+            .insert((1, 1, "sendto"), stats(25_600, 100 << 20, 4096));
+        let small = findings(&p, &figures(), 1.0);
+        let s = small
+            .iter()
+            .find(|x| x.kind == "small_requests" && x.target.contains("socket"));
+        assert!(
+            s.is_some_and(|x| x.text.contains("pipe figures")),
+            "{small:?}"
+        );
     }
 
     /// dd bs=512: the request size changes its reads and the writes that relay them,

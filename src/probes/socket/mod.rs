@@ -422,6 +422,30 @@ pub fn curve(run: &Run, family: Family, method: Method) -> Vec<(u64, f64)> {
     )
 }
 
+/// The socket curve with buffers asked for on both sides, in `run`: (the largest
+/// SO_SNDBUF granted, its (chunk size, bytes/s) points) of the measured write-read rows
+/// of `family` at 127.0.0.1 with Nagle on; None when no such row was measured.
+pub fn buffer_curve(run: &Run, family: Family) -> Option<(u64, Vec<(u64, f64)>)> {
+    let rows: Vec<(&Measurement, Params)> = super::measured_rows::<Params>(run, Kind.name())
+        .into_iter()
+        .filter(|(_, p)| {
+            p.family == family
+                && p.method == Method::WriteRead
+                && p.sndbuf_requested != "default"
+                && p.rcvbuf_requested != "default"
+                && p.nodelay != Some(true)
+                && p.address.as_deref() != Some("::1")
+        })
+        .collect();
+    let largest = rows.iter().filter_map(|(_, p)| p.sndbuf).max()?;
+    let points = super::best_per_size(
+        rows.iter()
+            .filter(|(_, p)| p.sndbuf == Some(largest))
+            .map(|(m, p)| (p.chunk_size, m.median)),
+    );
+    Some((largest, points))
+}
+
 /// The figures a socket row derives from its median and counts. Keys are a contract.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Derived {

@@ -99,6 +99,7 @@ const TRACED: &[(libc::c_long, Syscall)] = &[
     (libc::SYS_faccessat2, Syscall::Faccessat2),
     (libc::SYS_statfs, Syscall::Statfs),
     (libc::SYS_fstatfs, Syscall::Fstatfs),
+    (libc::SYS_setsockopt, Syscall::Setsockopt),
     // Not I/O: stopped at so that the report can say it fails under trace.
     (libc::SYS_ptrace, Syscall::Ptrace),
 ];
