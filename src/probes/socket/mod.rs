@@ -681,7 +681,13 @@ impl Support {
 /// Whether the kernel takes SO_ZEROCOPY on a `kind` socket.
 fn zerocopy_support(kind: sockets::Kind) -> Result<(), String> {
     let (w, _r) = sockets::pair(kind, &sockets::Tuning::default()).map_err(|e| e.to_string())?;
-    sockets::enable_zerocopy(&w).map_err(|e| format!("the kernel refuses it: {e}"))
+    sockets::enable_zerocopy(&w).map_err(|e| {
+        if e.is_missing() {
+            e.to_string()
+        } else {
+            format!("the kernel refuses SO_ZEROCOPY ({})", e.short())
+        }
+    })
 }
 
 /// Whether one datagram of `size` bytes goes through a fresh `kind` pair.
