@@ -85,7 +85,8 @@ impl Capacity {
         }
     }
 
-    fn request(self) -> Option<u64> {
+    /// The size asked for; None for the default.
+    pub fn request(self) -> Option<u64> {
         match self {
             Capacity::Default => None,
             Capacity::Bytes(b) => Some(b),

@@ -32,6 +32,9 @@ use std::rc::Rc;
 use transfer::{Outcome, Spec};
 
 pub use super::pipe::Placement;
+/// A socket buffer: the kernel's default (with autotuning), or an SO_SNDBUF/SO_RCVBUF
+/// request in bytes (`default` or a size, as a pipe's capacity).
+pub use super::pipe::Capacity as Buffer;
 
 /// Largest chunk accepted.
 pub const MAX_CHUNK: u64 = 1 << 30;
@@ -122,41 +125,6 @@ named_enum! {
         Off = "off",
         /// TCP_NODELAY set.
         On = "on",
-    }
-}
-
-/// A socket buffer: the kernel's default (with autotuning), or an SO_SNDBUF/SO_RCVBUF
-/// request in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Buffer {
-    Default,
-    Bytes(u64),
-}
-
-impl Buffer {
-    pub fn parse(s: &str) -> Result<Buffer, String> {
-        if s == "default" {
-            return Ok(Buffer::Default);
-        }
-        match crate::units::parse_size(s)? {
-            0 => Err("buffer size 0: use `default` for the kernel's".into()),
-            b => Ok(Buffer::Bytes(b)),
-        }
-    }
-
-    /// `default` or the requested size, as used in case names and params.
-    pub fn label(self) -> String {
-        match self {
-            Buffer::Default => "default".into(),
-            Buffer::Bytes(b) => size_label(b),
-        }
-    }
-
-    fn request(self) -> Option<u64> {
-        match self {
-            Buffer::Default => None,
-            Buffer::Bytes(b) => Some(b),
-        }
     }
 }
 
@@ -1035,10 +1003,4 @@ mod tests {
         assert_eq!(names.len(), cases.len(), "case names are unique");
     }
 
-    #[test]
-    fn buffers_parse() {
-        assert_eq!(Buffer::parse("default"), Ok(Buffer::Default));
-        assert_eq!(Buffer::parse("4m"), Ok(Buffer::Bytes(4 << 20)));
-        assert!(Buffer::parse("0").is_err());
-    }
 }
