@@ -531,6 +531,23 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         );
     }
     sample_checks(&mut conf, &[("the choice", pick), ("the best", best)]);
+    // A plateau read through wide figures: which of its sizes is the smallest within 3%
+    // of the best is the noise's choice (twin runs here moved such medium picks between
+    // 256 KiB and 1 MiB read buffers at ±5–7%).
+    let widest = [pick, best]
+        .iter()
+        .map(|m| noise(m, 0.0))
+        .fold(0.0, f64::max);
+    if r.tied.len() > 1 && widest > WIDE_CI {
+        conf.cap(
+            Level::Low,
+            format!(
+                "{} sizes tie with the best and the figures are ±{}% wide: a rerun may choose another of them",
+                r.tied.len(),
+                sig3(widest * 100.0)
+            ),
+        );
+    }
     let base = pts
         .iter()
         .find(|p| p.0 == baseline)
