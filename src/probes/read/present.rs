@@ -143,7 +143,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 Words {
                     id: advice::id(&["buffer", method.name(), populate.map_or("unknown", |p| p.name())]),
                     topic: "read loop buffer",
-                    rerun_noise: advice::RERUN_NOISE_LOOP,
+                    rerun_noise: advice::RERUN_NOISE_MEMORY,
                     scope: format!("{}, {} file in the page cache", label(s), format_size(file)),
                     operation: first_read.then_some("reading a file sequentially"),
                     noun: if method == Method::Mmap { "copies out of the mapping" } else { "buffers" },
