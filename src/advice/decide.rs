@@ -275,6 +275,11 @@ pub const RERUN_NOISE_PASS: f64 = 0.05;
 /// moved read/1MiB from 25.7 to 22.9 GB/s (−11%) while its neighbours moved 0–5%,
 /// flipping a high-confidence read-buffer pick whose lead was 7%.
 pub const RERUN_NOISE_MEMORY: f64 = 0.05;
+/// A pass that waits on the disk (fsync, O_DSYNC): its figure is the device's, here the
+/// VM host's disk and cache, shared with other guests. Twin runs moved write/fsync/64KiB
+/// from 0.975 to 0.833 GB/s (−15%) and flipped a high-confidence pick resting on an 8%
+/// lead.
+pub const RERUN_NOISE_DISK: f64 = 0.15;
 
 /// How far a rerun may move `m`'s median, relative: its CI's half-width, the drift
 /// between the halves of its rounds, the distance between its two regimes, or the

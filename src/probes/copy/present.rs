@@ -393,7 +393,11 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
                 Words {
                     id: advice::id(&["method", id, &size_id, cache_id]),
                     topic,
-                    rerun_noise: advice::RERUN_NOISE_PASS,
+                    rerun_noise: if dur == Durability::None {
+                        advice::RERUN_NOISE_PASS
+                    } else {
+                        advice::RERUN_NOISE_DISK
+                    },
                     scope: scope.clone(),
                     operation: (n == 0).then_some(operation),
                     noun: "",

@@ -198,7 +198,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 Words {
                     id: advice::id(&["buffer", method.name(), dur.name()]),
                     topic: "write loop buffer",
-                    rerun_noise: if dur == Durability::None { advice::RERUN_NOISE_MEMORY } else { advice::RERUN_NOISE_PASS },
+                    rerun_noise: if dur == Durability::None { advice::RERUN_NOISE_MEMORY } else { advice::RERUN_NOISE_DISK },
                     scope: format!(
                         "{}, durability {}, {} file rewritten in place",
                         method.name(),
