@@ -501,13 +501,53 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     if r.best != r.pick {
         rows.push(row(best, "best"));
     }
+    if let Some(next) = size_borderlines(&mut conf, &pts, &r, fl) {
+        rows.push(row(next, "next"));
+    }
+    let base = pts
+        .iter()
+        .find(|p| p.0 == baseline)
+        .or(pts.first())
+        .copied();
+    let effect = size_effect((pick_b, pick), base);
+    if let Some((_, bm)) = base
+        && !rows.iter().any(|r| r.case == bm.case)
+    {
+        rows.push(row(bm, "baseline"));
+    }
+    let range = [tied[0], tied[tied.len() - 1]];
+    let support = format!(
+        "{n} sizes bracket the best; the choice's interval clears the smaller sizes'; no wide or bimodal figures"
+    );
+    let action = format!("use {} {}", format_size(pick_b), w.noun);
+    let choice = Choice::Size {
+        bytes: pick_b,
+        label: format_size(pick_b),
+        tied,
+        range,
+    };
+    Some(finish(w, action, choice, effect, rows, conf, support))
+}
+
+/// Lowers `c` where a rerun may pick another size of the sweep `pts` (ranked as `r`,
+/// rows' rerun floor `fl`): the next smaller size nearly chosen, a larger tied size
+/// nearly better, the samples of the choice and the best, or a plateau read through
+/// wide figures. Returns the next smaller
+/// size's row, which the evidence cites.
+fn size_borderlines<'a>(
+    conf: &mut Confidence,
+    pts: &[(u64, &'a Measurement)],
+    r: &Ranking,
+    fl: f64,
+) -> Option<&'a Measurement> {
+    let pick = pts[r.pick].1;
+    let best = pts[r.best].1;
     // Borderline: the next smaller size nearly chosen, or the choice nearly not. Low:
     // twin runs here changed such picks in 8 of 11 cases (a flat plateau, where which
     // size is the smallest within 3% of the best is the noise's choice).
     let line = 1.0 - PICK_MARGIN;
     if r.pick > 0 {
         let (next_b, next) = pts[r.pick - 1];
-        rows.push(row(next, "next"));
         let reach = gain(next, best) * (1.0 + noise(next, fl).hypot(noise(best, fl)));
         if close(next, best, MARGIN) || reach >= line {
             conf.cap(
@@ -541,7 +581,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
             ),
         );
     }
-    sample_checks(&mut conf, &[("the choice", pick), ("the best", best)]);
+    sample_checks(conf, &[("the choice", pick), ("the best", best)]);
     // A plateau read through wide figures: which of its sizes is the smallest within 3%
     // of the best is the noise's choice (twin runs here moved such medium picks between
     // 256 KiB and 1 MiB read buffers at ±5–7%).
@@ -559,29 +599,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
             ),
         );
     }
-    let base = pts
-        .iter()
-        .find(|p| p.0 == baseline)
-        .or(pts.first())
-        .copied();
-    let effect = size_effect((pick_b, pick), base);
-    if let Some((_, bm)) = base
-        && !rows.iter().any(|r| r.case == bm.case)
-    {
-        rows.push(row(bm, "baseline"));
-    }
-    let range = [tied[0], tied[tied.len() - 1]];
-    let support = format!(
-        "{n} sizes bracket the best; the choice's interval clears the smaller sizes'; no wide or bimodal figures"
-    );
-    let action = format!("use {} {}", format_size(pick_b), w.noun);
-    let choice = Choice::Size {
-        bytes: pick_b,
-        label: format_size(pick_b),
-        tied,
-        range,
-    };
-    Some(finish(w, action, choice, effect, rows, conf, support))
+    (r.pick > 0).then(|| pts[r.pick - 1].1)
 }
 
 /// The best option outside the tie set (the "next" row a method choice cites).

@@ -1,5 +1,5 @@
 //! Two forked processes, a writer and a reader, released at the same instant: the
-//! shape of every transfer between two processes (a pipe, a socket).
+//! shape of every transfer between two processes, whatever carries the bytes.
 //!
 //! [`start`] forks both sides; each first closes the descriptors it must not hold (its
 //! copies of the other side's ends, so end-of-file and EPIPE work), prepares (pins
@@ -23,8 +23,8 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 pub struct Work {
     pub bytes: u64,
     pub calls: u64,
-    /// Two counts of the probe's own, sent back with the rest (the socket writer:
-    /// zerocopy sends the kernel copied after all, and TCP segments sent).
+    /// Two counts of the caller's own, sent back with the rest (what they mean is the
+    /// caller's to say).
     pub extra: [u64; 2],
     /// The clock at the side's last useful byte, when it waited on after it (a
     /// datagram reader waiting out a silence): its report ends there. 0: at the end
@@ -96,7 +96,7 @@ pub struct Finished {
     pub reader: Report,
 }
 
-/// Forks the writer and the reader of a `what` ("pipe", "socket"). Each side closes the
+/// Forks the writer and the reader of a `what` (named in errors). Each side closes the
 /// descriptors of its `close` list, then runs its body with the gate it must pass (see
 /// [`Gate::timed`]). The caller's data descriptors stay open in the parent until it
 /// drops them, which it must do before [`Started::finish`].
