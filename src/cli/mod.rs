@@ -312,9 +312,21 @@ pub struct TraceArgs {
     /// of this host's newest: what the calls would cost on another machine.
     #[arg(long, value_name = "RUN", value_delimiter = ',')]
     pub figures: Vec<String>,
+    /// How to watch CMD: eBPF where the kernel allows it (root, or CAP_BPF and
+    /// CAP_PERFMON, and BTF), else ptrace; `ebpf` fails rather than fall back.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tracer: TracerArg,
     /// The command to trace and its arguments, after `--`.
     #[arg(value_name = "CMD", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
+}
+
+/// trace's `--tracer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TracerArg {
+    Auto,
+    Ebpf,
+    Ptrace,
 }
 
 /// What `export --format` can write.
@@ -587,6 +599,11 @@ impl TraceArgs {
             output: self.output.clone(),
             json: self.json,
             figures: self.figures.clone(),
+            tracer: match self.tracer {
+                TracerArg::Auto => crate::trace::Via::Auto,
+                TracerArg::Ebpf => crate::trace::Via::Ebpf,
+                TracerArg::Ptrace => crate::trace::Via::Ptrace,
+            },
         }
     }
 }

@@ -108,7 +108,53 @@ syscalls! {
     Ptrace: Ptrace = "ptrace";
 }
 
+/// What a traced call's arguments point to that tracing must read, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pointee {
+    Nothing,
+    /// A path: the NUL-terminated string at argument N.
+    Path(usize),
+    /// An iovec array at argument N, its count at argument N+1.
+    Iovecs(usize),
+    /// A struct msghdr at argument N (and the iovec array it points to).
+    Msghdr(usize),
+    /// io_uring_setup's struct io_uring_params (120 bytes) at argument N.
+    UringParams(usize),
+}
+
 impl Syscall {
+    /// The argument that holds the path the call names (for a rename or a link, the
+    /// existing one), if it names one.
+    pub fn path_arg(self) -> Option<usize> {
+        use Syscall::*;
+        match self.family() {
+            Family::Open => Some(if matches!(self, Open | Creat) { 0 } else { 1 }),
+            Family::Stat => Some(if matches!(self, Stat | Lstat) { 0 } else { 1 }),
+            Family::Path => Some(match self {
+                Symlink => 1,
+                Symlinkat => 2,
+                Renameat | Renameat2 | Unlinkat | Mkdirat | Linkat | Utimensat | Fchmodat
+                | Fchownat | Readlinkat | Faccessat | Faccessat2 => 1,
+                _ => 0,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The memory behind the call's arguments that its profile reads.
+    pub fn pointee(self) -> Pointee {
+        if let Some(n) = self.path_arg() {
+            return Pointee::Path(n);
+        }
+        match self {
+            s if s.is_vectored() => Pointee::Iovecs(1),
+            Syscall::Vmsplice => Pointee::Iovecs(1),
+            Syscall::Sendmsg | Syscall::Recvmsg => Pointee::Msghdr(1),
+            Syscall::IoUringSetup => Pointee::UringParams(1),
+            _ => Pointee::Nothing,
+        }
+    }
+
     /// A read: `read`, `pread64` and their vectored forms.
     pub fn is_read(self) -> bool {
         matches!(

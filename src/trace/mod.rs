@@ -32,6 +32,99 @@ pub struct Options {
     pub json: bool,
     /// Runs to price with instead of this host's newest (RUN specs).
     pub figures: Vec<String>,
+    /// How to watch the command.
+    pub tracer: Via,
+}
+
+/// How `trace` watches the command: eBPF where the kernel allows it (root, or CAP_BPF
+/// with CAP_PERFMON), else ptrace; or one of them, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Auto,
+    Ebpf,
+    Ptrace,
+}
+
+/// The tracer that ran, and why not the other (JSON `tracer`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Tracing {
+    /// "ebpf" or "ptrace".
+    pub path: &'static str,
+    /// Why eBPF was not used, when `--tracer auto` fell back to ptrace.
+    pub ebpf_unavailable: Option<String>,
+    /// Calls and tasks the eBPF ring buffer or maps had no room for (their calls are
+    /// missing from the counts); 0 under ptrace.
+    pub lost: u64,
+}
+
+/// The tracer, running.
+enum Running {
+    Ptrace(Tracer),
+    Ebpf(crate::sys::os::trace::bpf::Tracer),
+}
+
+impl Running {
+    /// Starts the command under the tracer `via` chooses.
+    fn spawn(via: Via, command: &[OsString], closed: &[i32]) -> Result<(Running, Tracing)> {
+        use crate::sys::os::trace::bpf;
+        let mut tracing = Tracing {
+            path: "ebpf",
+            ebpf_unavailable: None,
+            lost: 0,
+        };
+        if via != Via::Ptrace {
+            match bpf::Loaded::load() {
+                Ok(l) => {
+                    let t = l
+                        .spawn(command, closed)
+                        .map_err(|e| spawn_error(&command[0], e))?;
+                    return Ok((Running::Ebpf(t), tracing));
+                }
+                Err(e) if via == Via::Ebpf => {
+                    return Err(Exit::with(
+                        1,
+                        format!(
+                            "trace: the eBPF tracer cannot run here: {} (it needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF); the command was not run",
+                            crate::error::plain(&e)
+                        ),
+                    )
+                    .into());
+                }
+                Err(e) => tracing.ebpf_unavailable = Some(crate::error::plain(&e)),
+            }
+        }
+        tracing.path = "ptrace";
+        let t = Tracer::spawn(command, closed).map_err(|e| spawn_error(&command[0], e))?;
+        Ok((Running::Ptrace(t), tracing))
+    }
+
+    fn pid(&self) -> i32 {
+        match self {
+            Running::Ptrace(t) => t.pid(),
+            Running::Ebpf(t) => t.pid(),
+        }
+    }
+
+    fn next_event(&mut self) -> std::io::Result<Option<crate::sys::os::Event>> {
+        match self {
+            Running::Ptrace(t) => t.next_event(),
+            Running::Ebpf(t) => t.next_event(),
+        }
+    }
+
+    fn ended(&self) -> Option<Ended> {
+        match self {
+            Running::Ptrace(t) => t.ended(),
+            Running::Ebpf(t) => t.ended(),
+        }
+    }
+
+    fn lost(&self) -> u64 {
+        match self {
+            Running::Ptrace(_) => 0,
+            Running::Ebpf(t) => t.lost(),
+        }
+    }
 }
 
 /// The JSON document `--json` writes (schema version 1).
@@ -122,14 +215,27 @@ fn trace_command(
         .map(|r| r.user_us as f64 * 1e-6)
         .unwrap_or(0.0);
     let start = Instant::now();
-    let mut tracer =
-        Tracer::spawn(&opts.command, closed).map_err(|e| spawn_error(&opts.command[0], e))?;
-    let mut prof = Profile::new();
-    // The command's own exec happened while it was being started: look at its program
-    // (setuid, file capabilities) as at any later exec.
-    prof.add(&crate::sys::os::Event::Exec { tid: tracer.pid() });
+    let (mut tracer, mut tracing) = Running::spawn(opts.tracer, &opts.command, closed)?;
+    let mut prof = Profile::new(tracing.path == "ptrace");
+    if let Running::Ptrace(_) = tracer {
+        // The command's own exec happened while it was being started: look at its
+        // program (setuid, file capabilities) as at any later exec. (The eBPF tracer
+        // sees that exec.)
+        prof.add(&crate::sys::os::Event::Exec {
+            tid: tracer.pid(),
+            comm: None,
+            program32: None,
+        });
+    }
     while let Some(ev) = tracer.next_event()? {
         prof.add(&ev);
+    }
+    tracing.lost = tracer.lost();
+    if tracing.lost > 0 {
+        prof.notes.insert(format!(
+            "the eBPF tracer lost {} records (its ring buffer or task map was full): the counts miss those calls; --tracer ptrace misses none",
+            tracing.lost
+        ));
     }
     prof.finish();
     let elapsed = start.elapsed().as_secs_f64();
@@ -138,7 +244,11 @@ fn trace_command(
     let user_cpu = crate::sys::rusage::getrusage_children()
         .map(|r| user(r) - before)
         .unwrap_or(0.0);
-    let calls: u64 = prof.counts.values().sum();
+    // The eBPF tracer runs in the kernel: it adds no user time to correct for.
+    let calls: u64 = match tracer {
+        Running::Ptrace(_) => prof.counts.values().sum(),
+        Running::Ebpf(_) => 0,
+    };
     let (user_cpu, correction) = {
         let host = crate::sys::machine::Environment::collect(None).hostname;
         let mut store = crate::session::store_for_saving(settings).ok().flatten();
@@ -151,6 +261,7 @@ fn trace_command(
         user_correction: correction,
         priced_calls_s: priced,
         estimate_s: user_cpu + priced,
+        tracer: tracing,
     };
     Ok((prof, ended, work))
 }
@@ -175,7 +286,7 @@ fn priced(prof: &Profile, figures: &Figures) -> f64 {
 /// its processes' user CPU time less what tracing added to it ([`overhead`]) plus its
 /// traced calls at this machine's measured cost. Waiting (a disk, the network, a sleep)
 /// and untraced system calls are not in the estimate.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Work {
     pub traced_wall_s: f64,
     /// User CPU time without tracing, estimated: `user_correction` says how.
@@ -183,6 +294,8 @@ pub struct Work {
     pub user_correction: overhead::Correction,
     pub priced_calls_s: f64,
     pub estimate_s: f64,
+    /// The tracer that ran.
+    pub tracer: Tracing,
 }
 
 /// Opens `--output` for writing before the command runs (created or truncated), so

@@ -6,10 +6,11 @@
 
 use crate::names::Named;
 use crate::sys::os::Event;
-use crate::sys::os::trace::{exec_note, read_string};
+use crate::sys::os::Memory;
+use crate::sys::os::trace::exec_note;
 use crate::sys::syscall::{Family, Syscall};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// What a descriptor refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -156,16 +157,29 @@ pub struct Profile {
     unsynced: HashMap<(i32, usize), (u64, u64)>,
     /// io_uring rings: (pid, descriptor) → layout and where they are mapped.
     rings: HashMap<(i32, i32), super::uring::Ring>,
+    /// The memory of the call being added.
+    mem: Memory,
+    /// The calls some of whose memory the in-kernel tracer had not copied.
+    uncopied: BTreeSet<&'static str>,
+    /// Traced with ptrace.
+    ptrace: bool,
+    /// Working directories seen when programs started (eBPF).
+    cwd: HashMap<i32, String>,
+    /// Calls that made descriptors, seen so far (eBPF).
+    made: u64,
+    /// Per process, its descriptors when its program started: (name, position), used
+    /// when first met (eBPF).
+    early: HashMap<i32, HashMap<i32, (String, u64)>>,
 }
 
 impl Profile {
-    /// The path at `addr` in task `tid`, or, where there is none (NULL or "":
+    /// The path at `addr` in the calling task, or, where there is none (NULL or "":
     /// AT_EMPTY_PATH, utimensat(fd, NULL)), the target of descriptor `fd`.
-    fn named(&mut self, pid: i32, tid: i32, addr: u64, fd: i32) -> String {
+    fn named(&mut self, pid: i32, addr: u64, fd: i32) -> String {
         let path = if addr == 0 {
             String::new()
         } else {
-            read_string(tid, addr).unwrap_or_default()
+            self.mem.string(addr).unwrap_or_default()
         };
         if !path.is_empty() {
             return path;
@@ -183,12 +197,12 @@ impl Profile {
         let (asked, moved) = match sys {
             Syscall::Sendto | Syscall::Recvfrom => (a[2], done),
             Syscall::Sendmsg | Syscall::Recvmsg => {
-                let (iov, n) = msghdr_iov(tid, a[1]);
-                (iov_total(tid, iov, n), done)
+                let (iov, n) = msghdr_iov(&self.mem, a[1]);
+                (iov_total(&self.mem, iov, n), done)
             }
             // The messages sent or received: each mmsghdr's msg_len.
             _ => {
-                let got = mmsg_total(tid, a[1], done);
+                let got = mmsg_total(&self.mem, a[1], done);
                 (got, got)
             }
         };
@@ -208,9 +222,9 @@ impl Profile {
 
     /// io_submit: each submitted iocb on its own descriptor (reads, writes, syncs),
     /// and the call itself on the AIO context.
-    fn aio_submit(&mut self, pid: i32, tid: i32, a: [u64; 6], ret: i64) {
+    fn aio_submit(&mut self, pid: i32, a: [u64; 6], ret: i64) {
         let ok = ret >= 0;
-        for (fd, op, bytes) in iocbs(tid, a[2], if ok { ret as u64 } else { 0 }) {
+        for (fd, op, bytes) in iocbs(&self.mem, a[2], if ok { ret as u64 } else { 0 }) {
             if let Some(f) = self.fd(pid, fd) {
                 let s = self.op(pid, f.target, op);
                 s.calls += 1;
@@ -225,7 +239,7 @@ impl Profile {
     }
 
     /// The `n` requests an io_uring_enter submitted, each on its own descriptor.
-    fn uring_submitted(&mut self, pid: i32, tid: i32, a: [u64; 6], n: u64) {
+    fn uring_submitted(&mut self, pid: i32, a: [u64; 6], n: u64) {
         let ring = if a[3] & super::uring::ENTER_REGISTERED_RING != 0 {
             // A registered ring's index is no descriptor: the process's only ring.
             let mut mine = self.rings.iter().filter(|(k, _)| k.0 == pid);
@@ -237,7 +251,7 @@ impl Profile {
             self.rings.get(&(pid, a[0] as i32)).copied()
         };
         let requests = match ring {
-            Some(r) => r.submitted(tid, n),
+            Some(r) => r.submitted(&self.mem, n),
             None => Err("its io_uring ring was set up where ioprobe did not see it"),
         };
         match requests {
@@ -264,25 +278,10 @@ impl Profile {
 
     /// A namespace or metadata call, on the path it names (for a rename or a link, the
     /// existing one).
-    fn path_call(&mut self, pid: i32, tid: i32, sys: Syscall, a: [u64; 6], ok: bool) {
+    fn path_call(&mut self, pid: i32, sys: Syscall, a: [u64; 6], ok: bool) {
         let name = sys.name();
-        let addr = match sys {
-            Syscall::Symlink => a[1],
-            Syscall::Symlinkat => a[2],
-            Syscall::Renameat
-            | Syscall::Renameat2
-            | Syscall::Unlinkat
-            | Syscall::Mkdirat
-            | Syscall::Linkat
-            | Syscall::Utimensat
-            | Syscall::Fchmodat
-            | Syscall::Fchownat
-            | Syscall::Readlinkat
-            | Syscall::Faccessat
-            | Syscall::Faccessat2 => a[1],
-            _ => a[0],
-        };
-        let path = self.named(pid, tid, addr, a[0] as i32);
+        let addr = a[sys.path_arg().unwrap_or(0)];
+        let path = self.named(pid, addr, a[0] as i32);
         let t = self.target(&path);
         let s = self.op(pid, t, name);
         s.calls += 1;
@@ -314,6 +313,30 @@ pub fn bucket(n: u64) -> u64 {
     }
 }
 
+/// `p` without its `.` components and doubled slashes (`..` is kept: a symbolic link
+/// may stand before it).
+fn normal(p: &std::path::Path) -> String {
+    p.components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect::<std::path::PathBuf>()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What descriptor `fd` of `pid` is now, and its file position.
+fn fd_now(pid: i32, fd: i32) -> Option<(String, u64)> {
+    let name = read_link(format!("/proc/{pid}/fd/{fd}"))?;
+    let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("pos:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0);
+    Some((name, pos))
+}
+
 fn read_link(path: String) -> Option<String> {
     std::fs::read_link(path)
         .ok()
@@ -321,8 +344,11 @@ fn read_link(path: String) -> Option<String> {
 }
 
 impl Profile {
-    pub fn new() -> Profile {
+    /// An empty profile; `ptrace`: the tracer is ptrace (which runs setuid programs
+    /// without their privileges).
+    pub fn new(ptrace: bool) -> Profile {
         Profile {
+            ptrace,
             ..Profile::default()
         }
     }
@@ -433,21 +459,71 @@ impl Profile {
         i
     }
 
+    /// Descriptors made by a call the eBPF tracer watches without counting (pipe2,
+    /// socket, socketpair, accept): named as /proc names them while the process still
+    /// has them, else `pipe:[ebpf-N]` / `socket:[ebpf-N]`, one name per call.
+    fn created(&mut self, tid: i32, fds: &[i32], what: crate::sys::os::Created) {
+        use crate::sys::os::Created;
+        let pid = self.pid_of(tid);
+        self.made += 1;
+        let (prefix, family) = match what {
+            Created::Pipe => ("pipe", None),
+            Created::Socket(f) => ("socket", f),
+        };
+        for &fd in fds {
+            let name = read_link(format!("/proc/{pid}/fd/{fd}"))
+                .filter(|n| n.starts_with(prefix))
+                .unwrap_or_else(|| format!("{prefix}:[ebpf-{}]", self.made));
+            let t = self.target(&name);
+            if self.targets[t].family.is_none() {
+                self.targets[t].family = family.map(str::to_string);
+            }
+            self.set_fd(
+                pid,
+                fd,
+                Fd {
+                    target: t,
+                    pos: 0,
+                    end: None,
+                    after_lseek: false,
+                },
+            );
+        }
+    }
+
+    /// The descriptors and working directory `pid` has now (the eBPF tracer's view
+    /// of a new program, taken as soon as it starts).
+    fn learn_process(&mut self, pid: i32) {
+        if let Some(cwd) = read_link(format!("/proc/{pid}/cwd")) {
+            self.cwd.insert(pid, cwd);
+        }
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return;
+        };
+        let mut now = HashMap::new();
+        for e in dir.flatten() {
+            if let Some(fd) = e.file_name().to_str().and_then(|n| n.parse().ok())
+                && let Some(seen) = fd_now(pid, fd)
+            {
+                now.insert(fd, seen);
+            }
+        }
+        self.early.insert(pid, now);
+    }
+
     /// What `fd` of `pid` is: known, else learnt from /proc/PID/fd and fdinfo.
     fn fd(&mut self, pid: i32, fd: i32) -> Option<Fd> {
         if let Some(f) = self.fds.get(&pid).and_then(|t| t.get(&fd)) {
             return Some(*f);
         }
-        let name = read_link(format!("/proc/{pid}/fd/{fd}"))?;
+        // Under eBPF the process may have moved on since the call: what it had when
+        // its program started comes first.
+        let early = self.early.get(&pid).and_then(|e| e.get(&fd)).cloned();
+        let (name, pos) = match early {
+            Some(seen) if !self.ptrace => seen,
+            _ => fd_now(pid, fd)?,
+        };
         let target = self.target(&name);
-        let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("pos:"))
-                    .and_then(|v| v.trim().parse().ok())
-            })
-            .unwrap_or(0);
         let f = Fd {
             target,
             pos,
@@ -468,6 +544,12 @@ impl Profile {
 
     /// After the last event: the note that says how many files were folded, if any.
     pub fn finish(&mut self) {
+        if !self.uncopied.is_empty() {
+            let calls = self.uncopied.iter().copied().collect::<Vec<_>>().join(", ");
+            self.notes.insert(format!(
+                "the eBPF tracer copies paths, iovec arrays (up to 32), msghdrs and io_uring parameters, not what {calls} also point to: those calls are counted, but the sizes or requests read from that memory are not (--tracer ptrace reads them)"
+            ));
+        }
         if !self.folded.is_empty() {
             let files: u64 = self.folded.values().sum();
             self.notes.insert(format!(
@@ -485,32 +567,101 @@ impl Profile {
                 call,
                 args,
                 ret,
-            } => self.call(tid, call, args, ret),
-            Event::Exec { tid } => {
+                ref mem,
+            } => {
+                self.mem = mem.clone();
+                self.call(tid, call, args, ret);
+                if self.mem.missed() {
+                    self.uncopied.insert(call.name());
+                }
+            }
+            Event::Exec {
+                tid,
+                ref comm,
+                program32,
+            } => {
+                if let Some(c) = comm {
+                    // Seen in the kernel: the process may be gone from /proc by now.
+                    self.processes.entry(tid).or_insert_with(|| Process {
+                        pid: tid,
+                        comm: c.clone(),
+                        execs: 0,
+                    });
+                    self.tgid.insert(tid, tid);
+                }
                 let pid = self.pid_of(tid);
-                if let Some(n) = exec_note(pid) {
+                if program32 == Some(true) {
+                    self.notes.insert(format!(
+                        "pid {pid} ran the 32-bit program {}: its system calls were not traced",
+                        comm.as_deref().unwrap_or("?")
+                    ));
+                } else if let Some(n) = exec_note(pid, self.ptrace) {
                     self.notes.insert(n);
                 }
                 // The new program keeps the descriptors without close-on-exec: learn
                 // them again from /proc when used.
-                self.fds.remove(&pid);
+                let kept = self.fds.remove(&pid);
                 self.rings.retain(|&(p, _), _| p != pid);
-                if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-                    let c = c.trim().to_string();
-                    if let Some(p) = self.processes.get_mut(&pid)
-                        && !p.comm.ends_with(&c)
-                    {
-                        // The first and last programs, and how many between.
-                        let first = p.comm.split(" → ").next().unwrap_or("?").to_string();
-                        p.execs += 1;
-                        p.comm = match p.execs {
-                            1 => format!("{first} → {c}"),
-                            n => format!("{first} → ({} more) → {c}", n - 1),
-                        };
-                    }
+                if !self.ptrace {
+                    // The standard descriptors as known before the exec (what it
+                    // inherited), then what /proc says now.
+                    let std: HashMap<i32, Fd> = kept
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(fd, _)| (0..3).contains(fd))
+                        .collect();
+                    self.fds.insert(pid, std);
+                    // Read later than they happen, its calls may find its descriptors
+                    // closed and the process gone: learn them now, woken by the exec.
+                    self.learn_process(pid);
+                }
+                let now = comm.clone().or_else(|| {
+                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .ok()
+                        .map(|c| c.trim().to_string())
+                });
+                if let Some(c) = now
+                    && let Some(p) = self.processes.get_mut(&pid)
+                    && !p.comm.ends_with(&c)
+                {
+                    // The first and last programs, and how many between.
+                    let first = p.comm.split(" → ").next().unwrap_or("?").to_string();
+                    p.execs += 1;
+                    p.comm = match p.execs {
+                        1 => format!("{first} → {c}"),
+                        n => format!("{first} → ({} more) → {c}", n - 1),
+                    };
                 }
             }
-            Event::Task { .. } => {}
+            Event::Created { tid, ref fds, what } => self.created(tid, fds, what),
+            Event::Task {
+                tid,
+                parent,
+                pid: Some(pid),
+                ref comm,
+            } => {
+                self.tgid.insert(tid, pid);
+                if pid == tid {
+                    // A new process starts with its parent's descriptors.
+                    let from = self.pid_of(parent);
+                    if let Some(t) = self.fds.get(&from).cloned() {
+                        self.fds.insert(pid, t);
+                    }
+                    if let Some(e) = self.early.get(&from).cloned() {
+                        self.early.insert(pid, e);
+                    }
+                    if let Some(c) = self.cwd.get(&from).cloned() {
+                        self.cwd.insert(pid, c);
+                    }
+                }
+                let comm = comm.clone().unwrap_or_else(|| "?".into());
+                self.processes.entry(pid).or_insert(Process {
+                    pid,
+                    comm,
+                    execs: 0,
+                });
+            }
+            Event::Task { pid: None, .. } => {}
             Event::Exit { tid } => {
                 self.tgid.remove(&tid);
                 self.last_read.remove(&tid);
@@ -523,6 +674,9 @@ impl Profile {
         *self.counts.entry(name).or_default() += 1;
         let pid = self.pid_of(tid);
         if sys == Syscall::Ptrace {
+            if !self.ptrace {
+                return; // no tracer of ioprobe's stands in its way
+            }
             self.notes.insert(format!(
                 "pid {pid} called ptrace, which fails under ioprobe trace (a process has one tracer)"
             ));
@@ -564,9 +718,9 @@ impl Profile {
             Family::Fcntl => self.fcntl_call(c),
             Family::OnFd => self.fd_call(c),
             Family::Socket => self.socket_data(pid, tid, sys, a, ret),
-            Family::AioSubmit => self.aio_submit(pid, tid, a, ret),
+            Family::AioSubmit => self.aio_submit(pid, a, ret),
             Family::Context => self.context_call(c),
-            Family::Path => self.path_call(pid, tid, sys, a, ok),
+            Family::Path => self.path_call(pid, sys, a, ok),
             Family::Stat => self.stat_call(c),
             Family::Ptrace => {}
         }
@@ -605,7 +759,7 @@ impl Profile {
         } = c;
         let vectored = sys.is_vectored();
         let asked = if vectored {
-            iov_total(tid, a[1], a[2])
+            iov_total(&self.mem, a[1], a[2])
         } else {
             a[2]
         };
@@ -712,7 +866,6 @@ impl Profile {
     fn open_call(&mut self, c: Call) {
         let Call {
             pid,
-            tid,
             sys,
             name,
             a,
@@ -720,14 +873,10 @@ impl Profile {
             ok,
             ..
         } = c;
-        let path_arg = if sys == Syscall::Open || sys == Syscall::Creat {
-            a[0]
-        } else {
-            a[1]
-        };
+        let path_arg = a[sys.path_arg().unwrap_or(1)];
         if ok {
             let fd = ret as i32;
-            let Some(name_now) = read_link(format!("/proc/{pid}/fd/{fd}")) else {
+            let Some(name_now) = self.opened(pid, sys, a, fd) else {
                 return;
             };
             let t = self.target(&name_now);
@@ -747,12 +896,44 @@ impl Profile {
             }
             self.op(pid, t, name).calls += 1;
         } else {
-            let path = read_string(tid, path_arg).unwrap_or_else(|| "?".into());
+            let path = self.mem.string(path_arg).unwrap_or_else(|| "?".into());
             let t = self.target(&path);
             let s = self.op(pid, t, name);
             s.calls += 1;
             s.errors += 1;
         }
+    }
+
+    /// What an open that returned `fd` opened. Under ptrace the process is stopped
+    /// right after the call: its /proc/PID/fd link says. The eBPF tracer's records are
+    /// read a little later, when the descriptor may be closed or reused: the path the
+    /// call named says, made absolute from its directory descriptor or the process's
+    /// working directory.
+    fn opened(&mut self, pid: i32, sys: Syscall, a: [u64; 6], fd: i32) -> Option<String> {
+        let link = |fd: String| read_link(format!("/proc/{pid}/{fd}"));
+        if self.ptrace {
+            return link(format!("fd/{fd}"));
+        }
+        let path = self.mem.string(a[sys.path_arg().unwrap_or(1)])?;
+        // The name /proc would give: symbolic links resolved, while the file is there.
+        let real = |p: std::path::PathBuf| {
+            std::fs::canonicalize(&p).map_or_else(|_| normal(&p), |c| c.display().to_string())
+        };
+        if path.starts_with('/') {
+            return Some(real(path.into()));
+        }
+        const AT_FDCWD: i32 = -100;
+        let dirfd = a[0] as i32;
+        let dir = if sys.path_arg() == Some(1) && dirfd != AT_FDCWD {
+            self.fd(pid, dirfd)
+                .map(|f| self.targets[f.target].name.clone())
+        } else {
+            link("cwd".into()).or_else(|| self.cwd.get(&pid).cloned())
+        };
+        Some(match dir {
+            Some(d) => real(std::path::Path::new(&d).join(&path)),
+            None => path,
+        })
     }
 
     /// `close`.
@@ -769,6 +950,9 @@ impl Profile {
         }
         if let Some(t) = self.fds.get_mut(&pid) {
             t.remove(&fd0);
+        }
+        if let Some(e) = self.early.get_mut(&pid) {
+            e.remove(&fd0);
         }
     }
 
@@ -800,7 +984,6 @@ impl Profile {
     fn copy_call(&mut self, c: Call) {
         let Call {
             pid,
-            tid,
             sys,
             name,
             a,
@@ -819,7 +1002,7 @@ impl Profile {
             let asked = match sys {
                 Syscall::Sendfile => a[3],
                 Syscall::Tee => a[2],
-                Syscall::Vmsplice => iov_total(tid, a[1], a[2]),
+                Syscall::Vmsplice => iov_total(&self.mem, a[1], a[2]),
                 _ => a[4],
             };
             let s = self.op(pid, f.target, name);
@@ -862,14 +1045,13 @@ impl Profile {
     fn uring_setup(&mut self, c: Call) {
         let Call {
             pid,
-            tid,
             name,
             a,
             ret,
             ok,
             ..
         } = c;
-        if ok && let Some(r) = super::uring::Ring::setup(tid, a[1]) {
+        if ok && let Some(r) = super::uring::Ring::setup(&self.mem, a[1]) {
             if let Some(why) = r.unseen() {
                 self.notes.insert(uring_note(pid, why));
             }
@@ -917,7 +1099,6 @@ impl Profile {
     fn fd_call(&mut self, c: Call) {
         let Call {
             pid,
-            tid,
             sys,
             name,
             a,
@@ -938,7 +1119,7 @@ impl Profile {
             }
         }
         if sys == Syscall::IoUringEnter && ret > 0 {
-            self.uring_submitted(pid, tid, a, ret as u64);
+            self.uring_submitted(pid, a, ret as u64);
         }
     }
 
@@ -961,19 +1142,14 @@ impl Profile {
     fn stat_call(&mut self, c: Call) {
         let Call {
             pid,
-            tid,
             sys,
             a,
             ok,
             fd0,
             ..
         } = c;
-        let addr = if sys == Syscall::Stat || sys == Syscall::Lstat {
-            a[0]
-        } else {
-            a[1]
-        };
-        let path = self.named(pid, tid, addr, fd0);
+        let addr = a[sys.path_arg().unwrap_or(1)];
+        let path = self.named(pid, addr, fd0);
         let t = self.target(&path);
         if !self.folded.contains_key(&t) {
             *self.stats.entry((pid, path.clone())).or_default() += 1;
@@ -989,15 +1165,6 @@ fn uring_note(pid: i32, why: &str) -> String {
     format!("pid {pid}: {why}, so the bytes its io_uring requests move are not counted")
 }
 
-/// `len` bytes of task `tid`'s memory at `addr`.
-pub(super) fn peek(tid: i32, addr: u64, len: usize) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
-    let mut buf = vec![0u8; len];
-    mem.read_exact_at(&mut buf, addr).ok()?;
-    Some(buf)
-}
-
 pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8)
         .and_then(|s| s.try_into().ok())
@@ -1006,15 +1173,16 @@ pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// A struct msghdr's iovec array and count (x86-64 and aarch64 layout: msg_iov at 16,
 /// msg_iovlen at 24).
-pub(super) fn msghdr_iov(tid: i32, addr: u64) -> (u64, u64) {
-    peek(tid, addr, 56).map_or((0, 0), |b| (u64_at(&b, 16), u64_at(&b, 24)))
+pub(super) fn msghdr_iov(mem: &Memory, addr: u64) -> (u64, u64) {
+    mem.peek(addr, 56)
+        .map_or((0, 0), |b| (u64_at(&b, 16), u64_at(&b, 24)))
 }
 
 /// The bytes of the first `n` messages of a struct mmsghdr array at `addr` (64 bytes
 /// each: a msghdr, then msg_len).
-fn mmsg_total(tid: i32, addr: u64, n: u64) -> u64 {
+fn mmsg_total(mem: &Memory, addr: u64, n: u64) -> u64 {
     let n = n.min(1024) as usize;
-    peek(tid, addr, 64 * n).map_or(0, |b| {
+    mem.peek(addr, 64 * n).map_or(0, |b| {
         b.chunks_exact(64)
             .map(|c| u32::from_ne_bytes(c[56..60].try_into().unwrap_or([0; 4])) as u64)
             .sum()
@@ -1023,22 +1191,22 @@ fn mmsg_total(tid: i32, addr: u64, n: u64) -> u64 {
 
 /// The first `n` iocbs of an io_submit array of pointers at `addr`: (descriptor,
 /// operation, bytes asked) each.
-fn iocbs(tid: i32, addr: u64, n: u64) -> Vec<(i32, &'static str, u64)> {
+fn iocbs(mem: &Memory, addr: u64, n: u64) -> Vec<(i32, &'static str, u64)> {
     let n = n.min(1024) as usize;
-    let Some(ptrs) = peek(tid, addr, 8 * n) else {
+    let Some(ptrs) = mem.peek(addr, 8 * n) else {
         return Vec::new();
     };
     (0..n)
         .filter_map(|i| {
-            let cb = peek(tid, u64_at(&ptrs, 8 * i), 64)?;
+            let cb = mem.peek(u64_at(&ptrs, 8 * i), 64)?;
             let opcode = u16::from_ne_bytes(cb[16..18].try_into().ok()?);
             let fd = u32::from_ne_bytes(cb[20..24].try_into().ok()?) as i32;
             let nbytes = u64_at(&cb, 32);
             let (op, bytes) = match opcode {
                 0 => ("aio pread", nbytes),
                 1 => ("aio pwrite", nbytes),
-                7 => ("aio preadv", iov_total(tid, u64_at(&cb, 24), nbytes)),
-                8 => ("aio pwritev", iov_total(tid, u64_at(&cb, 24), nbytes)),
+                7 => ("aio preadv", iov_total(mem, u64_at(&cb, 24), nbytes)),
+                8 => ("aio pwritev", iov_total(mem, u64_at(&cb, 24), nbytes)),
                 2 => ("aio fsync", 0),
                 3 => ("aio fdsync", 0),
                 _ => ("aio other", 0),
@@ -1048,17 +1216,12 @@ fn iocbs(tid: i32, addr: u64, n: u64) -> Vec<(i32, &'static str, u64)> {
         .collect()
 }
 
-/// The total length of the `n` iovecs at `addr` in task `tid`'s memory.
-pub(super) fn iov_total(tid: i32, addr: u64, n: u64) -> u64 {
-    use std::os::unix::fs::FileExt;
-    let Ok(mem) = std::fs::File::open(format!("/proc/{tid}/mem")) else {
+/// The total length of the `n` iovecs at `addr`.
+pub(super) fn iov_total(mem: &Memory, addr: u64, n: u64) -> u64 {
+    let n = n.min(1024) as usize;
+    let Some(buf) = mem.peek(addr, 16 * n) else {
         return 0;
     };
-    let n = n.min(1024) as usize;
-    let mut buf = vec![0u8; 16 * n];
-    if mem.read_exact_at(&mut buf, addr).is_err() {
-        return 0;
-    }
     buf.chunks_exact(16)
         .map(|c| u64::from_ne_bytes(c[8..16].try_into().unwrap_or([0; 8])))
         .sum()

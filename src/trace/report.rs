@@ -403,7 +403,7 @@ impl Report<'_> {
                 Ended::Code(c) => ExitJson::Code(c),
                 Ended::Signal(s) => ExitJson::Signal(s),
             },
-            work: *run,
+            work: run.clone(),
             note: NOTE,
             figures: f,
             measured_first: measured,

@@ -10,7 +10,8 @@
 //! What cannot be read is said, never guessed: a ring polled by a kernel thread
 //! (SQPOLL), whose submissions make no call, or a ring whose memory was not seen.
 
-use super::profile::{iov_total, msghdr_iov, peek, u64_at};
+use super::profile::{iov_total, msghdr_iov, u64_at};
+use crate::sys::os::Memory;
 
 const SETUP_SQPOLL: u32 = 1 << 1;
 const SETUP_SQE128: u32 = 1 << 10;
@@ -46,9 +47,9 @@ pub struct Ring {
 pub type Request = (i32, bool, &'static str, u64);
 
 impl Ring {
-    /// The ring io_uring_setup just made, from the parameters at `params` in task `tid`.
-    pub fn setup(tid: i32, params: u64) -> Option<Ring> {
-        let p = peek(tid, params, 120)?;
+    /// The ring io_uring_setup just made, from the parameters at `params`.
+    pub fn setup(mem: &Memory, params: u64) -> Option<Ring> {
+        let p = mem.peek(params, 120)?;
         let flags = u32_at(&p, 8);
         let mut r = Ring {
             flags,
@@ -83,7 +84,7 @@ impl Ring {
 
     /// The `n` requests an io_uring_enter has just submitted, or why they cannot be
     /// read.
-    pub fn submitted(&self, tid: i32, n: u64) -> Result<Vec<Request>, &'static str> {
+    pub fn submitted(&self, mem: &Memory, n: u64) -> Result<Vec<Request>, &'static str> {
         if let Some(why) = self.unseen() {
             return Err(why);
         }
@@ -91,8 +92,8 @@ impl Ring {
             return Err("its io_uring ring was mapped where ioprobe did not see it");
         };
         let unreadable = "its io_uring ring could not be read";
-        let head = peek(tid, sq + u64::from(self.head), 4).ok_or(unreadable)?;
-        let mask = peek(tid, sq + u64::from(self.mask), 4).ok_or(unreadable)?;
+        let head = mem.peek(sq + u64::from(self.head), 4).ok_or(unreadable)?;
+        let mask = mem.peek(sq + u64::from(self.mask), 4).ok_or(unreadable)?;
         let (head, mask) = (u32_at(&head, 0), u32_at(&mask, 0));
         let size: u64 = if self.flags & SETUP_SQE128 != 0 {
             128
@@ -106,29 +107,32 @@ impl Ring {
             let idx = if self.flags & SETUP_NO_SQARRAY != 0 {
                 slot
             } else {
-                let a = peek(tid, sq + u64::from(self.array) + 4 * u64::from(slot), 4)
+                let a = mem
+                    .peek(sq + u64::from(self.array) + 4 * u64::from(slot), 4)
                     .ok_or(unreadable)?;
                 u32_at(&a, 0) & mask
             };
-            let e = peek(tid, sqes + size * u64::from(idx), 64).ok_or(unreadable)?;
-            out.push(request(tid, &e));
+            let e = mem
+                .peek(sqes + size * u64::from(idx), 64)
+                .ok_or(unreadable)?;
+            out.push(request(mem, &e));
         }
         Ok(out)
     }
 }
 
 /// One SQE's request.
-fn request(tid: i32, e: &[u8]) -> Request {
+fn request(mem: &Memory, e: &[u8]) -> Request {
     let (opcode, flags) = (e[0], e[1]);
     let fd = u32_at(e, 4) as i32;
     let (addr, len) = (u64_at(e, 16), u64::from(u32_at(e, 24)));
     let msg = |addr| {
-        let (iov, n) = msghdr_iov(tid, addr);
-        iov_total(tid, iov, n)
+        let (iov, n) = msghdr_iov(mem, addr);
+        iov_total(mem, iov, n)
     };
     let (op, bytes) = match opcode {
-        1 => ("uring readv", iov_total(tid, addr, len)),
-        2 => ("uring writev", iov_total(tid, addr, len)),
+        1 => ("uring readv", iov_total(mem, addr, len)),
+        2 => ("uring writev", iov_total(mem, addr, len)),
         3 => ("uring fsync", 0),
         4 | 22 => ("uring read", len),
         5 | 23 => ("uring write", len),

@@ -5,12 +5,47 @@
 use crate::*;
 use std::os::unix::fs::PermissionsExt;
 
+/// The tracers this machine can run: ptrace always, eBPF where ioprobe may load BPF
+/// programs (root, or CAP_BPF and CAP_PERFMON); elsewhere the eBPF half of a test
+/// says "skipped: needs CAP_BPF".
+fn tracers() -> Vec<&'static str> {
+    static EBPF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ebpf = *EBPF.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = traced_via(dir.path(), &["true"], "ebpf")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            eprintln!("skipped the eBPF tracer's half of the trace tests: needs CAP_BPF");
+        }
+        ok
+    });
+    if ebpf {
+        vec!["ptrace", "ebpf"]
+    } else {
+        vec!["ptrace"]
+    }
+}
+
 /// Traces `cmd`, run in `dir`, priced with the fixture's figures; (report JSON, exit
 /// code, stderr).
 fn trace(dir: &Path, cmd: &[&str]) -> (Value, i32, String) {
+    trace_via(dir, cmd, "auto")
+}
+
+/// [`trace`] with `--tracer via`.
+fn trace_via(dir: &Path, cmd: &[&str], via: &str) -> (Value, i32, String) {
     let out = dir.join("trace.json");
     let a = Command::new(BIN)
-        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+        .args([
+            "trace",
+            "--tracer",
+            via,
+            "--json",
+            "--figures",
+            FIXTURE_A,
+            "--store",
+        ])
         .arg(dir.join("none.db"))
         .arg("--output")
         .arg(&out)
@@ -69,12 +104,18 @@ fn strace_counts(dir: &Path, cmd: &[&str]) -> Option<std::collections::BTreeMap<
 
 #[test]
 fn dd_reads_and_writes_are_counted_exactly_and_small_reads_are_found() {
+    for via in tracers() {
+        dd_reads_and_writes_are_counted_exactly_and_small_reads_are_found_via(via);
+    }
+}
+
+fn dd_reads_and_writes_are_counted_exactly_and_small_reads_are_found_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
     std::fs::write(&input, vec![7u8; 256 * 1024 + 100]).unwrap();
     let path = input.canonicalize().unwrap().display().to_string();
     let cmd = ["dd", &format!("if={path}"), "of=/dev/null", "bs=512"];
-    let (doc, code, stderr) = trace(dir.path(), &cmd);
+    let (doc, code, stderr) = trace_via(dir.path(), &cmd, via);
     assert_eq!(code, 0, "{stderr}");
     // 512 full blocks, one of 100 bytes, then end of file.
     let read = row(&doc, &path, "read");
@@ -119,12 +160,18 @@ fn dd_reads_and_writes_are_counted_exactly_and_small_reads_are_found() {
 
 #[test]
 fn a_shell_pipeline_is_followed_across_processes() {
+    for via in tracers() {
+        a_shell_pipeline_is_followed_across_processes_via(via);
+    }
+}
+
+fn a_shell_pipeline_is_followed_across_processes_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
     std::fs::write(&input, vec![1u8; 300_000]).unwrap();
     let path = input.canonicalize().unwrap().display().to_string();
     let script = format!("cat {path} | head -c 1000 > /dev/null");
-    let (doc, code, stderr) = trace(dir.path(), &["sh", "-c", &script]);
+    let (doc, code, stderr) = trace_via(dir.path(), &["sh", "-c", &script], via);
     assert_eq!(code, 0, "{stderr}");
     let comms: Vec<&str> = doc["processes"]
         .as_array()
@@ -147,7 +194,10 @@ fn a_shell_pipeline_is_followed_across_processes() {
         .filter(|r| r["target"] == pipe)
         .map(|r| r["op"].as_str().unwrap())
         .collect();
-    assert!(ops.contains(&"read") && ops.contains(&"write"), "{ops:?}");
+    assert!(
+        ops.contains(&"read") && ops.contains(&"write"),
+        "{via}: {ops:?} {doc}"
+    );
     assert!(row(&doc, &path, "read")["bytes"].as_u64().unwrap() >= 1000);
 }
 
@@ -187,7 +237,7 @@ fn a_program_without_io_gets_no_findings() {
 fn user_cpu_is_estimated_without_tracing_overhead() {
     let dir = tempfile::tempdir().unwrap();
     let many = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1500"];
-    let (doc, code, _) = trace(dir.path(), &many);
+    let (doc, code, _) = trace_via(dir.path(), &many, "ptrace");
     assert_eq!(code, 0);
     let w = &doc["work"];
     let c = &w["user_correction"];
@@ -212,7 +262,14 @@ fn user_cpu_is_estimated_without_tracing_overhead() {
         "{w}"
     );
     let text = Command::new(BIN)
-        .args(["trace", "--figures", FIXTURE_A, "--store"])
+        .args([
+            "trace",
+            "--tracer",
+            "ptrace",
+            "--figures",
+            FIXTURE_A,
+            "--store",
+        ])
         .arg(dir.path().join("none.db"))
         .arg("--")
         .args(many)
@@ -229,7 +286,7 @@ fn user_cpu_is_estimated_without_tracing_overhead() {
         "{text}"
     );
     // Calibrations are saved and pooled: the next trace's figure rests on both.
-    let (doc, _, _) = trace(dir.path(), &many);
+    let (doc, _, _) = trace_via(dir.path(), &many, "ptrace");
     let c = &doc["work"]["user_correction"];
     assert_eq!(c["calibration_calls"].as_u64(), Some(calls), "{c}");
     // (the text run between them calibrated too)
@@ -349,8 +406,13 @@ fn sigterm_reaches_every_traced_process_and_the_report_is_still_written() {
 /// `ioprobe trace` with the fixture's figures and the report in `dir/report`, as a
 /// std Command (to be run through a shell or spawned).
 fn traced(dir: &Path, cmd: &[&str]) -> std::process::Command {
+    traced_via(dir, cmd, "auto")
+}
+
+/// [`traced`] with `--tracer via`.
+fn traced_via(dir: &Path, cmd: &[&str], via: &str) -> std::process::Command {
     let mut c = std::process::Command::new(BIN);
-    c.args(["trace", "--figures", FIXTURE_A, "--store"])
+    c.args(["trace", "--tracer", via, "--figures", FIXTURE_A, "--store"])
         .arg(dir.join("none.db"))
         .arg("--output")
         .arg(dir.join("report"))
@@ -552,9 +614,15 @@ fn a_killed_ioprobe_leaves_no_child_at_any_moment() {
 /// not run on with every traced call failing.
 #[test]
 fn the_command_does_not_outlive_a_killed_ioprobe() {
+    for via in tracers() {
+        the_command_does_not_outlive_a_killed_ioprobe_via(via);
+    }
+}
+
+fn the_command_does_not_outlive_a_killed_ioprobe_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut child = traced(d, &["sh", "-c", "echo $$ > pid; exec sleep 42.25"])
+    let mut child = traced_via(d, &["sh", "-c", "echo $$ > pid; exec sleep 42.25"], via)
         .spawn()
         .unwrap();
     // ioprobe's own command line mentions 42.25 too: wait for the sleep itself, which
@@ -645,6 +713,12 @@ fn no_colour_goes_into_the_output_file() {
 /// and counted as strace -f -c counts it.
 #[test]
 fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
+    for via in tracers() {
+        every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via);
+    }
+}
+
+fn every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = d.join("trace_calls");
@@ -663,7 +737,7 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
     let run_dir = d.join("run");
     std::fs::create_dir(&run_dir).unwrap();
     let p = prog.to_str().unwrap();
-    let (doc, code, err) = trace(&run_dir, &[p]);
+    let (doc, code, err) = trace_via(&run_dir, &[p], via);
     assert_eq!(code, 0, "{err}");
     let counts = doc["counts"].as_object().unwrap();
     for (name, n) in [
@@ -723,13 +797,25 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
             .map(|r| r["bytes"].as_u64().unwrap_or(0))
             .sum()
     };
-    assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
-    // io_uring's requests, read from the submission ring, each on its file.
-    assert_eq!(bytes("uring read"), 4096, "{rows:?}");
-    assert_eq!(bytes("uring write"), 100, "{rows:?}");
+    if via == "ptrace" {
+        assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
+        // io_uring's requests, read from the submission ring, each on its file.
+        assert_eq!(bytes("uring read"), 4096, "{rows:?}");
+        assert_eq!(bytes("uring write"), 100, "{rows:?}");
+        assert_eq!(bytes("sendmmsg"), 60);
+    } else {
+        // The eBPF tracer copies paths, iovecs and msghdrs, not AIO iocbs, io_uring
+        // rings or mmsghdr arrays: it says so rather than count them as nothing.
+        let notes = doc["notes"].to_string();
+        for call in ["io_submit", "io_uring_enter", "sendmmsg"] {
+            assert!(
+                notes.contains("the eBPF tracer copies") && notes.contains(call),
+                "{call}: {notes}"
+            );
+        }
+    }
     assert_eq!(bytes("sendto"), 300);
     assert_eq!(bytes("sendmsg"), 30);
-    assert_eq!(bytes("sendmmsg"), 60);
     // And each count is strace's.
     let strace_dir = d.join("strace");
     std::fs::create_dir(&strace_dir).unwrap();
@@ -751,7 +837,17 @@ fn a_setuid_program_and_a_ptrace_call_are_named() {
     let suid = d.join("suid-true");
     std::fs::copy("/bin/true", &suid).unwrap();
     std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
-    let (doc, code, err) = trace(d, &[suid.to_str().unwrap()]);
+    // Under eBPF it keeps them: no note.
+    if tracers().contains(&"ebpf") {
+        let (doc, code, err) = trace_via(d, &[suid.to_str().unwrap()], "ebpf");
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            !doc["notes"].to_string().contains("setuid"),
+            "{}",
+            doc["notes"]
+        );
+    }
+    let (doc, code, err) = trace_via(d, &[suid.to_str().unwrap()], "ptrace");
     assert_eq!(code, 0, "{err}");
     let notes = doc["notes"].to_string();
     assert!(
@@ -776,7 +872,17 @@ fn a_setuid_program_and_a_ptrace_call_are_named() {
         eprintln!("skipped the ptrace half: no gcc");
         return;
     }
-    let (doc, code, _) = trace(d, &[prog.to_str().unwrap()]);
+    if tracers().contains(&"ebpf") {
+        // Under eBPF the program has no tracer: its own ptrace works, unremarked.
+        let (doc, code, _) = trace_via(d, &[prog.to_str().unwrap()], "ebpf");
+        assert_eq!(code, 0);
+        assert!(
+            !doc["notes"].to_string().contains("ptrace"),
+            "{}",
+            doc["notes"]
+        );
+    }
+    let (doc, code, _) = trace_via(d, &[prog.to_str().unwrap()], "ptrace");
     // PTRACE_TRACEME fails: the process already has its tracer.
     assert_eq!(code, 3);
     assert!(
@@ -792,6 +898,12 @@ fn a_setuid_program_and_a_ptrace_call_are_named() {
 /// refused before it runs; run by a traced 64-bit program, the report names it.
 #[test]
 fn a_32_bit_program_is_refused_or_named_never_silently_empty() {
+    for via in tracers() {
+        a_32_bit_program_is_refused_or_named_never_silently_empty_via(via);
+    }
+}
+
+fn a_32_bit_program_is_refused_or_named_never_silently_empty_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let src = d.join("m32.c");
@@ -810,7 +922,7 @@ fn a_32_bit_program_is_refused_or_named_never_silently_empty() {
         eprintln!("skipped: gcc -m32 cannot build here (gcc-multilib missing)");
         return;
     }
-    let out = traced(d, &["./m32"]).output().unwrap();
+    let out = traced_via(d, &["./m32"], via).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -818,7 +930,7 @@ fn a_32_bit_program_is_refused_or_named_never_silently_empty() {
         "{err}"
     );
     assert!(!d.join("ran").exists(), "the 32-bit program ran");
-    let out = traced(d, &["sh", "-c", "./m32"]).output().unwrap();
+    let out = traced_via(d, &["sh", "-c", "./m32"], via).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let report = std::fs::read_to_string(d.join("report")).unwrap();
     assert!(report.contains("ran the 32-bit program"), "{report}");

@@ -174,8 +174,44 @@ pub mod trace {
     }
 
     /// Nothing to say here: tracing is Linux-only.
-    pub fn exec_note(_pid: i32) -> Option<String> {
+    pub fn exec_note(_pid: i32, _ptrace: bool) -> Option<String> {
         None
+    }
+
+    /// The eBPF tracer: Linux-only.
+    pub mod bpf {
+        use super::{Ended, Event, WHY};
+        use std::io;
+
+        /// Never made: [`Loaded::load`] says tracing is Linux-only.
+        pub struct Loaded(());
+
+        impl Loaded {
+            pub fn load() -> io::Result<Loaded> {
+                Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+            }
+            pub fn spawn(self, _argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Tracer> {
+                Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+            }
+        }
+
+        /// Never made.
+        pub struct Tracer(());
+
+        impl Tracer {
+            pub fn pid(&self) -> i32 {
+                0
+            }
+            pub fn ended(&self) -> Option<Ended> {
+                None
+            }
+            pub fn lost(&self) -> u64 {
+                0
+            }
+            pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+                Ok(None)
+            }
+        }
     }
 
     /// Never made: [`Tracer::spawn`] says tracing is Linux-only.
@@ -194,10 +230,6 @@ pub mod trace {
         pub fn next_event(&mut self) -> io::Result<Option<Event>> {
             Ok(None)
         }
-    }
-
-    pub fn read_string(_tid: i32, _addr: u64) -> Option<String> {
-        None
     }
 }
 

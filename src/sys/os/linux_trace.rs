@@ -10,7 +10,10 @@ use crate::sys::syscall::Syscall;
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-pub use super::{Ended, Event};
+pub use super::{Created, Ended, Event, Memory};
+
+#[path = "linux_bpf.rs"]
+pub mod bpf;
 
 /// The system calls that stop the tracee on every architecture: (number, call).
 const TRACED: &[(libc::c_long, Syscall)] = &[
@@ -233,7 +236,10 @@ fn start_dispositions() -> Vec<(libc::c_int, libc::sighandler_t)> {
 /// allocates nothing and makes only async-signal-safe calls.
 struct Child {
     argv: Vec<*const libc::c_char>,
-    filter: libc::sock_fprog,
+    /// The seccomp filter (ptrace), or
+    filter: Option<libc::sock_fprog>,
+    /// the pipe to wait on until the eBPF tracer is watching (read end, write end).
+    gate: Option<(libc::c_int, libc::c_int)>,
     signals: Vec<(libc::c_int, libc::sighandler_t)>,
     xfsz: Option<libc::sighandler_t>,
     close: Vec<libc::c_int>,
@@ -278,6 +284,21 @@ impl Child {
             if libc::getppid() != self.parent {
                 libc::_exit(127);
             }
+            if let Some((rd, wr)) = self.gate {
+                // eBPF: no stop, no filter; on once the tracer has added this task.
+                libc::close(wr);
+                let mut b = 0u8;
+                if libc::read(rd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
+                    libc::_exit(127);
+                }
+                // PR_SET_PDEATHSIG stays: if ioprobe dies, the command dies with it,
+                // as under ptrace (PTRACE_O_EXITKILL).
+                libc::execvp(self.argv[0], self.argv.as_ptr());
+                fail(4)
+            }
+            let Some(filter) = &self.filter else {
+                libc::_exit(127);
+            };
             libc::raise(libc::SIGSTOP);
             libc::prctl(libc::PR_SET_PDEATHSIG, 0);
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
@@ -287,7 +308,7 @@ impl Child {
                 libc::SYS_seccomp,
                 libc::SECCOMP_SET_MODE_FILTER,
                 0,
-                &self.filter as *const libc::sock_fprog,
+                filter as *const libc::sock_fprog,
             ) == -1
             {
                 fail(3);
@@ -414,10 +435,11 @@ impl Tracer {
         let (rd, wr) = (fds[0], fds[1]);
         let child = Child {
             argv: ptrs,
-            filter: libc::sock_fprog {
+            filter: Some(libc::sock_fprog {
                 len: prog.len() as u16,
                 filter: prog.as_ptr() as *mut libc::sock_filter,
-            },
+            }),
+            gate: None,
             signals: start_dispositions(),
             xfsz: crate::sys::signals::original_xfsz(),
             close: close.to_vec(),
@@ -540,7 +562,7 @@ impl Tracer {
 
     /// The next event, or None when no traced task is left. After a [`Event::Call`],
     /// its task stays stopped until this is called again, so that its memory
-    /// ([`read_string`]) and descriptors can be read.
+    /// ([`Memory::Live`]) and descriptors can be read.
     pub fn next_event(&mut self) -> io::Result<Option<Event>> {
         if let Some(t) = self.held.take() {
             self.resume(libc::PTRACE_CONT, t, 0)?;
@@ -642,7 +664,11 @@ impl Tracer {
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
             self.pending.remove(&tid);
             self.resume(libc::PTRACE_CONT, tid, 0)?;
-            return Ok(Some(Event::Exec { tid }));
+            return Ok(Some(Event::Exec {
+                tid,
+                comm: None,
+                program32: None,
+            }));
         }
         // Another ptrace event goes on; a signal for the task (under PTRACE_SEIZE
         // group-stops come as PTRACE_EVENT_STOP above) is delivered.
@@ -669,6 +695,7 @@ impl Tracer {
                 call,
                 args,
                 ret,
+                mem: super::Memory::Live(tid),
             }));
         }
         self.resume(libc::PTRACE_CONT, tid, 0)?;
@@ -691,6 +718,8 @@ impl Tracer {
         Ok(Event::Task {
             tid: child,
             parent: tid,
+            pid: None,
+            comm: None,
         })
     }
 }
@@ -724,9 +753,9 @@ fn forward_signals() -> io::Result<()> {
 }
 
 /// What the program process `pid` has just started means for its trace: a 32-bit
-/// program (its calls pass the filter unseen), or one that is setuid, setgid or has
-/// file capabilities (the kernel runs it without them under ptrace).
-pub fn exec_note(pid: i32) -> Option<String> {
+/// program (its calls pass the filter unseen), or, under `ptrace`, one that is setuid,
+/// setgid or has file capabilities (the kernel runs it without them).
+pub fn exec_note(pid: i32, ptrace: bool) -> Option<String> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
@@ -739,6 +768,9 @@ pub fn exec_note(pid: i32) -> Option<String> {
             "pid {pid} ran the 32-bit program {}: its system calls were not traced",
             exe.display()
         ));
+    }
+    if !ptrace {
+        return None;
     }
     let m = std::fs::metadata(&exe).ok()?;
     let caps = rustix::fs::getxattr(&exe, "security.capability", &mut [0u8; 64]).is_ok();
@@ -785,26 +817,4 @@ static RECORD_CLOSED_STDIO: extern "C" fn() = record_closed_stdio;
 pub fn stdio_closed_at_start() -> Vec<i32> {
     let bits = CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed);
     (0..3).filter(|fd| bits & (1 << fd) != 0).collect()
-}
-
-/// Reads a NUL-terminated string (a path argument) from a stopped tracee's memory.
-pub fn read_string(tid: i32, addr: u64) -> Option<String> {
-    use std::os::unix::fs::FileExt;
-    let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
-    let mut out = Vec::new();
-    let mut buf = [0u8; 256];
-    let mut at = addr;
-    while out.len() < 4096 {
-        let n = mem.read_at(&mut buf, at).ok()?;
-        if n == 0 {
-            break;
-        }
-        if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
-            out.extend_from_slice(&buf[..end]);
-            return Some(String::from_utf8_lossy(&out).into_owned());
-        }
-        out.extend_from_slice(&buf[..n]);
-        at += n as u64;
-    }
-    Some(String::from_utf8_lossy(&out).into_owned())
 }

@@ -65,19 +65,134 @@ pub struct Facts {
 #[derive(Debug, Clone)]
 pub enum Event {
     /// `tid` made system call `call` with `args`; it returned `ret` (a negative errno
-    /// on failure). The task is still stopped, so its memory can be read.
+    /// on failure). `mem` is where what its arguments point to is read.
     Call {
         tid: i32,
         call: crate::sys::syscall::Syscall,
         args: [u64; 6],
         ret: i64,
+        mem: Memory,
     },
-    /// `tid` started (fork, vfork or clone) from `parent`.
-    Task { tid: i32, parent: i32 },
-    /// `tid` replaced its program (execve).
-    Exec { tid: i32 },
+    /// `tid` started (fork, vfork or clone) from `parent`; its process and program
+    /// name, where the tracer saw them.
+    Task {
+        tid: i32,
+        parent: i32,
+        pid: Option<i32>,
+        comm: Option<String>,
+    },
+    /// `tid` replaced its program (execve); the new program's name and whether it is
+    /// a 32-bit one, where the tracer saw them.
+    Exec {
+        tid: i32,
+        comm: Option<String>,
+        program32: Option<bool>,
+    },
     /// `tid` ended.
     Exit { tid: i32 },
+    /// `tid` made descriptors `fds` that no traced call names (the eBPF tracer's
+    /// pipe2, socket, socketpair and accept, which it watches without counting them):
+    /// what they are.
+    Created {
+        tid: i32,
+        fds: Vec<i32>,
+        what: Created,
+    },
+}
+
+/// What an [`Event::Created`] made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    Pipe,
+    /// A socket, with its family as the socket probe names it (unix, unix-dgram,
+    /// tcp, udp), when socket(2)'s arguments say it; None for accept's.
+    Socket(Option<&'static str>),
+}
+
+/// Where the memory a traced call's arguments point to (paths, iovecs, msghdrs,
+/// io_uring rings) is read from.
+#[derive(Debug, Clone)]
+pub enum Memory {
+    /// The task is stopped at the call's exit (ptrace): its memory, from
+    /// /proc/TID/mem.
+    Live(i32),
+    /// What the in-kernel tracer copied at the call's exit (eBPF): (address, bytes,
+    /// whether a NUL-terminated string) each. Anything else was not copied: a read
+    /// outside them returns None and is remembered ([`Memory::missed`]).
+    Captured(Vec<(u64, Vec<u8>, bool)>, std::cell::Cell<bool>),
+}
+
+impl Default for Memory {
+    /// Nothing copied.
+    fn default() -> Memory {
+        Memory::Captured(Vec::new(), std::cell::Cell::new(false))
+    }
+}
+
+impl Memory {
+    /// `len` bytes at `addr`.
+    pub fn peek(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        match self {
+            Memory::Live(tid) => {
+                use std::os::unix::fs::FileExt;
+                let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
+                let mut buf = vec![0u8; len];
+                mem.read_exact_at(&mut buf, addr).ok()?;
+                Some(buf)
+            }
+            Memory::Captured(parts, missed) => {
+                let found = parts.iter().find_map(|(at, b, _)| {
+                    let from = usize::try_from(addr.checked_sub(*at)?).ok()?;
+                    b.get(from..from.checked_add(len)?).map(<[u8]>::to_vec)
+                });
+                missed.set(missed.get() || found.is_none());
+                found
+            }
+        }
+    }
+
+    /// The NUL-terminated string (a path) at `addr`, up to 4 KiB.
+    pub fn string(&self, addr: u64) -> Option<String> {
+        let bytes = match self {
+            Memory::Live(tid) => live_string(*tid, addr)?,
+            Memory::Captured(parts, missed) => {
+                let found = parts
+                    .iter()
+                    .find(|(at, _, string)| *string && *at == addr)
+                    .map(|(_, b, _)| b.clone());
+                missed.set(missed.get() || found.is_none());
+                found?
+            }
+        };
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A read asked for memory the in-kernel tracer had not copied.
+    pub fn missed(&self) -> bool {
+        matches!(self, Memory::Captured(_, m) if m.get())
+    }
+}
+
+/// The NUL-terminated string at `addr` in task `tid`'s memory (stopped), up to 4 KiB.
+fn live_string(tid: i32, addr: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mem = std::fs::File::open(format!("/proc/{tid}/mem")).ok()?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 256];
+    let mut at = addr;
+    while out.len() < 4096 {
+        let n = mem.read_at(&mut buf, at).ok()?;
+        if n == 0 {
+            break;
+        }
+        if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&buf[..end]);
+            return Some(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+        at += n as u64;
+    }
+    Some(out)
 }
 
 /// How a traced command ended.

@@ -1,0 +1,1347 @@
+//! `ioprobe trace` through eBPF: the command runs untraced by ptrace (no stop, no
+//! seccomp filter, its privileges kept), while five small BPF programs, assembled here
+//! and loaded with bpf(2) (no compiler, no BPF toolchain), watch it from the kernel:
+//!
+//! - `sys_enter` and `sys_exit` (raw tracepoints): for a task of the traced tree and a
+//!   traced call, the arguments are kept at entry; at exit one record (number,
+//!   arguments, result, and the memory the call's profile needs: its path, iovec
+//!   array, msghdr or io_uring parameters) goes to a ring buffer;
+//! - `sched_process_fork`, `sched_process_exec`, `sched_process_exit`: the traced tree
+//!   is kept in a map in the kernel, so a new task is traced from its first call.
+//!
+//! ioprobe reads the ring every few milliseconds (the programs wake nobody), so the
+//! command's calls cost it one map lookup and a record each. A record the ring had no
+//! room for is counted ([`Tracer::lost`]) and said, never silently dropped. Needs root
+//! (or CAP_BPF with CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for two offsets
+//! in `struct task_struct`.
+
+use super::{Child, Created, Ended, Event, MAIN, Memory, PASSED, c_args, child_error, os};
+use crate::sys::syscall::{Pointee, Syscall};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// The `tasks` map's values: a task of the traced tree, and the command's process
+/// before its exec.
+const TRACED: i32 = 1;
+const WAITING: i32 = 2;
+/// A task running a 32-bit program: its calls are numbered differently, so they are
+/// not recorded (the report says so), but its children are followed.
+const COMPAT: i32 = 3;
+/// Record kinds.
+const KIND_CALL: i32 = 1;
+const KIND_TASK: i32 = 2;
+const KIND_EXEC: i32 = 3;
+const KIND_EXIT: i32 = 4;
+/// A record without memory, and one with: header (80 bytes), 512 bytes of memory
+/// (a path, or iovecs), a 56-byte msghdr.
+const SMALL: i32 = 80;
+const DATA: i16 = 80;
+const DATA_LEN: i32 = 512;
+const MSG: i16 = 592;
+const BIG: i32 = 648;
+/// The ring buffer's size: at 80-byte records, 100,000 calls between two reads.
+const RING: u32 = 8 << 20;
+/// Tasks of the traced tree alive at once, and calls in flight.
+const TASKS: u32 = 16384;
+/// Syscall numbers looked up (both architectures number theirs below 512).
+const NUMBERS: u32 = 512;
+/// How often the ring is read while the command runs.
+const READ_EVERY_MS: i32 = 4;
+
+/// The calls that make descriptors, watched (not counted) so that ioprobe knows what
+/// a descriptor is even when its process has ended before ioprobe reads the record.
+#[derive(Debug, Clone, Copy)]
+enum Maker {
+    /// pipe(fds) / pipe2(fds, flags), socketpair(d, t, p, fds): two descriptors at
+    /// argument N.
+    Pair(usize, Created),
+    /// socket(domain, type, protocol): the descriptor returned.
+    Socket,
+    /// accept(fd, …) / accept4: the descriptor returned.
+    Accept,
+}
+
+fn makers() -> Vec<(u64, Maker)> {
+    let mut v = vec![
+        (libc::SYS_pipe2 as u64, Maker::Pair(0, Created::Pipe)),
+        (
+            libc::SYS_socketpair as u64,
+            Maker::Pair(3, Created::Socket(None)),
+        ),
+        (libc::SYS_socket as u64, Maker::Socket),
+        (libc::SYS_accept as u64, Maker::Accept),
+        (libc::SYS_accept4 as u64, Maker::Accept),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.push((libc::SYS_pipe as u64, Maker::Pair(0, Created::Pipe)));
+    v
+}
+
+/// The `wanted` value of a descriptor maker: its fds (two ints) copied from
+/// argument N, or nothing.
+fn maker_value(m: Maker) -> u32 {
+    match m {
+        Maker::Pair(n, _) => 1 | (5 << 1) | ((n as u32) << 4),
+        _ => 1,
+    }
+}
+
+/// The family of a socket(2) call's (domain, type).
+fn family(domain: u64, kind: u64) -> Option<&'static str> {
+    let stream = kind & 0xf == libc::SOCK_STREAM as u64;
+    let dgram = kind & 0xf == libc::SOCK_DGRAM as u64;
+    match domain as i32 {
+        libc::AF_UNIX if stream => Some("unix"),
+        libc::AF_UNIX if dgram => Some("unix-dgram"),
+        libc::AF_INET | libc::AF_INET6 if stream => Some("tcp"),
+        libc::AF_INET | libc::AF_INET6 if dgram => Some("udp"),
+        _ => None,
+    }
+}
+
+/// The `wanted` map's value for a traced call: bit 0, then the kind of memory to
+/// copy (bits 1-3) and its argument (bits 4-6).
+fn wanted_value(p: Pointee) -> u32 {
+    let (kind, arg) = match p {
+        Pointee::Nothing => (0, 0),
+        Pointee::Path(n) => (1, n),
+        Pointee::Iovecs(n) => (2, n),
+        Pointee::Msghdr(n) => (3, n),
+        Pointee::UringParams(n) => (4, n),
+    };
+    1 | (kind << 1) | ((arg as u32) << 4)
+}
+
+// ---------------------------------------------------------------------------------
+// A BPF assembler: the few instructions the programs use, with labels.
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Insn {
+    code: u8,
+    regs: u8,
+    off: i16,
+    imm: i32,
+}
+
+const R0: u8 = 0;
+const R1: u8 = 1;
+const R2: u8 = 2;
+const R3: u8 = 3;
+const R4: u8 = 4;
+const R6: u8 = 6;
+const R7: u8 = 7;
+const R8: u8 = 8;
+const R9: u8 = 9;
+const FP: u8 = 10;
+
+const W: u8 = 0x00;
+const H: u8 = 0x08;
+const B: u8 = 0x10;
+const DW: u8 = 0x18;
+
+const JEQ: u8 = 0x10;
+const JGT: u8 = 0x20;
+const JNE: u8 = 0x50;
+const JSGT: u8 = 0x60;
+const JLE: u8 = 0xb0;
+
+const ADD: u8 = 0x00;
+const AND: u8 = 0x50;
+const LSH: u8 = 0x60;
+const RSH: u8 = 0x70;
+
+/// Helper functions (their numbers in `enum bpf_func_id`).
+const LOOKUP: i32 = 1;
+const UPDATE: i32 = 2;
+const DELETE: i32 = 3;
+const PID_TGID: i32 = 14;
+const COMM: i32 = 16;
+const READ_USER: i32 = 112;
+const READ_KERNEL: i32 = 113;
+const READ_USER_STR: i32 = 114;
+const RESERVE: i32 = 131;
+const SUBMIT: i32 = 132;
+/// bpf_ringbuf_submit's flags: wake no reader (calls: ioprobe reads on its own
+/// clock), or wake it now (a new task or program, whose descriptors and working
+/// directory ioprobe looks at while they are still there).
+const NO_WAKEUP: i32 = 1;
+const WAKE_NOW: i32 = 2;
+
+#[derive(Default)]
+struct Asm {
+    code: Vec<Insn>,
+    labels: HashMap<String, usize>,
+    jumps: Vec<(usize, String)>,
+}
+
+impl Asm {
+    fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
+        self.code.push(Insn {
+            code,
+            regs: dst | (src << 4),
+            off,
+            imm,
+        });
+    }
+    fn mov(&mut self, dst: u8, src: u8) {
+        self.op(0x07 | 0xb0 | 0x08, dst, src, 0, 0);
+    }
+    fn movi(&mut self, dst: u8, imm: i32) {
+        self.op(0x07 | 0xb0, dst, 0, 0, imm);
+    }
+    fn alui(&mut self, op: u8, dst: u8, imm: i32) {
+        self.op(0x07 | op, dst, 0, 0, imm);
+    }
+    /// dst = *(size *)(src + off)
+    fn ldx(&mut self, size: u8, dst: u8, src: u8, off: i16) {
+        self.op(0x01 | 0x60 | size, dst, src, off, 0);
+    }
+    /// *(size *)(dst + off) = src
+    fn stx(&mut self, size: u8, dst: u8, off: i16, src: u8) {
+        self.op(0x03 | 0x60 | size, dst, src, off, 0);
+    }
+    /// *(size *)(dst + off) = imm
+    fn st(&mut self, size: u8, dst: u8, off: i16, imm: i32) {
+        self.op(0x02 | 0x60 | size, dst, 0, off, imm);
+    }
+    /// dst = the map `fd` (a 16-byte instruction).
+    fn map(&mut self, dst: u8, fd: i32) {
+        self.op(0x18, dst, 1, 0, fd);
+        self.op(0, 0, 0, 0, 0);
+    }
+    /// dst = fp + off (a pointer to the stack).
+    fn stack(&mut self, dst: u8, off: i32) {
+        self.mov(dst, FP);
+        self.alui(ADD, dst, off);
+    }
+    fn call(&mut self, helper: i32) {
+        self.op(0x05 | 0x80, 0, 0, 0, helper);
+    }
+    fn exit(&mut self) {
+        self.op(0x05 | 0x90, 0, 0, 0, 0);
+    }
+    fn jmpi(&mut self, op: u8, dst: u8, imm: i32, to: &str) {
+        self.jumps.push((self.code.len(), to.to_string()));
+        self.op(0x05 | op, dst, 0, 0, imm);
+    }
+    fn jmp(&mut self, op: u8, dst: u8, src: u8, to: &str) {
+        self.jumps.push((self.code.len(), to.to_string()));
+        self.op(0x05 | op | 0x08, dst, src, 0, 0);
+    }
+    fn ja(&mut self, to: &str) {
+        self.jumps.push((self.code.len(), to.to_string()));
+        self.op(0x05, 0, 0, 0, 0);
+    }
+    fn label(&mut self, name: &str) {
+        self.labels.insert(name.to_string(), self.code.len());
+    }
+    /// `return 0` at `out`, and at `lost` the lost counter's increment, then `then`.
+    fn epilogue(&mut self, maps: &Maps, then: &str) {
+        self.label("out");
+        self.movi(R0, 0);
+        self.exit();
+        self.label("lost");
+        self.st(W, FP, -8, 0);
+        self.map(R1, maps.lost.as_raw_fd());
+        self.stack(R2, -8);
+        self.call(LOOKUP);
+        self.jmpi(JEQ, R0, 0, then);
+        self.movi(R1, 1);
+        // lock *(u64 *)(r0 + 0) += r1
+        self.op(0x03 | 0xc0 | DW, R0, R1, 0, 0);
+        self.ja(then);
+    }
+    fn finish(mut self) -> Vec<Insn> {
+        for (at, to) in std::mem::take(&mut self.jumps) {
+            let target = self.labels[&to];
+            self.code[at].off = (target as i64 - at as i64 - 1) as i16;
+        }
+        self.code
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The programs.
+
+/// Where a syscall's six arguments sit in `struct pt_regs` at sys_enter: the window
+/// read (offset, length) and each argument's offset in it.
+#[cfg(target_arch = "x86_64")]
+const REGS: (i32, i32, [i16; 6]) = (56, 64, [56, 48, 40, 0, 16, 8]); // di si dx r10 r8 r9
+#[cfg(target_arch = "aarch64")]
+const REGS: (i32, i32, [i16; 6]) = (0, 48, [0, 8, 16, 24, 32, 40]); // x0..x5
+
+/// Stack slots.
+const KEY: i16 = -4;
+const AUX: i16 = -8;
+const RET: i16 = -16;
+const PTR: i16 = -24;
+const COUNT: i16 = -32;
+const PENDING: i16 = -72;
+const WINDOW: i16 = -136;
+
+/// Looks the current task up in `tasks`; when it is not there (or, with `traced`,
+/// not there as [`TRACED`]), to `out`. Leaves pid_tgid in r9 and its state in r8.
+fn if_traced(a: &mut Asm, maps: &Maps, traced: bool) {
+    a.call(PID_TGID);
+    a.mov(R9, R0);
+    a.stx(W, FP, KEY, R0);
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.ldx(W, R8, R0, 0);
+    if traced {
+        a.jmpi(JNE, R8, TRACED, "out");
+    }
+}
+
+/// sys_enter(regs, id): a traced task's traced call keeps its number and arguments in
+/// `pending` until its exit.
+fn sys_enter(maps: &Maps) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    if_traced(&mut a, maps, true);
+    a.ldx(DW, R7, R6, 8);
+    a.jmpi(JGT, R7, NUMBERS as i32 - 1, "out");
+    a.stx(W, FP, AUX, R7);
+    a.map(R1, maps.wanted.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.ldx(W, R1, R0, 0);
+    a.jmpi(JEQ, R1, 0, "out");
+    a.stx(DW, FP, PENDING, R7);
+    let (base, len, args) = REGS;
+    a.stack(R1, WINDOW as i32);
+    a.movi(R2, len);
+    a.ldx(DW, R3, R6, 0);
+    a.alui(ADD, R3, base);
+    a.call(READ_KERNEL);
+    a.jmpi(JNE, R0, 0, "lost");
+    for (i, off) in args.iter().enumerate() {
+        a.ldx(DW, R1, FP, WINDOW + off);
+        a.stx(DW, FP, PENDING + 8 + 8 * i as i16, R1);
+    }
+    a.map(R1, maps.pending.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.stack(R3, PENDING as i32);
+    a.movi(R4, 0);
+    a.call(UPDATE);
+    a.jmpi(JNE, R0, 0, "lost");
+    a.ja("out");
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+/// Fills a call record's header at r6 from the pending entry at r7, pid_tgid in r9
+/// and the result on the stack.
+fn call_header(a: &mut Asm) {
+    a.st(W, R6, 0, KIND_CALL);
+    a.stx(W, R6, 4, R9);
+    a.mov(R1, R9);
+    a.alui(RSH, R1, 32);
+    a.stx(W, R6, 8, R1);
+    a.st(W, R6, 12, 0);
+    for i in 0..7 {
+        a.ldx(DW, R1, R7, 8 * i);
+        a.stx(DW, R6, 16 + 8 * i, R1);
+    }
+    a.ldx(DW, R1, FP, RET);
+    a.stx(DW, R6, 72, R1);
+}
+
+/// r2 = min(r2, 32) * 16: the bytes of at most 32 iovecs; to `done` when none.
+fn iovec_bytes(a: &mut Asm, tag: &str, done: &str) {
+    a.jmpi(JLE, R2, 32, tag);
+    a.movi(R2, 32);
+    a.label(tag);
+    a.alui(LSH, R2, 4);
+    a.jmpi(JEQ, R2, 0, done);
+}
+
+/// The memory a call record carries (the record at r6, its `wanted` value in r8).
+fn copy_memory(a: &mut Asm) {
+    // The argument it names, and the next one (a count), onto the stack.
+    for k in 0..6i16 {
+        a.mov(R2, R8);
+        a.alui(RSH, R2, 4);
+        a.alui(AND, R2, 7);
+        a.jmpi(JNE, R2, k as i32, &format!("arg{}", k + 1));
+        a.ldx(DW, R3, R6, 24 + 8 * k);
+        a.stx(DW, FP, PTR, R3);
+        a.ldx(DW, R3, R6, 24 + 8 * (k + 1).min(5));
+        a.stx(DW, FP, COUNT, R3);
+        a.ja("kind");
+        a.label(&format!("arg{}", k + 1));
+    }
+    a.ja("done");
+    a.label("kind");
+    a.mov(R1, R8);
+    a.alui(RSH, R1, 1);
+    a.alui(AND, R1, 7);
+    a.jmpi(JEQ, R1, 2, "iovecs");
+    a.jmpi(JEQ, R1, 3, "msghdr");
+    a.jmpi(JEQ, R1, 4, "params");
+    a.jmpi(JEQ, R1, 5, "pair");
+    a.jmpi(JNE, R1, 1, "done");
+    // A path: its length with the NUL on success.
+    a.mov(R1, R6);
+    a.alui(ADD, R1, DATA as i32);
+    a.movi(R2, DATA_LEN);
+    a.ldx(DW, R3, FP, PTR);
+    a.call(READ_USER_STR);
+    a.jmpi(JSGT, R0, 0, "str_ok");
+    a.ja("done");
+    a.label("str_ok");
+    a.stx(H, R6, 12, R0);
+    a.ja("done");
+    // iovecs: up to 32 of them.
+    a.label("iovecs");
+    a.ldx(DW, R2, FP, COUNT);
+    iovec_bytes(a, "iov_n", "done");
+    a.stx(H, R6, 12, R2);
+    a.mov(R1, R6);
+    a.alui(ADD, R1, DATA as i32);
+    a.ldx(DW, R3, FP, PTR);
+    a.call(READ_USER);
+    a.jmpi(JEQ, R0, 0, "done");
+    a.st(H, R6, 12, 0);
+    a.ja("done");
+    // A msghdr (56 bytes), then its iovecs.
+    a.label("msghdr");
+    a.mov(R1, R6);
+    a.alui(ADD, R1, MSG as i32);
+    a.movi(R2, 56);
+    a.ldx(DW, R3, FP, PTR);
+    a.call(READ_USER);
+    a.jmpi(JNE, R0, 0, "done");
+    a.st(H, R6, 14, 1);
+    a.ldx(DW, R2, R6, MSG + 24);
+    iovec_bytes(a, "msg_n", "done");
+    a.stx(H, R6, 12, R2);
+    a.mov(R1, R6);
+    a.alui(ADD, R1, DATA as i32);
+    a.ldx(DW, R3, R6, MSG + 16);
+    a.call(READ_USER);
+    a.jmpi(JEQ, R0, 0, "done");
+    a.st(H, R6, 12, 0);
+    a.ja("done");
+    // Two descriptors (pipe2, socketpair).
+    a.label("pair");
+    a.mov(R1, R6);
+    a.alui(ADD, R1, DATA as i32);
+    a.movi(R2, 8);
+    a.ldx(DW, R3, FP, PTR);
+    a.call(READ_USER);
+    a.jmpi(JNE, R0, 0, "done");
+    a.st(H, R6, 12, 8);
+    a.ja("done");
+    // io_uring_setup's parameters.
+    a.label("params");
+    a.mov(R1, R6);
+    a.alui(ADD, R1, DATA as i32);
+    a.movi(R2, 120);
+    a.ldx(DW, R3, FP, PTR);
+    a.call(READ_USER);
+    a.jmpi(JNE, R0, 0, "done");
+    a.st(H, R6, 12, 120);
+    a.label("done");
+}
+
+/// sys_exit(regs, ret): a pending call's record, with its memory where it has some.
+fn sys_exit(maps: &Maps) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    a.call(PID_TGID);
+    a.mov(R9, R0);
+    a.stx(W, FP, KEY, R0);
+    a.map(R1, maps.pending.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.mov(R7, R0);
+    a.ldx(DW, R1, R6, 8);
+    a.stx(DW, FP, RET, R1);
+    a.ldx(DW, R1, R7, 0);
+    a.stx(W, FP, AUX, R1);
+    a.map(R1, maps.wanted.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "forget");
+    a.ldx(W, R8, R0, 0);
+    a.mov(R1, R8);
+    a.alui(AND, R1, 0b1110);
+    a.jmpi(JNE, R1, 0, "big");
+    for (size, tag) in [(SMALL, "small"), (BIG, "big")] {
+        a.label(tag);
+        a.map(R1, maps.ring.as_raw_fd());
+        a.movi(R2, size);
+        a.movi(R3, 0);
+        a.call(RESERVE);
+        a.jmpi(JEQ, R0, 0, "lost");
+        a.mov(R6, R0);
+        call_header(&mut a);
+        if size == BIG {
+            a.st(W, R6, 12, 0);
+            copy_memory(&mut a);
+        }
+        a.mov(R1, R6);
+        a.movi(R2, NO_WAKEUP);
+        a.call(SUBMIT);
+        a.ja("forget");
+    }
+    a.label("forget");
+    a.map(R1, maps.pending.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(DELETE);
+    a.ja("out");
+    a.epilogue(maps, "forget");
+    a.finish()
+}
+
+/// Reserves a small record into r6 (to `lost` when the ring is full) and writes its
+/// kind and the current task.
+fn small_record(a: &mut Asm, maps: &Maps, kind: i32) {
+    // A task record wakes ioprobe: r9 is kept, r6 becomes the record.
+    a.map(R1, maps.ring.as_raw_fd());
+    a.movi(R2, SMALL);
+    a.movi(R3, 0);
+    a.call(RESERVE);
+    a.jmpi(JEQ, R0, 0, "lost");
+    a.mov(R6, R0);
+    a.st(W, R6, 0, kind);
+    a.stx(W, R6, 4, R9);
+}
+
+/// Submits the record at r6 with the current task's name (16 bytes at 16), waking
+/// ioprobe.
+fn submit_with_comm(a: &mut Asm) {
+    a.mov(R1, R6);
+    a.alui(ADD, R1, 16);
+    a.movi(R2, 16);
+    a.call(COMM);
+    a.mov(R1, R6);
+    a.movi(R2, WAKE_NOW);
+    a.call(SUBMIT);
+    a.ja("out");
+}
+
+/// sched_process_fork(parent, child), run by the parent: a traced task's child joins
+/// the tree before it runs.
+fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    if_traced(&mut a, maps, false);
+    // The child starts in its parent's state (a waiting command does not fork).
+    a.stx(W, FP, PTR, R8);
+    for (slot, off) in [(AUX, t.pid), (RET, t.tgid)] {
+        a.stack(R1, slot as i32);
+        a.movi(R2, 4);
+        a.ldx(DW, R3, R6, 8);
+        a.alui(ADD, R3, off);
+        a.call(READ_KERNEL);
+        a.jmpi(JNE, R0, 0, "lost");
+    }
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.stack(R3, PTR as i32);
+    a.movi(R4, 0);
+    a.call(UPDATE);
+    a.jmpi(JNE, R0, 0, "lost");
+    small_record(&mut a, maps, KIND_TASK);
+    // The child in place of the current task; the parent and the child's process.
+    a.ldx(W, R1, FP, AUX);
+    a.stx(W, R6, 4, R1);
+    a.stx(W, R6, 12, R9);
+    a.ldx(W, R1, FP, RET);
+    a.stx(W, R6, 8, R1);
+    submit_with_comm(&mut a);
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+/// sched_process_exec(task, old_pid, bprm), run by the task: a task of the tree runs a
+/// new program. The command itself is traced from here: until its exec the tree holds
+/// it as [`WAITING`] (its own start is not the command's). A thread that execs takes
+/// its leader's id: the tree follows.
+fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    a.call(PID_TGID);
+    a.mov(R9, R0);
+    a.ldx(DW, R1, R6, 8);
+    a.stx(W, FP, KEY, R1);
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.stx(W, FP, AUX, R9);
+    a.ldx(W, R1, FP, KEY);
+    a.ldx(W, R2, FP, AUX);
+    a.jmp(JEQ, R1, R2, "same");
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(DELETE);
+    a.label("same");
+    // The program's ELF header (bprm->buf): EI_CLASS 1 is a 32-bit program.
+    a.st(W, FP, PTR, TRACED);
+    a.stack(R1, COUNT as i32);
+    a.movi(R2, 8);
+    a.ldx(DW, R3, R6, 16);
+    a.alui(ADD, R3, t.binprm_buf);
+    a.call(READ_KERNEL);
+    a.jmpi(JNE, R0, 0, "class");
+    a.ldx(B, R1, FP, COUNT + 4);
+    a.jmpi(JNE, R1, 1, "class");
+    a.st(W, FP, PTR, COMPAT);
+    a.label("class");
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.stack(R3, PTR as i32);
+    a.movi(R4, 0);
+    a.call(UPDATE);
+    a.jmpi(JNE, R0, 0, "lost");
+    small_record(&mut a, maps, KIND_EXEC);
+    a.ldx(W, R1, FP, KEY);
+    a.stx(W, R6, 8, R1);
+    a.ldx(W, R1, FP, PTR);
+    a.stx(W, R6, 12, R1);
+    submit_with_comm(&mut a);
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+/// sched_process_exit(task), run by the task: a traced task leaves the tree.
+fn exit(maps: &Maps) -> Vec<Insn> {
+    let mut a = Asm::default();
+    if_traced(&mut a, maps, false);
+    for m in [&maps.tasks, &maps.pending] {
+        a.map(R1, m.as_raw_fd());
+        a.stack(R2, KEY as i32);
+        a.call(DELETE);
+    }
+    small_record(&mut a, maps, KIND_EXIT);
+    a.mov(R1, R6);
+    a.movi(R2, WAKE_NOW);
+    a.call(SUBMIT);
+    a.ja("out");
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+// ---------------------------------------------------------------------------------
+// bpf(2), the maps, BTF.
+
+/// bpf(2) commands (`enum bpf_cmd`).
+const CMD_MAP_CREATE: i32 = 0;
+const CMD_MAP_LOOKUP_ELEM: i32 = 1;
+const CMD_MAP_UPDATE_ELEM: i32 = 2;
+const CMD_PROG_LOAD: i32 = 5;
+const CMD_RAW_TRACEPOINT_OPEN: i32 = 17;
+
+fn bpf(cmd: libc::c_int, attr: &mut [u64; 16]) -> io::Result<libc::c_long> {
+    // SAFETY: attr is a zero-filled 128-byte union bpf_attr with the fields `cmd`
+    // reads set; pointers in it point to memory that outlives the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr.as_mut_ptr() as *mut libc::c_void,
+            std::mem::size_of_val(attr),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r)
+}
+
+fn set_u32(attr: &mut [u64; 16], byte: usize, v: u32) {
+    let word = &mut attr[byte / 8];
+    let shift = (byte % 8) * 8;
+    *word = (*word & !(0xffff_ffffu64 << shift)) | (u64::from(v) << shift);
+}
+
+fn owned(fd: libc::c_long) -> OwnedFd {
+    // SAFETY: bpf(2) just returned this new descriptor, owned by nobody else.
+    unsafe { OwnedFd::from_raw_fd(fd as i32) }
+}
+
+fn map_create(kind: u32, key: u32, value: u32, entries: u32) -> io::Result<OwnedFd> {
+    let mut attr = [0u64; 16];
+    set_u32(&mut attr, 0, kind);
+    set_u32(&mut attr, 4, key);
+    set_u32(&mut attr, 8, value);
+    set_u32(&mut attr, 12, entries);
+    bpf(CMD_MAP_CREATE, &mut attr)
+        .map(owned)
+        .map_err(os("bpf(BPF_MAP_CREATE)"))
+}
+
+fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> io::Result<()> {
+    let mut attr = [0u64; 16];
+    set_u32(&mut attr, 0, map.as_raw_fd() as u32);
+    attr[1] = key.as_ptr() as u64;
+    attr[2] = value.as_ptr() as u64;
+    bpf(CMD_MAP_UPDATE_ELEM, &mut attr)
+        .map(|_| ())
+        .map_err(os("bpf(BPF_MAP_UPDATE_ELEM)"))
+}
+
+fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Result<()> {
+    let mut attr = [0u64; 16];
+    set_u32(&mut attr, 0, map.as_raw_fd() as u32);
+    attr[1] = key.as_ptr() as u64;
+    attr[2] = value.as_mut_ptr() as u64;
+    bpf(CMD_MAP_LOOKUP_ELEM, &mut attr).map(|_| ())
+}
+
+/// Loads a raw-tracepoint program and attaches it to tracepoint `name`: the
+/// attachment's descriptor (closing it detaches).
+fn attach(name: &str, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)> {
+    const RAW_TRACEPOINT: u32 = 17;
+    let license = c"Dual MIT/GPL";
+    let mut log = vec![0u8; 1 << 16];
+    let mut attr = [0u64; 16];
+    set_u32(&mut attr, 0, RAW_TRACEPOINT);
+    set_u32(&mut attr, 4, code.len() as u32);
+    attr[1] = code.as_ptr() as u64;
+    attr[2] = license.as_ptr() as u64;
+    set_u32(&mut attr, 24, 1);
+    set_u32(&mut attr, 28, log.len() as u32);
+    attr[4] = log.as_mut_ptr() as u64;
+    let prog = bpf(CMD_PROG_LOAD, &mut attr).map(owned).map_err(|e| {
+        let text = String::from_utf8_lossy(&log);
+        let last = text
+            .trim_end_matches('\0')
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string();
+        io::Error::new(
+            e.kind(),
+            format!(
+                "bpf(BPF_PROG_LOAD) of {name}: {e}{}",
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({last})")
+                }
+            ),
+        )
+    })?;
+    let tp = std::ffi::CString::new(name).map_err(io::Error::other)?;
+    let mut attr = [0u64; 16];
+    attr[0] = tp.as_ptr() as u64;
+    set_u32(&mut attr, 8, prog.as_raw_fd() as u32);
+    let link = bpf(CMD_RAW_TRACEPOINT_OPEN, &mut attr)
+        .map(owned)
+        .map_err(os("bpf(BPF_RAW_TRACEPOINT_OPEN)"))?;
+    Ok((prog, link))
+}
+
+/// The maps the programs share.
+struct Maps {
+    /// Task id → 1: the traced tree.
+    tasks: OwnedFd,
+    /// Task id → (number, six arguments): calls between entry and exit.
+    pending: OwnedFd,
+    /// Syscall number → [`wanted_value`] (0: not traced).
+    wanted: OwnedFd,
+    /// One counter: records the ring had no room for, tasks the tree could not hold.
+    lost: OwnedFd,
+    ring: OwnedFd,
+}
+
+/// Byte offsets of `pid` and `tgid` in the running kernel's `struct task_struct`.
+#[derive(Debug, Clone, Copy)]
+struct TaskOffsets {
+    pid: i32,
+    tgid: i32,
+    /// `struct linux_binprm`'s `buf` (the program's first bytes).
+    binprm_buf: i32,
+}
+
+/// `struct task_struct`'s `pid` and `tgid` and `struct linux_binprm`'s `buf`, from the
+/// kernel's BTF.
+fn task_offsets() -> io::Result<TaskOffsets> {
+    let btf = std::fs::read("/sys/kernel/btf/vmlinux").map_err(os("/sys/kernel/btf/vmlinux"))?;
+    let find = |st: &str, name: &str| {
+        btf_struct(&btf, st)
+            .and_then(|m| {
+                m.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|&(_, bits)| (bits / 8) as i32)
+            })
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("the kernel's BTF has no struct {st} with a member {name}"),
+                )
+            })
+    };
+    Ok(TaskOffsets {
+        pid: find("task_struct", "pid")?,
+        tgid: find("task_struct", "tgid")?,
+        binprm_buf: find("linux_binprm", "buf")?,
+    })
+}
+
+/// The members (name, bit offset) of the struct called `wanted` in BTF data.
+fn btf_struct<'a>(btf: &'a [u8], wanted: &str) -> Option<Vec<(&'a str, u32)>> {
+    let u32_at = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(btf.get(at..at + 4)?.try_into().ok()?))
+    };
+    if btf.get(0..2)? != [0x9f, 0xeb] {
+        return None;
+    }
+    let hdr = u32_at(4)? as usize;
+    let (types, types_len) = (hdr + u32_at(8)? as usize, u32_at(12)? as usize);
+    let strings = hdr + u32_at(16)? as usize;
+    let name = |off: u32| -> Option<&'a str> {
+        let s = btf.get(strings + off as usize..)?;
+        let end = s.iter().position(|&b| b == 0)?;
+        std::str::from_utf8(&s[..end]).ok()
+    };
+    let mut at = types;
+    while at + 12 <= types + types_len {
+        let (name_off, info) = (u32_at(at)?, u32_at(at + 4)?);
+        let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
+        let kflag = info >> 31 == 1;
+        at += 12;
+        let extra = match kind {
+            1 | 14 | 17 => 4,
+            3 => 12,
+            4 | 5 | 15 | 19 => 12 * vlen,
+            6 | 13 => 8 * vlen,
+            _ => 0,
+        };
+        if kind == 4 && name(name_off) == Some(wanted) {
+            return (0..vlen)
+                .map(|i| {
+                    let m = at + 12 * i;
+                    let off = u32_at(m + 8)?;
+                    Some((name(u32_at(m)?)?, if kflag { off & 0xff_ffff } else { off }))
+                })
+                .collect();
+        }
+        at += extra;
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------
+// The ring buffer, read from user space.
+
+struct Ring {
+    consumer: *mut u8,
+    producer: *const u8,
+    page: usize,
+    _map: OwnedFd,
+}
+
+impl Ring {
+    fn map(fd: OwnedFd) -> io::Result<(Ring, OwnedFd)> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let mmap = |len: usize, prot: i32, off: usize| {
+            // SAFETY: maps the ring's pages as the kernel lays them out (a consumer
+            // page, a producer page, the data twice); unmapped in Drop.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    prot,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    off as libc::off_t,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                Err(io::Error::last_os_error()).map_err(os("mmap of the BPF ring buffer"))
+            } else {
+                Ok(p as *mut u8)
+            }
+        };
+        let consumer = mmap(page, libc::PROT_READ | libc::PROT_WRITE, 0)?;
+        let producer = mmap(page + 2 * RING as usize, libc::PROT_READ, page)?;
+        let dup = fd.try_clone()?;
+        Ok((
+            Ring {
+                consumer,
+                producer,
+                page,
+                _map: fd,
+            },
+            dup,
+        ))
+    }
+
+    /// Every record committed since the last call, in the order they were reserved.
+    fn drain(&self, mut each: impl FnMut(&[u8])) {
+        use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+        // SAFETY: the positions are 8-byte aligned words at the start of the consumer
+        // and producer pages, written by the kernel (producer) and by us (consumer).
+        let (cons, prod) = unsafe {
+            (
+                &*(self.consumer as *const AtomicU64),
+                &*(self.producer as *const AtomicU64),
+            )
+        };
+        let mut at = cons.load(Ordering::Acquire);
+        let end = prod.load(Ordering::Acquire);
+        let mask = RING as u64 - 1;
+        while at < end {
+            // SAFETY: the data area starts one page into the producer mapping and is
+            // mapped twice in a row, so a record that wraps is contiguous; a record's
+            // 8-byte header is at `at`.
+            let data = unsafe { self.producer.add(self.page) };
+            let hdr = unsafe { &*(data.add((at & mask) as usize) as *const AtomicU32) };
+            let len = hdr.load(Ordering::Acquire);
+            if len & (1 << 31) != 0 {
+                break; // reserved, not committed yet
+            }
+            let size = (len & !(3 << 30)) as usize;
+            if len & (1 << 30) == 0 {
+                // SAFETY: the committed record's `size` bytes follow its header.
+                let rec =
+                    unsafe { std::slice::from_raw_parts(data.add((at & mask) as usize + 8), size) };
+                each(rec);
+            }
+            at += (size as u64 + 8 + 7) & !7;
+            cons.store(at, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: the two mappings made in Ring::map, with their lengths.
+        unsafe {
+            libc::munmap(self.consumer as *mut libc::c_void, self.page);
+            libc::munmap(
+                self.producer as *mut libc::c_void,
+                self.page + 2 * RING as usize,
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The tracer.
+
+/// The command and the programs watching it.
+pub struct Tracer {
+    main: i32,
+    ended: Option<Ended>,
+    ring: Ring,
+    lost_map: OwnedFd,
+    /// The traced tasks not yet seen to end.
+    live: HashSet<i32>,
+    queue: VecDeque<Event>,
+    calls: HashMap<u64, Syscall>,
+    makers: HashMap<u64, Maker>,
+    pidfd: Option<OwnedFd>,
+    /// Kept open while tracing: closing them detaches the programs.
+    _links: Vec<(OwnedFd, OwnedFd)>,
+    _maps: Vec<OwnedFd>,
+}
+
+/// The maps made and the programs attached, with no task in the tree yet.
+pub struct Loaded {
+    maps: Maps,
+    links: Vec<(OwnedFd, OwnedFd)>,
+}
+
+impl Loaded {
+    /// Makes the maps and loads and attaches the programs: Err says why eBPF cannot
+    /// trace here (no BTF, no privilege, a kernel that refuses a program).
+    pub fn load() -> io::Result<Loaded> {
+        const HASH: u32 = 1;
+        const ARRAY: u32 = 2;
+        const RINGBUF: u32 = 27;
+        let offsets = task_offsets()?;
+        let maps = Maps {
+            tasks: map_create(HASH, 4, 4, TASKS)?,
+            pending: map_create(HASH, 4, 56, TASKS)?,
+            wanted: map_create(ARRAY, 4, 4, NUMBERS)?,
+            lost: map_create(ARRAY, 4, 8, 1)?,
+            ring: map_create(RINGBUF, 0, 0, RING)?,
+        };
+        for (nr, call) in super::traced_calls() {
+            map_update(
+                &maps.wanted,
+                &(nr as u32).to_ne_bytes(),
+                &wanted_value(call.pointee()).to_ne_bytes(),
+            )?;
+        }
+        for (nr, m) in makers() {
+            map_update(
+                &maps.wanted,
+                &(nr as u32).to_ne_bytes(),
+                &maker_value(m).to_ne_bytes(),
+            )?;
+        }
+        let links = vec![
+            attach("sched_process_fork", &fork(&maps, offsets))?,
+            attach("sched_process_exec", &exec(&maps, offsets))?,
+            attach("sched_process_exit", &exit(&maps))?,
+            attach("sys_exit", &sys_exit(&maps))?,
+            attach("sys_enter", &sys_enter(&maps))?,
+        ];
+        Ok(Loaded { maps, links })
+    }
+
+    /// Starts `argv` with its pid in the tree: the child waits on a pipe until then,
+    /// so its program's first call is traced.
+    pub fn spawn(self, argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Tracer> {
+        let Loaded { maps, links } = self;
+        let args = c_args(argv)?;
+        let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let pipe = || -> io::Result<(i32, i32)> {
+            let mut fds = [0 as libc::c_int; 2];
+            // SAFETY: pipe2 writes two descriptors into the array.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+                return Err(io::Error::last_os_error()).map_err(os("pipe2"));
+            }
+            Ok((fds[0], fds[1]))
+        };
+        let (rd, wr) = pipe()?;
+        let (gate_rd, gate_wr) = pipe()?;
+        let child = Child {
+            argv: ptrs,
+            filter: None,
+            gate: Some((gate_rd, gate_wr)),
+            signals: super::start_dispositions(),
+            xfsz: crate::sys::signals::original_xfsz(),
+            close: close.to_vec(),
+            // SAFETY: getpid has no preconditions.
+            parent: unsafe { libc::getpid() },
+            errors: wr,
+            other_end: rd,
+        };
+        super::forward_signals()?;
+        // SAFETY: as in the ptrace tracer's spawn: no other thread, and the child only
+        // makes async-signal-safe calls before it execs or exits.
+        let pid = unsafe { libc::fork() };
+        if pid == -1 {
+            return Err(io::Error::last_os_error()).map_err(os("fork"));
+        }
+        if pid == 0 {
+            child.run();
+        }
+        MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: closing the parent's copies of the child's ends.
+        unsafe {
+            libc::close(wr);
+            libc::close(gate_rd);
+        }
+        let added = map_update(&maps.tasks, &pid.to_ne_bytes(), &WAITING.to_ne_bytes());
+        if added.is_ok() {
+            // SAFETY: one byte from a local to the gate's write end, ours.
+            unsafe { libc::write(gate_wr, [1u8].as_ptr() as *const libc::c_void, 1) };
+        }
+        // SAFETY: closing the gate's write end, ours.
+        unsafe { libc::close(gate_wr) };
+        let failed = child_error(rd);
+        added?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // SAFETY: pidfd_open on our own child, not yet reaped.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = (pidfd >= 0).then(|| owned(pidfd));
+        let Maps {
+            tasks,
+            pending,
+            wanted,
+            lost,
+            ring,
+        } = maps;
+        let (ring, ring_fd) = Ring::map(ring)?;
+        Ok(Tracer {
+            main: pid,
+            ended: None,
+            ring,
+            lost_map: lost,
+            live: HashSet::from([pid]),
+            queue: VecDeque::new(),
+            calls: super::traced_calls().into_iter().collect(),
+            makers: makers().into_iter().collect(),
+            pidfd,
+            _links: links,
+            _maps: vec![tasks, pending, wanted, ring_fd],
+        })
+    }
+}
+
+impl Tracer {
+    /// The traced command's pid.
+    pub fn pid(&self) -> i32 {
+        self.main
+    }
+
+    /// How the command ended, once [`Tracer::next_event`] has returned None.
+    pub fn ended(&self) -> Option<Ended> {
+        self.ended
+    }
+
+    /// Records the ring had no room for and tasks the tree could not hold: their calls
+    /// are missing from the trace.
+    pub fn lost(&self) -> u64 {
+        let mut v = [0u8; 8];
+        match map_lookup(&self.lost_map, &0u32.to_ne_bytes(), &mut v) {
+            Ok(()) => u64::from_ne_bytes(v),
+            Err(_) => 0,
+        }
+    }
+
+    /// The next event, or None once the command has ended and every task it started
+    /// has too.
+    pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Ok(Some(e));
+            }
+            self.read_ring();
+            if !self.queue.is_empty() {
+                continue;
+            }
+            self.pass_signal();
+            if self.ended.is_none() {
+                self.wait_main()?;
+                continue;
+            }
+            if self.live.is_empty() {
+                return Ok(None);
+            }
+            // Tasks still running after the command: wait for them as ptrace would,
+            // dropping any that ended unseen (its record lost).
+            let gone: Vec<i32> = self
+                .live
+                .iter()
+                .copied()
+                .filter(|t| !std::path::Path::new(&format!("/proc/{t}")).exists())
+                .collect();
+            self.wait();
+            self.read_ring();
+            for t in gone {
+                self.live.remove(&t);
+            }
+        }
+    }
+
+    /// Passes a SIGTERM or SIGHUP ioprobe was sent to every traced task.
+    fn pass_signal(&self) {
+        let sig = PASSED.swap(0, std::sync::atomic::Ordering::Relaxed);
+        if sig != 0 {
+            for &t in &self.live {
+                // SAFETY: kill(2) on a task of the traced tree.
+                unsafe { libc::kill(t, sig) };
+            }
+        }
+    }
+
+    /// Waits up to a few milliseconds for a new task or program (the ring wakes
+    /// ioprobe for those) or for the command's end.
+    fn wait(&self) {
+        let mut p = [
+            &self.ring._map,
+            self.pidfd.as_ref().unwrap_or(&self.ring._map),
+        ]
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        // SAFETY: two pollfds on the stack.
+        unsafe { libc::poll(p.as_mut_ptr(), 2, READ_EVERY_MS) };
+    }
+
+    /// Waits a little (see [`Tracer::wait`]), then reaps the command if it has ended.
+    fn wait_main(&mut self) -> io::Result<()> {
+        self.wait();
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, writing a local integer.
+        let r = unsafe { libc::waitpid(self.main, &mut status, libc::WNOHANG) };
+        if r == -1 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(());
+            }
+            return Err(e).map_err(os("waitpid"));
+        }
+        if r == self.main {
+            self.ended = Some(if libc::WIFEXITED(status) {
+                Ended::Code(libc::WEXITSTATUS(status))
+            } else {
+                Ended::Signal(libc::WTERMSIG(status))
+            });
+            // Its threads' records are all in the ring by now.
+            self.read_ring();
+        }
+        Ok(())
+    }
+
+    fn read_ring(&mut self) {
+        let mut out = Vec::new();
+        self.ring.drain(|r| out.extend(self.decode(r)));
+        for e in out {
+            match e {
+                Event::Task { tid, .. } => {
+                    self.live.insert(tid);
+                }
+                Event::Exit { tid } => {
+                    self.live.remove(&tid);
+                }
+                _ => {}
+            }
+            self.queue.push_back(e);
+        }
+    }
+
+    /// One record as the events it stands for.
+    fn decode(&self, r: &[u8]) -> Vec<Event> {
+        let i32_at = |at: usize| i32::from_ne_bytes(r[at..at + 4].try_into().unwrap_or([0; 4]));
+        let u64_at = |at: usize| u64::from_ne_bytes(r[at..at + 8].try_into().unwrap_or([0; 8]));
+        let u16_at = |at: usize| u16::from_ne_bytes(r[at..at + 2].try_into().unwrap_or([0; 2]));
+        if r.len() < SMALL as usize {
+            return Vec::new();
+        }
+        let comm = || {
+            let c = &r[16..32];
+            let end = c.iter().position(|&b| b == 0).unwrap_or(16);
+            Some(String::from_utf8_lossy(&c[..end]).into_owned())
+        };
+        let tid = i32_at(4);
+        match i32_at(0) {
+            KIND_CALL => {
+                let nr = u64_at(16);
+                let args: [u64; 6] = std::array::from_fn(|i| u64_at(24 + 8 * i));
+                let ret = u64_at(72) as i64;
+                let Some(&call) = self.calls.get(&nr) else {
+                    return self
+                        .makers
+                        .get(&nr)
+                        .and_then(|&m| made(m, &args, ret, r, u16_at(12)))
+                        .map(|(fds, what)| vec![Event::Created { tid, fds, what }])
+                        .unwrap_or_default();
+                };
+                let mem = captured(call.pointee(), &args, r, u16_at(12), u16_at(14) == 1);
+                vec![Event::Call {
+                    tid,
+                    call,
+                    args,
+                    ret,
+                    mem,
+                }]
+            }
+            KIND_TASK => vec![Event::Task {
+                tid,
+                parent: i32_at(12),
+                pid: Some(i32_at(8)),
+                comm: comm(),
+            }],
+            KIND_EXEC => {
+                let old = i32_at(8);
+                let mut v = Vec::new();
+                if old != tid {
+                    // A thread exec'd: it took its leader's id and its own ended.
+                    v.push(Event::Exit { tid: old });
+                    v.push(Event::Task {
+                        tid,
+                        parent: old,
+                        pid: Some(tid),
+                        comm: None,
+                    });
+                }
+                v.push(Event::Exec {
+                    tid,
+                    comm: comm(),
+                    program32: Some(i32_at(12) == COMPAT),
+                });
+                v
+            }
+            KIND_EXIT => vec![Event::Exit { tid }],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The descriptors a maker's record says were made, and what they are.
+fn made(m: Maker, args: &[u64; 6], ret: i64, r: &[u8], len: u16) -> Option<(Vec<i32>, Created)> {
+    if ret < 0 {
+        return None;
+    }
+    match m {
+        Maker::Pair(_, what) => {
+            let b = r
+                .get(DATA as usize..DATA as usize + 8)
+                .filter(|_| len == 8)?;
+            let fd = |i: usize| i32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
+            Some((vec![fd(0), fd(4)], what))
+        }
+        Maker::Socket => Some((vec![ret as i32], Created::Socket(family(args[0], args[1])))),
+        Maker::Accept => Some((vec![ret as i32], Created::Socket(None))),
+    }
+}
+
+/// The memory a call record carries, as [`Memory::Captured`].
+fn captured(p: Pointee, args: &[u64; 6], r: &[u8], len: u16, msg_ok: bool) -> Memory {
+    let data = |n: usize| r.get(DATA as usize..DATA as usize + n).map(<[u8]>::to_vec);
+    let mut parts = Vec::new();
+    match p {
+        Pointee::Path(n) if len > 0 => {
+            // The length counts the NUL.
+            if let Some(b) = data(len as usize - 1) {
+                parts.push((args[n], b, true));
+            }
+        }
+        Pointee::Iovecs(n) | Pointee::UringParams(n) if len > 0 => {
+            if let Some(b) = data(len as usize) {
+                parts.push((args[n], b, false));
+            }
+        }
+        Pointee::Msghdr(n) if msg_ok => {
+            let m = r[MSG as usize..MSG as usize + 56].to_vec();
+            let iov = u64::from_ne_bytes(m[16..24].try_into().unwrap_or([0; 8]));
+            parts.push((args[n], m, false));
+            if let Some(b) = data(len as usize).filter(|_| len > 0) {
+                parts.push((iov, b, false));
+            }
+        }
+        _ => {}
+    }
+    Memory::Captured(parts, std::cell::Cell::new(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jumps_land_on_their_labels() {
+        let mut a = Asm::default();
+        a.ja("end");
+        a.movi(R0, 1);
+        a.label("end");
+        a.exit();
+        let code = a.finish();
+        assert_eq!(code[0].off, 1);
+    }
+
+    #[test]
+    fn the_btf_reader_finds_task_struct_where_the_kernel_has_btf() {
+        let Ok(btf) = std::fs::read("/sys/kernel/btf/vmlinux") else {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
+            return;
+        };
+        let m = btf_struct(&btf, "task_struct").expect("task_struct");
+        assert!(m.iter().any(|(n, _)| *n == "pid"));
+        assert!(m.iter().any(|(n, _)| *n == "tgid"));
+    }
+}
