@@ -1,72 +1,143 @@
 #!/usr/bin/env bash
-# What tracing costs the traced program: wall time untraced, under `ioprobe trace` and
-# under `strace -f -c`, for each workload, interleaved (the order of the three turns
-# every round), medians over ROUNDS; then the same with everything pinned to one CPU
-# (taskset -c 0: tracer and traced program share it, so a stop needs no cross-CPU
-# wake-up). Workloads:
-#   - dd bs=4k over 64 MiB (32,768 reads and as many writes);
-#   - dd bs=512 over 16 MiB (the same number of calls, each cheaper);
-#   - dd bs=1M over 1 GiB: few, large calls;
-#   - a shell loop that makes no system call: the seccomp filter lets every untraced
-#     call run without a stop, so it should cost nothing;
-#   - true: the fixed cost of starting, pricing and reporting.
-# Figures are measured once first, and ioprobe's per-call user-time calibration is
-# pooled first in each placement (as on a machine where trace has run before), so
-# neither is in the timings.
-#   ROUNDS=3 bench/trace.sh   (about 6 min here)
+# What tracing costs the traced program, per tracer: wall time untraced, under
+# `ioprobe trace --tracer ebpf` (where this user may load BPF programs), under
+# `ioprobe trace --tracer ptrace`, and under `strace -f -c`, interleaved (the order
+# turns every round), medians over ROUNDS (at least 5). Then each tracer's `counts`
+# against `strace -f -c`'s, call by call, for every workload.
+# Workloads (inputs made in a scratch directory, removed on exit):
+#   - dd bs=4k over a 64 MiB file in the page cache (32,768 reads and as many writes);
+#   - dd bs=512 over a 16 MiB file (the same number of calls, each cheaper);
+#   - make of a small C project (8 files, -j1: about 25 processes);
+#   - a Python script reading a 20 MB text file line by line (the interpreter, not
+#     a pyenv shim: a shell's reads of a pipe vary with timing);
+#   - xz -T2 of an 8 MiB text file (two threads: its calls' order, and so a few
+#     counts, vary from run to run with or without a tracer);
+#   - true: the fixed cost of loading, starting, pricing and reporting.
+# Figures are measured once first, and ptrace's per-call user-time calibration is
+# pooled first (as on a machine where trace has run before), so neither is timed.
+#   ROUNDS=5 bench/trace.sh   (about 4 min here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch
-command -v strace >/dev/null || { echo "bench/trace.sh: needs strace" >&2; exit 1; }
+for t in strace make gcc python3 xz; do
+    command -v $t >/dev/null || { echo "bench/trace.sh: needs $t" >&2; exit 1; }
+done
 cargo build --release --quiet
 IOPROBE=$PWD/target/release/ioprobe
 store="$work/store.db"
 "$IOPROBE" trace --store "$store" --dir "$work" --output /dev/null -- true 2>/dev/null
-for pin in "" "taskset -c 0"; do
-    for _ in 1 2 3 4; do
-        $pin "$IOPROBE" trace --store "$store" --output /dev/null -- \
-            dd if=/dev/zero of=/dev/null bs=1 count=25000 2>/dev/null
-    done
+for _ in 1 2 3 4; do
+    "$IOPROBE" trace --tracer ptrace --store "$store" --output /dev/null -- \
+        dd if=/dev/zero of=/dev/null bs=1 count=25000 2>/dev/null
 done
+tracers=(ptrace)
+if "$IOPROBE" trace --tracer ebpf --store "$store" --output /dev/null -- true 2>/dev/null; then
+    tracers=(ebpf ptrace)
+else
+    echo "(eBPF tracer: skipped, it needs CAP_BPF and CAP_PERFMON)"
+fi
+
+# Inputs.
+head -c 64M /dev/urandom > "$work/in64"
+head -c 16M /dev/urandom > "$work/in16"
+head -c 6M /dev/urandom | base64 > "$work/in8"
+python3 -c "
+import random
+with open('$work/lines.txt', 'w') as f:
+    for i in range(400000):
+        f.write('line %d %s\n' % (i, 'x' * random.randint(0, 80)))"
+mkdir "$work/proj"
+for i in 1 2 3 4 5 6 7; do
+    printf 'int f%d(int x) { return x * %d; }\n' "$i" "$i" > "$work/proj/f$i.c"
+done
+printf 'int main(void) { return 0; }\n' > "$work/proj/main.c"
+printf 'OBJ = main.o f1.o f2.o f3.o f4.o f5.o f6.o f7.o\nprog: $(OBJ)\n\t$(CC) -o $@ $(OBJ)\nclean:\n\trm -f prog $(OBJ)\n' > "$work/proj/Makefile"
+printf 'import sys\nn = 0\nwith open(sys.argv[1]) as f:\n    for line in f:\n        n += len(line)\nprint(n)\n' > "$work/lines.py"
+cat "$work/in64" "$work/in16" "$work/in8" "$work/lines.txt" > /dev/null
+# The interpreter itself, not a version manager's shell shim in front of it.
+python=$(python3 -c 'import sys; print(sys.executable)')
 
 now() { date +%s%N; }
 time_ns() { local t0; t0=$(now); "$@" >/dev/null 2>&1; echo $(($(now) - t0)); }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+fmt() { awk -v x="$1" 'BEGIN { if (x >= 1e9) printf "%.3g s", x / 1e9; else printf "%.3g ms", x / 1e6 }'; }
 
-# run NAME PIN CMD...: one table row.
-run() {
-    local name=$1 pin=$2; shift 2
-    : > "$work/u"; : > "$work/i"; : > "$work/s"
-    local -a u i s
-    u=($pin "$@")
-    i=($pin "$IOPROBE" trace --store "$store" --output /dev/null -- "$@")
-    s=($pin strace -f -c -o /dev/null "$@")
-    for round in $(seq "$ROUNDS"); do
-        case $((round % 3)) in
-            1) time_ns "${u[@]}" >> "$work/u"; time_ns "${i[@]}" >> "$work/i"; time_ns "${s[@]}" >> "$work/s" ;;
-            2) time_ns "${i[@]}" >> "$work/i"; time_ns "${s[@]}" >> "$work/s"; time_ns "${u[@]}" >> "$work/u" ;;
-            0) time_ns "${s[@]}" >> "$work/s"; time_ns "${u[@]}" >> "$work/u"; time_ns "${i[@]}" >> "$work/i" ;;
-        esac
-    done
-    awk -v n="$name" -v u="$(median < "$work/u")" -v i="$(median < "$work/i")" -v s="$(median < "$work/s")" \
-        'function t(x) { return x >= 1e9 ? sprintf("%.3g s", x / 1e9) : sprintf("%.3g ms", x / 1e6) }
-         BEGIN { printf "| %s | %s | %s (×%.3g) | %s (×%.3g) |\n", n, t(u), t(i), i / u, t(s), s / u }'
+# The command line of each way of running CMD: untraced, each tracer, strace.
+ways=(untraced "${tracers[@]}" strace)
+way() {
+    local w=$1; shift
+    case $w in
+        untraced) echo "$@" ;;
+        strace) echo strace -f -c -o /dev/null "$@" ;;
+        *) echo "$IOPROBE" trace --tracer "$w" --store "$store" --output /dev/null -- "$@" ;;
+    esac
 }
 
-for pin in "" "taskset -c 0"; do
-    echo
-    echo "${pin:-unpinned (tracer and program where the scheduler puts them)}"
-    echo
-    echo "| workload | untraced | ioprobe trace | strace -f -c |"
-    echo "|---|---:|---:|---:|"
-    run "dd bs=4k, 64 MiB" "$pin" dd if=/dev/zero of=/dev/null bs=4k count=16k
-    run "dd bs=512, 16 MiB" "$pin" dd if=/dev/zero of=/dev/null bs=512 count=32k
-    run "dd bs=1M, 1 GiB" "$pin" dd if=/dev/zero of=/dev/null bs=1M count=1k
-    run "shell loop, no system calls" "$pin" sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'
-    run "true" "$pin" true
-done
+# counts_check TRACER CMD...: "yes" when the tracer's counts equal strace -f -c's for
+# every call it counts, else the calls that differ.
+counts_check() {
+    local t=$1; shift
+    (cd "$work/proj" && make -s clean >/dev/null 2>&1 || true)
+    "$IOPROBE" trace --tracer "$t" --store "$store" --json --output "$work/c.json" -- "$@" >/dev/null 2>&1 || true
+    (cd "$work/proj" && make -s clean >/dev/null 2>&1 || true)
+    strace -f -c -o "$work/s.txt" "$@" >/dev/null 2>&1 || true
+    python3 - "$work/c.json" "$work/s.txt" <<'PY'
+import json, sys
+mine = json.load(open(sys.argv[1]))["counts"]
+theirs = {}
+for line in open(sys.argv[2]):
+    f = line.split()
+    if len(f) >= 5 and f[0][0].isdigit():
+        theirs[f[-1]] = int(f[3])
+diff = [f"{k} {v}/{theirs.get(k, 0)}" for k, v in sorted(mine.items()) if v != theirs.get(k, 0)]
+print("yes" if not diff else "no: " + ", ".join(diff))
+PY
+}
+
+# run NAME CMD...: one table row, then its count checks.
+declare -a checks
+run() {
+    local name=$1; shift
+    local -A files
+    for w in "${ways[@]}"; do files[$w]=$work/t.$w; : > "${files[$w]}"; done
+    for round in $(seq "$ROUNDS"); do
+        local n=${#ways[@]} k
+        for k in $(seq 0 $((n - 1))); do
+            local w=${ways[$(((k + round) % n))]}
+            (cd "$work/proj" && make -s clean >/dev/null 2>&1 || true)
+            # shellcheck disable=SC2046
+            time_ns $(way "$w" "$@") >> "${files[$w]}"
+        done
+    done
+    local u; u=$(median < "${files[untraced]}")
+    local row="| $name | $(fmt "$u")"
+    for w in "${tracers[@]}" strace; do
+        local m; m=$(median < "${files[$w]}")
+        row+=" | $(fmt "$m") (×$(awk -v a="$m" -v b="$u" 'BEGIN { printf "%.3g", a / b }'))"
+    done
+    echo "$row |"
+    for t in "${tracers[@]}"; do
+        checks+=("| $name | $t | $(counts_check "$t" "$@") |")
+    done
+}
+
+header="| workload | untraced"
+for t in "${tracers[@]}"; do header+=" | ioprobe trace ($t)"; done
+echo "$header | strace -f -c |"
+echo "|---|---:$(printf '|---:%.0s' "${tracers[@]}")|---:|"
+run "dd bs=4k, 64 MiB" dd if="$work/in64" of=/dev/null bs=4k
+run "dd bs=512, 16 MiB" dd if="$work/in16" of=/dev/null bs=512
+run "make, 8 C files" make -s -C "$work/proj"
+run "python, 400k lines" "$python" "$work/lines.py" "$work/lines.txt"
+run "xz -T2, 8 MiB" xz -T2 -1 -c "$work/in8"
+run "true" true
 echo
-echo "(medians of $ROUNDS interleaved rounds; ioprobe's time includes its start, pricing and report)"
+echo "(medians of $ROUNDS interleaved rounds; ioprobe's time includes its start, the tracer's"
+echo "loading, pricing and the report)"
+echo
+echo "| workload | tracer | counts equal strace -f -c's |"
+echo "|---|---|---|"
+printf '%s\n' "${checks[@]}"

@@ -142,6 +142,14 @@ pub struct Environment {
     pub load: BTreeMap<String, super::load::Load>,
 }
 
+/// This host's name (uname's nodename), without collecting the rest.
+pub fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
 impl Environment {
     /// Collects the facts; `measured_dir` names the directory whose filesystem is measured.
     pub fn collect(measured_dir: Option<&Path>) -> Environment {
@@ -152,7 +160,7 @@ impl Environment {
         let facts = super::os::sysctl_facts().unwrap_or_default();
         let meminfo = read("/proc/meminfo");
         Environment {
-            hostname: s(uts.nodename()),
+            hostname: hostname(),
             os: os_name(),
             kernel: s(uts.release()),
             kernel_version: s(uts.version()),

@@ -225,6 +225,7 @@ fn trace_command(
             tid: tracer.pid(),
             comm: None,
             program32: None,
+            seen: None,
         });
     }
     while let Some(ev) = tracer.next_event()? {
@@ -250,7 +251,7 @@ fn trace_command(
         Running::Ebpf(_) => 0,
     };
     let (user_cpu, correction) = {
-        let host = crate::sys::machine::Environment::collect(None).hostname;
+        let host = crate::sys::machine::hostname();
         let mut store = crate::session::store_for_saving(settings).ok().flatten();
         overhead::correct(user_cpu, calls, store.as_mut(), &host)
     };
@@ -433,7 +434,7 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
 /// Saved figures from this host, or a quick measurement of the few cases pricing
 /// needs when none are saved (saved too, unless --no-save): (figures, run measured).
 fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
-    let host = crate::sys::machine::Environment::collect(None).hostname;
+    let host = crate::sys::machine::hostname();
     let mut runs: Vec<(i64, Run)> = Vec::new();
     let path = crate::session::store_path(settings)?;
     if let Some(store) = crate::results::store::Store::open_read_only_if_any(&path)? {

@@ -170,6 +170,8 @@ pub struct Profile {
     /// Per process, its descriptors when its program started: (name, position), used
     /// when first met (eBPF).
     early: HashMap<i32, HashMap<i32, (String, u64)>>,
+    /// Filesystem types by directory.
+    fs_by_dir: HashMap<std::path::PathBuf, Option<String>>,
 }
 
 impl Profile {
@@ -381,6 +383,17 @@ impl Profile {
     }
 
     /// The target called `name` (a /proc/PID/fd link), found or added.
+    /// The filesystem type of directory `dir`, looked up once per directory (a
+    /// lookup reads /proc/self/mountinfo).
+    fn fs_of(&mut self, dir: &std::path::Path) -> Option<String> {
+        if let Some(f) = self.fs_by_dir.get(dir) {
+            return f.clone();
+        }
+        let f = crate::sys::machine::filesystem_of(dir).map(|f| f.fs_type);
+        self.fs_by_dir.insert(dir.to_path_buf(), f.clone());
+        f
+    }
+
     fn target(&mut self, name: &str) -> usize {
         if let Some(&i) = self.by_name.get(name) {
             return i;
@@ -439,7 +452,7 @@ impl Profile {
                 } else {
                     p.parent().unwrap_or(p)
                 };
-                crate::sys::machine::filesystem_of(dir).map(|f| f.fs_type)
+                self.fs_of(dir)
             })
             .flatten();
         let family = name
@@ -462,7 +475,13 @@ impl Profile {
     /// Descriptors made by a call the eBPF tracer watches without counting (pipe2,
     /// socket, socketpair, accept): named as /proc names them while the process still
     /// has them, else `pipe:[ebpf-N]` / `socket:[ebpf-N]`, one name per call.
-    fn created(&mut self, tid: i32, fds: &[i32], what: crate::sys::os::Created) {
+    fn created(
+        &mut self,
+        tid: i32,
+        fds: &[i32],
+        what: crate::sys::os::Created,
+        names: &[Option<String>],
+    ) {
         use crate::sys::os::Created;
         let pid = self.pid_of(tid);
         self.made += 1;
@@ -470,8 +489,11 @@ impl Profile {
             Created::Pipe => ("pipe", None),
             Created::Socket(f) => ("socket", f),
         };
-        for &fd in fds {
-            let name = read_link(format!("/proc/{pid}/fd/{fd}"))
+        for (i, &fd) in fds.iter().enumerate() {
+            let name = names
+                .get(i)
+                .cloned()
+                .flatten()
                 .filter(|n| n.starts_with(prefix))
                 .unwrap_or_else(|| format!("{prefix}:[ebpf-{}]", self.made));
             let t = self.target(&name);
@@ -491,23 +513,20 @@ impl Profile {
         }
     }
 
-    /// The descriptors and working directory `pid` has now (the eBPF tracer's view
-    /// of a new program, taken as soon as it starts).
-    fn learn_process(&mut self, pid: i32) {
-        if let Some(cwd) = read_link(format!("/proc/{pid}/cwd")) {
-            self.cwd.insert(pid, cwd);
+    /// The descriptors and working directory `pid` had when its program started (the
+    /// eBPF tracer's view, taken as soon as it started).
+    fn learn_process(&mut self, pid: i32, seen: &crate::sys::os::Seen) {
+        if let Some(cwd) = &seen.cwd {
+            self.cwd.insert(pid, cwd.clone());
         }
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            return;
-        };
-        let mut now = HashMap::new();
-        for e in dir.flatten() {
-            if let Some(fd) = e.file_name().to_str().and_then(|n| n.parse().ok())
-                && let Some(seen) = fd_now(pid, fd)
-            {
-                now.insert(fd, seen);
-            }
+        if seen.cwd.is_none() && seen.fds.is_empty() {
+            return; // gone before the tracer looked: what it inherited stands
         }
+        let now = seen
+            .fds
+            .iter()
+            .map(|(fd, name, pos)| (*fd, (name.clone(), *pos)))
+            .collect();
         self.early.insert(pid, now);
     }
 
@@ -579,6 +598,7 @@ impl Profile {
                 tid,
                 ref comm,
                 program32,
+                ref seen,
             } => {
                 if let Some(c) = comm {
                     // Seen in the kernel: the process may be gone from /proc by now.
@@ -612,8 +632,10 @@ impl Profile {
                         .collect();
                     self.fds.insert(pid, std);
                     // Read later than they happen, its calls may find its descriptors
-                    // closed and the process gone: learn them now, woken by the exec.
-                    self.learn_process(pid);
+                    // closed and the process gone: what the tracer saw at the exec.
+                    if let Some(seen) = seen {
+                        self.learn_process(pid, seen);
+                    }
                 }
                 let now = comm.clone().or_else(|| {
                     std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -633,7 +655,12 @@ impl Profile {
                     };
                 }
             }
-            Event::Created { tid, ref fds, what } => self.created(tid, fds, what),
+            Event::Created {
+                tid,
+                ref fds,
+                what,
+                ref names,
+            } => self.created(tid, fds, what, names),
             Event::Task {
                 tid,
                 parent,

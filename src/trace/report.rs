@@ -81,8 +81,13 @@ struct CopyJson {
 const NOTE: &str = "tracing slows every traced call, so calls are priced with this machine's measured figures, never with their traced durations";
 
 /// How the user CPU time of the work was estimated.
-fn user_note(c: &overhead::Correction) -> String {
-    if c.pooled_calls == 0 {
+fn user_note(c: &overhead::Correction, tracer: &super::Tracing) -> String {
+    if tracer.path == "ebpf" {
+        format!(
+            "user CPU as measured ({}): the eBPF tracer runs in the kernel and adds none",
+            secs(c.user_cpu_traced_s)
+        )
+    } else if c.pooled_calls == 0 {
         format!(
             "user CPU as measured under trace ({}): too few traced calls for tracing to add much to it",
             secs(c.user_cpu_traced_s)
@@ -102,6 +107,18 @@ fn user_note(c: &overhead::Correction) -> String {
                 )
             }
         )
+    }
+}
+
+/// Which tracer ran, and why not eBPF when it fell back.
+fn tracer_note(t: &super::Tracing) -> String {
+    match (t.path, &t.ebpf_unavailable) {
+        ("ebpf", _) => {
+            "traced with eBPF: the command ran without stops, its calls recorded in the kernel"
+                .to_string()
+        }
+        (_, Some(why)) => format!("traced with ptrace (eBPF could not be used: {why})"),
+        _ => "traced with ptrace (--tracer ptrace)".to_string(),
     }
 }
 
@@ -298,8 +315,9 @@ impl Report<'_> {
             secs(run.user_cpu_s),
             thousands(p.counts.values().sum()),
             secs(run.priced_calls_s),
-            user_note(&run.user_correction),
+            user_note(&run.user_correction, &run.tracer),
         );
+        out.push_str(&format!("  note: {}\n", tracer_note(&run.tracer)));
         for n in &p.notes {
             out.push_str(&format!("  note: {n}\n"));
         }

@@ -1025,3 +1025,60 @@ fn many_files_are_folded_into_per_directory_rows() {
     assert!(opened >= 100, "{opened}");
     assert!(doc["counts"]["openat"].as_u64().unwrap() >= 4200);
 }
+
+/// Without the privilege eBPF needs, `--tracer auto` falls back to ptrace and says why,
+/// and `--tracer ebpf` refuses before CMD runs. (As root, the privilege is dropped with
+/// setpriv for the test; elsewhere it is simply missing.)
+#[test]
+fn without_cap_bpf_auto_falls_back_to_ptrace_and_ebpf_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let unprivileged = |args: &[&str]| {
+        let mut c = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(BIN);
+            c
+        } else {
+            std::process::Command::new(BIN)
+        };
+        c.args(["trace", "--figures", FIXTURE_A, "--store"])
+            .arg(d.join("none.db"))
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap()
+    };
+    if root
+        && std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: no setpriv to drop root's privileges");
+        return;
+    }
+    let out = unprivileged(&["--tracer", "ebpf", "--", "touch", "ran"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the eBPF tracer cannot run here") && err.contains("was not run"),
+        "{err}"
+    );
+    assert!(!d.join("ran").exists(), "the command ran");
+    let json = d.join("t.json");
+    let out = unprivileged(&["--json", "--output", json.to_str().unwrap(), "--", "true"]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let t = &doc["work"]["tracer"];
+    assert_eq!(t["path"], "ptrace", "{t}");
+    assert!(
+        t["ebpf_unavailable"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{t}"
+    );
+}

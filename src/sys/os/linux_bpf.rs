@@ -1,21 +1,23 @@
 //! `ioprobe trace` through eBPF: the command runs untraced by ptrace (no stop, no
-//! seccomp filter, its privileges kept), while five small BPF programs, assembled here
+//! seccomp filter, its privileges kept), while four small BPF programs, assembled here
 //! and loaded with bpf(2) (no compiler, no BPF toolchain), watch it from the kernel:
 //!
-//! - `sys_enter` and `sys_exit` (raw tracepoints): for a task of the traced tree and a
-//!   traced call, the arguments are kept at entry; at exit one record (number,
-//!   arguments, result, and the memory the call's profile needs: its path, iovec
-//!   array, msghdr or io_uring parameters) goes to a ring buffer;
+//! - `sys_exit` (raw tracepoint): for a task of the traced tree and a traced call, one
+//!   record goes to a ring buffer: the call's number and arguments (still in the saved
+//!   user registers at exit), its result, and the memory its profile reads (its path,
+//!   iovec array, msghdr or io_uring parameters), copied there and then;
 //! - `sched_process_fork`, `sched_process_exec`, `sched_process_exit`: the traced tree
-//!   is kept in a map in the kernel, so a new task is traced from its first call.
+//!   is a map in the kernel, so a new task is traced from its first call (the command
+//!   itself from its exec: until then it is ioprobe's child waiting on a pipe).
 //!
-//! ioprobe reads the ring every few milliseconds (the programs wake nobody), so the
-//! command's calls cost it one map lookup and a record each. A record the ring had no
-//! room for is counted ([`Tracer::lost`]) and said, never silently dropped. Needs root
-//! (or CAP_BPF with CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for two offsets
-//! in `struct task_struct`.
+//! ioprobe reads the ring every few milliseconds, or when a program starts or the ring
+//! is half full, so the command's calls cost it one map lookup, one read of its saved
+//! registers and a record each. A record the ring had no room for is counted
+//! ([`Tracer::lost`]) and said, never silently dropped. Needs root (or CAP_BPF with
+//! CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for three offsets (`task_struct`'s
+//! `pid` and `tgid`, `linux_binprm`'s `buf`).
 
-use super::{Child, Created, Ended, Event, MAIN, Memory, PASSED, c_args, child_error, os};
+use super::{Child, Created, Ended, Event, MAIN, Memory, PASSED, Seen, c_args, child_error, os};
 use crate::sys::syscall::{Pointee, Syscall};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
@@ -40,8 +42,9 @@ const DATA: i16 = 80;
 const DATA_LEN: i32 = 512;
 const MSG: i16 = 592;
 const BIG: i32 = 648;
-/// The ring buffer's size: at 80-byte records, 100,000 calls between two reads.
-const RING: u32 = 8 << 20;
+/// The ring buffer's size: 24,000 calls of 88-byte records. ioprobe reads it every
+/// [`READ_EVERY_MS`], and a record that finds it half full wakes ioprobe at once.
+const RING: u32 = 2 << 20;
 /// Tasks of the traced tree alive at once, and calls in flight.
 const TASKS: u32 = 16384;
 /// Syscall numbers looked up (both architectures number theirs below 512).
@@ -163,6 +166,9 @@ const READ_KERNEL: i32 = 113;
 const READ_USER_STR: i32 = 114;
 const RESERVE: i32 = 131;
 const SUBMIT: i32 = 132;
+const QUERY: i32 = 134;
+/// bpf_ringbuf_query's flag: the bytes not yet read.
+const AVAIL_DATA: i32 = 0;
 /// bpf_ringbuf_submit's flags: wake no reader (calls: ioprobe reads on its own
 /// clock), or wake it now (a new task or program, whose descriptors and working
 /// directory ioprobe looks at while they are still there).
@@ -265,12 +271,36 @@ impl Asm {
 // ---------------------------------------------------------------------------------
 // The programs.
 
-/// Where a syscall's six arguments sit in `struct pt_regs` at sys_enter: the window
-/// read (offset, length) and each argument's offset in it.
+/// Where a call's number and six arguments sit in `struct pt_regs` at sys_exit (the
+/// saved user registers; only the return register has changed): the window read
+/// (offset, length), each argument's offset in it, the number's (and whether it is
+/// 32 bits wide).
+struct Regs {
+    base: i32,
+    len: i32,
+    args: [i16; 6],
+    nr: i16,
+    nr32: bool,
+}
 #[cfg(target_arch = "x86_64")]
-const REGS: (i32, i32, [i16; 6]) = (56, 64, [56, 48, 40, 0, 16, 8]); // di si dx r10 r8 r9
+const REGS: Regs = Regs {
+    // r10 r9 r8 ax cx dx si di orig_ax, from offset 56
+    base: 56,
+    len: 72,
+    args: [56, 48, 40, 0, 16, 8],
+    nr: 64,
+    nr32: false,
+};
 #[cfg(target_arch = "aarch64")]
-const REGS: (i32, i32, [i16; 6]) = (0, 48, [0, 8, 16, 24, 32, 40]); // x0..x5
+const REGS: Regs = Regs {
+    // regs[31] sp pc pstate orig_x0 syscallno: x0 holds the result, orig_x0 the first
+    // argument.
+    base: 0,
+    len: 288,
+    args: [272, 8, 16, 24, 32, 40],
+    nr: 280,
+    nr32: true,
+};
 
 /// Stack slots.
 const KEY: i16 = -4;
@@ -278,8 +308,7 @@ const AUX: i16 = -8;
 const RET: i16 = -16;
 const PTR: i16 = -24;
 const COUNT: i16 = -32;
-const PENDING: i16 = -72;
-const WINDOW: i16 = -136;
+const WINDOW: i16 = -40 - REGS.len as i16;
 
 /// Looks the current task up in `tasks`; when it is not there (or, with `traced`,
 /// not there as [`TRACED`]), to `out`. Leaves pid_tgid in r9 and its state in r8.
@@ -297,46 +326,8 @@ fn if_traced(a: &mut Asm, maps: &Maps, traced: bool) {
     }
 }
 
-/// sys_enter(regs, id): a traced task's traced call keeps its number and arguments in
-/// `pending` until its exit.
-fn sys_enter(maps: &Maps) -> Vec<Insn> {
-    let mut a = Asm::default();
-    a.mov(R6, R1);
-    if_traced(&mut a, maps, true);
-    a.ldx(DW, R7, R6, 8);
-    a.jmpi(JGT, R7, NUMBERS as i32 - 1, "out");
-    a.stx(W, FP, AUX, R7);
-    a.map(R1, maps.wanted.as_raw_fd());
-    a.stack(R2, AUX as i32);
-    a.call(LOOKUP);
-    a.jmpi(JEQ, R0, 0, "out");
-    a.ldx(W, R1, R0, 0);
-    a.jmpi(JEQ, R1, 0, "out");
-    a.stx(DW, FP, PENDING, R7);
-    let (base, len, args) = REGS;
-    a.stack(R1, WINDOW as i32);
-    a.movi(R2, len);
-    a.ldx(DW, R3, R6, 0);
-    a.alui(ADD, R3, base);
-    a.call(READ_KERNEL);
-    a.jmpi(JNE, R0, 0, "lost");
-    for (i, off) in args.iter().enumerate() {
-        a.ldx(DW, R1, FP, WINDOW + off);
-        a.stx(DW, FP, PENDING + 8 + 8 * i as i16, R1);
-    }
-    a.map(R1, maps.pending.as_raw_fd());
-    a.stack(R2, KEY as i32);
-    a.stack(R3, PENDING as i32);
-    a.movi(R4, 0);
-    a.call(UPDATE);
-    a.jmpi(JNE, R0, 0, "lost");
-    a.ja("out");
-    a.epilogue(maps, "out");
-    a.finish()
-}
-
-/// Fills a call record's header at r6 from the pending entry at r7, pid_tgid in r9
-/// and the result on the stack.
+/// Fills a call record's header at r6: the number in r7, pid_tgid in r9, the
+/// arguments from the register window and the result on the stack.
 fn call_header(a: &mut Asm) {
     a.st(W, R6, 0, KIND_CALL);
     a.stx(W, R6, 4, R9);
@@ -344,9 +335,10 @@ fn call_header(a: &mut Asm) {
     a.alui(RSH, R1, 32);
     a.stx(W, R6, 8, R1);
     a.st(W, R6, 12, 0);
-    for i in 0..7 {
-        a.ldx(DW, R1, R7, 8 * i);
-        a.stx(DW, R6, 16 + 8 * i, R1);
+    a.stx(DW, R6, 16, R7);
+    for (i, off) in REGS.args.iter().enumerate() {
+        a.ldx(DW, R1, FP, WINDOW + off);
+        a.stx(DW, R6, 24 + 8 * i as i16, R1);
     }
     a.ldx(DW, R1, FP, RET);
     a.stx(DW, R6, 72, R1);
@@ -454,23 +446,25 @@ fn copy_memory(a: &mut Asm) {
 fn sys_exit(maps: &Maps) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
-    a.call(PID_TGID);
-    a.mov(R9, R0);
-    a.stx(W, FP, KEY, R0);
-    a.map(R1, maps.pending.as_raw_fd());
-    a.stack(R2, KEY as i32);
-    a.call(LOOKUP);
-    a.jmpi(JEQ, R0, 0, "out");
-    a.mov(R7, R0);
+    if_traced(&mut a, maps, true);
     a.ldx(DW, R1, R6, 8);
     a.stx(DW, FP, RET, R1);
-    a.ldx(DW, R1, R7, 0);
-    a.stx(W, FP, AUX, R1);
+    // The saved registers: the call's number and arguments.
+    a.stack(R1, WINDOW as i32);
+    a.movi(R2, REGS.len);
+    a.ldx(DW, R3, R6, 0);
+    a.alui(ADD, R3, REGS.base);
+    a.call(READ_KERNEL);
+    a.jmpi(JNE, R0, 0, "lost");
+    a.ldx(if REGS.nr32 { W } else { DW }, R7, FP, WINDOW + REGS.nr);
+    a.jmpi(JGT, R7, NUMBERS as i32 - 1, "out");
+    a.stx(W, FP, AUX, R7);
     a.map(R1, maps.wanted.as_raw_fd());
     a.stack(R2, AUX as i32);
     a.call(LOOKUP);
-    a.jmpi(JEQ, R0, 0, "forget");
+    a.jmpi(JEQ, R0, 0, "out");
     a.ldx(W, R8, R0, 0);
+    a.jmpi(JEQ, R8, 0, "out");
     a.mov(R1, R8);
     a.alui(AND, R1, 0b1110);
     a.jmpi(JNE, R1, 0, "big");
@@ -487,17 +481,19 @@ fn sys_exit(maps: &Maps) -> Vec<Insn> {
             a.st(W, R6, 12, 0);
             copy_memory(&mut a);
         }
-        a.mov(R1, R6);
+        // Wake ioprobe only when the ring is half full.
+        a.map(R1, maps.ring.as_raw_fd());
+        a.movi(R2, AVAIL_DATA);
+        a.call(QUERY);
         a.movi(R2, NO_WAKEUP);
+        a.jmpi(JLE, R0, RING as i32 / 2, &format!("{tag}_quiet"));
+        a.movi(R2, WAKE_NOW);
+        a.label(&format!("{tag}_quiet"));
+        a.mov(R1, R6);
         a.call(SUBMIT);
-        a.ja("forget");
+        a.ja("out");
     }
-    a.label("forget");
-    a.map(R1, maps.pending.as_raw_fd());
-    a.stack(R2, KEY as i32);
-    a.call(DELETE);
-    a.ja("out");
-    a.epilogue(maps, "forget");
+    a.epilogue(maps, "out");
     a.finish()
 }
 
@@ -617,11 +613,9 @@ fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
 fn exit(maps: &Maps) -> Vec<Insn> {
     let mut a = Asm::default();
     if_traced(&mut a, maps, false);
-    for m in [&maps.tasks, &maps.pending] {
-        a.map(R1, m.as_raw_fd());
-        a.stack(R2, KEY as i32);
-        a.call(DELETE);
-    }
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(DELETE);
     small_record(&mut a, maps, KIND_EXIT);
     a.mov(R1, R6);
     a.movi(R2, WAKE_NOW);
@@ -640,6 +634,7 @@ const CMD_MAP_LOOKUP_ELEM: i32 = 1;
 const CMD_MAP_UPDATE_ELEM: i32 = 2;
 const CMD_PROG_LOAD: i32 = 5;
 const CMD_RAW_TRACEPOINT_OPEN: i32 = 17;
+const CMD_MAP_UPDATE_BATCH: i32 = 26;
 
 fn bpf(cmd: libc::c_int, attr: &mut [u64; 16]) -> io::Result<libc::c_long> {
     // SAFETY: attr is a zero-filled 128-byte union bpf_attr with the fields `cmd`
@@ -669,15 +664,29 @@ fn owned(fd: libc::c_long) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd as i32) }
 }
 
-fn map_create(kind: u32, key: u32, value: u32, entries: u32) -> io::Result<OwnedFd> {
+fn map_create(kind: u32, key: u32, value: u32, entries: u32, flags: u32) -> io::Result<OwnedFd> {
     let mut attr = [0u64; 16];
     set_u32(&mut attr, 0, kind);
     set_u32(&mut attr, 4, key);
     set_u32(&mut attr, 8, value);
     set_u32(&mut attr, 12, entries);
+    set_u32(&mut attr, 16, flags);
     bpf(CMD_MAP_CREATE, &mut attr)
         .map(owned)
         .map_err(os("bpf(BPF_MAP_CREATE)"))
+}
+
+/// Sets an array map of u32 values whole, in one call (BPF_MAP_UPDATE_BATCH).
+fn map_fill(map: &OwnedFd, values: &[u32]) -> io::Result<()> {
+    let keys: Vec<u32> = (0..values.len() as u32).collect();
+    let mut attr = [0u64; 16];
+    attr[2] = keys.as_ptr() as u64;
+    attr[3] = values.as_ptr() as u64;
+    set_u32(&mut attr, 32, values.len() as u32);
+    set_u32(&mut attr, 36, map.as_raw_fd() as u32);
+    bpf(CMD_MAP_UPDATE_BATCH, &mut attr)
+        .map(|_| ())
+        .map_err(os("bpf(BPF_MAP_UPDATE_BATCH)"))
 }
 
 fn map_update(map: &OwnedFd, key: &[u8], value: &[u8]) -> io::Result<()> {
@@ -703,35 +712,34 @@ fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Result<()> {
 fn attach(name: &str, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)> {
     const RAW_TRACEPOINT: u32 = 17;
     let license = c"Dual MIT/GPL";
-    let mut log = vec![0u8; 1 << 16];
-    let mut attr = [0u64; 16];
-    set_u32(&mut attr, 0, RAW_TRACEPOINT);
-    set_u32(&mut attr, 4, code.len() as u32);
-    attr[1] = code.as_ptr() as u64;
-    attr[2] = license.as_ptr() as u64;
-    set_u32(&mut attr, 24, 1);
-    set_u32(&mut attr, 28, log.len() as u32);
-    attr[4] = log.as_mut_ptr() as u64;
-    let prog = bpf(CMD_PROG_LOAD, &mut attr).map(owned).map_err(|e| {
-        let text = String::from_utf8_lossy(&log);
-        let last = text
-            .trim_end_matches('\0')
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .to_string();
-        io::Error::new(
-            e.kind(),
-            format!(
-                "bpf(BPF_PROG_LOAD) of {name}: {e}{}",
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({last})")
-                }
-            ),
-        )
+    // Without a log first (the verifier's log costs more than the check); with one,
+    // to say why, only when the program is refused.
+    let load = |log: &mut [u8]| {
+        let mut attr = [0u64; 16];
+        set_u32(&mut attr, 0, RAW_TRACEPOINT);
+        set_u32(&mut attr, 4, code.len() as u32);
+        attr[1] = code.as_ptr() as u64;
+        attr[2] = license.as_ptr() as u64;
+        if !log.is_empty() {
+            set_u32(&mut attr, 24, 1);
+            set_u32(&mut attr, 28, log.len() as u32);
+            attr[4] = log.as_mut_ptr() as u64;
+        }
+        bpf(CMD_PROG_LOAD, &mut attr).map(owned)
+    };
+    let prog = load(&mut []).or_else(|_| {
+        let mut log = vec![0u8; 1 << 16];
+        load(&mut log).map_err(|e| {
+            let text = String::from_utf8_lossy(&log);
+            let last = text
+                .trim_end_matches('\0')
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default();
+            io::Error::new(e.kind(), format!("bpf(BPF_PROG_LOAD) of {name}: {e}{last}"))
+        })
     })?;
     let tp = std::ffi::CString::new(name).map_err(io::Error::other)?;
     let mut attr = [0u64; 16];
@@ -745,10 +753,8 @@ fn attach(name: &str, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// The maps the programs share.
 struct Maps {
-    /// Task id → 1: the traced tree.
+    /// Task id → its state ([`TRACED`], [`WAITING`], [`COMPAT`]): the traced tree.
     tasks: OwnedFd,
-    /// Task id → (number, six arguments): calls between entry and exit.
-    pending: OwnedFd,
     /// Syscall number → [`wanted_value`] (0: not traced).
     wanted: OwnedFd,
     /// One counter: records the ring had no room for, tasks the tree could not hold.
@@ -768,9 +774,10 @@ struct TaskOffsets {
 /// `struct task_struct`'s `pid` and `tgid` and `struct linux_binprm`'s `buf`, from the
 /// kernel's BTF.
 fn task_offsets() -> io::Result<TaskOffsets> {
-    let btf = std::fs::read("/sys/kernel/btf/vmlinux").map_err(os("/sys/kernel/btf/vmlinux"))?;
+    let btf = Btf::open()?;
+    let btf = btf.bytes();
     let find = |st: &str, name: &str| {
-        btf_struct(&btf, st)
+        btf_struct(btf, st)
             .and_then(|m| {
                 m.iter()
                     .find(|(n, _)| *n == name)
@@ -831,6 +838,54 @@ fn btf_struct<'a>(btf: &'a [u8], wanted: &str) -> Option<Vec<(&'a str, u32)>> {
         at += extra;
     }
     None
+}
+
+/// The kernel's BTF, mapped (private, read-only: sysfs gives it 4 KiB per read, 1,300
+/// reads), else read.
+enum Btf {
+    Mapped(*const u8, usize),
+    Read(Vec<u8>),
+}
+
+impl Btf {
+    fn open() -> io::Result<Btf> {
+        const PATH: &str = "/sys/kernel/btf/vmlinux";
+        let f = std::fs::File::open(PATH).map_err(os(PATH))?;
+        let len = f.metadata().map_err(os(PATH))?.len() as usize;
+        // SAFETY: a private read-only mapping of the whole file, unmapped in Drop; the
+        // kernel's BTF does not change while the system runs.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED || len == 0 {
+            return std::fs::read(PATH).map(Btf::Read).map_err(os(PATH));
+        }
+        Ok(Btf::Mapped(p as *const u8, len))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            // SAFETY: `len` bytes mapped at `p` for as long as self lives.
+            Btf::Mapped(p, len) => unsafe { std::slice::from_raw_parts(*p, *len) },
+            Btf::Read(v) => v,
+        }
+    }
+}
+
+impl Drop for Btf {
+    fn drop(&mut self) {
+        if let Btf::Mapped(p, len) = self {
+            // SAFETY: the mapping made in Btf::open.
+            unsafe { libc::munmap(*p as *mut libc::c_void, *len) };
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -933,18 +988,22 @@ impl Drop for Ring {
 // ---------------------------------------------------------------------------------
 // The tracer.
 
-/// The command and the programs watching it.
+/// The command and the programs watching it. A reader thread empties the ring as it
+/// fills, turning records into events at once (and looking at a new program's
+/// descriptors and working directory then, while they are there), so that the ring
+/// never waits on the profile.
 pub struct Tracer {
     main: i32,
     ended: Option<Ended>,
-    ring: Ring,
     lost_map: OwnedFd,
-    /// The traced tasks not yet seen to end.
+    /// The traced tasks not yet seen to end, and those of them missing from /proc
+    /// at the last look.
     live: HashSet<i32>,
+    missing: HashSet<i32>,
     queue: VecDeque<Event>,
-    calls: HashMap<u64, Syscall>,
-    makers: HashMap<u64, Maker>,
-    pidfd: Option<OwnedFd>,
+    events: std::sync::mpsc::Receiver<Vec<Event>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    reader: Option<std::thread::JoinHandle<()>>,
     /// Kept open while tracing: closing them detaches the programs.
     _links: Vec<(OwnedFd, OwnedFd)>,
     _maps: Vec<OwnedFd>,
@@ -964,33 +1023,28 @@ impl Loaded {
         const ARRAY: u32 = 2;
         const RINGBUF: u32 = 27;
         let offsets = task_offsets()?;
+        // The tree is small and changes at forks and execs only: allocated as it grows.
+        const NO_PREALLOC: u32 = 1;
         let maps = Maps {
-            tasks: map_create(HASH, 4, 4, TASKS)?,
-            pending: map_create(HASH, 4, 56, TASKS)?,
-            wanted: map_create(ARRAY, 4, 4, NUMBERS)?,
-            lost: map_create(ARRAY, 4, 8, 1)?,
-            ring: map_create(RINGBUF, 0, 0, RING)?,
+            tasks: map_create(HASH, 4, 4, TASKS, NO_PREALLOC)?,
+            wanted: map_create(ARRAY, 4, 4, NUMBERS, 0)?,
+            lost: map_create(ARRAY, 4, 8, 1, 0)?,
+            ring: map_create(RINGBUF, 0, 0, RING, 0)?,
         };
-        for (nr, call) in super::traced_calls() {
-            map_update(
-                &maps.wanted,
-                &(nr as u32).to_ne_bytes(),
-                &wanted_value(call.pointee()).to_ne_bytes(),
-            )?;
+        let mut wanted = vec![0u32; NUMBERS as usize];
+        let calls = super::traced_calls().into_iter();
+        for (nr, v) in calls
+            .map(|(nr, c)| (nr, wanted_value(c.pointee())))
+            .chain(makers().into_iter().map(|(nr, m)| (nr, maker_value(m))))
+        {
+            wanted[nr as usize] = v;
         }
-        for (nr, m) in makers() {
-            map_update(
-                &maps.wanted,
-                &(nr as u32).to_ne_bytes(),
-                &maker_value(m).to_ne_bytes(),
-            )?;
-        }
+        map_fill(&maps.wanted, &wanted)?;
         let links = vec![
             attach("sched_process_fork", &fork(&maps, offsets))?,
             attach("sched_process_exec", &exec(&maps, offsets))?,
             attach("sched_process_exit", &exit(&maps))?,
             attach("sys_exit", &sys_exit(&maps))?,
-            attach("sys_enter", &sys_enter(&maps))?,
         ];
         Ok(Loaded { maps, links })
     }
@@ -1052,29 +1106,37 @@ impl Loaded {
         if let Some(e) = failed {
             return Err(e);
         }
-        // SAFETY: pidfd_open on our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let pidfd = (pidfd >= 0).then(|| owned(pidfd));
         let Maps {
             tasks,
-            pending,
             wanted,
             lost,
             ring,
         } = maps;
         let (ring, ring_fd) = Ring::map(ring)?;
+        let reader = Reader {
+            ring,
+            calls: super::traced_calls().into_iter().collect(),
+            makers: makers().into_iter().collect(),
+        };
+        let (to, events) = std::sync::mpsc::channel();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let reader = std::thread::Builder::new()
+            .name("ebpf-reader".into())
+            .spawn(move || reader.run(to, &stopped))
+            .map_err(os("starting the eBPF ring reader"))?;
         Ok(Tracer {
             main: pid,
             ended: None,
-            ring,
             lost_map: lost,
             live: HashSet::from([pid]),
+            missing: HashSet::new(),
             queue: VecDeque::new(),
-            calls: super::traced_calls().into_iter().collect(),
-            makers: makers().into_iter().collect(),
-            pidfd,
+            events,
+            stop,
+            reader: Some(reader),
             _links: links,
-            _maps: vec![tasks, pending, wanted, ring_fd],
+            _maps: vec![tasks, wanted, ring_fd],
         })
     }
 }
@@ -1103,34 +1165,50 @@ impl Tracer {
     /// The next event, or None once the command has ended and every task it started
     /// has too.
     pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+        use std::sync::mpsc::RecvTimeoutError;
         loop {
             if let Some(e) = self.queue.pop_front() {
+                match e {
+                    Event::Task { tid, .. } => {
+                        self.live.insert(tid);
+                    }
+                    Event::Exit { tid } => {
+                        self.live.remove(&tid);
+                    }
+                    _ => {}
+                }
                 return Ok(Some(e));
             }
-            self.read_ring();
-            if !self.queue.is_empty() {
-                continue;
+            let wait = std::time::Duration::from_millis(READ_EVERY_MS as u64);
+            match self.events.recv_timeout(wait) {
+                Ok(batch) => {
+                    self.queue.extend(batch);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return Ok(None),
+                Err(RecvTimeoutError::Timeout) => {}
             }
             self.pass_signal();
             if self.ended.is_none() {
-                self.wait_main()?;
-                continue;
-            }
-            if self.live.is_empty() {
-                return Ok(None);
-            }
-            // Tasks still running after the command: wait for them as ptrace would,
-            // dropping any that ended unseen (its record lost).
-            let gone: Vec<i32> = self
-                .live
-                .iter()
-                .copied()
-                .filter(|t| !std::path::Path::new(&format!("/proc/{t}")).exists())
-                .collect();
-            self.wait();
-            self.read_ring();
-            for t in gone {
-                self.live.remove(&t);
+                self.reap()?;
+            } else if self.live.is_empty() {
+                // The last records: the reader empties the ring once more, then ends
+                // (which ends the channel).
+                self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            } else {
+                // Tasks still running after the command: waited for, as ptrace would.
+                // One that has been gone from /proc for a whole reading period has
+                // no record left to come (its exit record was lost): dropped.
+                let gone: HashSet<i32> = self
+                    .live
+                    .iter()
+                    .copied()
+                    .filter(|t| !std::path::Path::new(&format!("/proc/{t}")).exists())
+                    .collect();
+                for t in gone.intersection(&self.missing) {
+                    self.live.remove(t);
+                }
+                self.missing = gone;
             }
         }
     }
@@ -1146,25 +1224,8 @@ impl Tracer {
         }
     }
 
-    /// Waits up to a few milliseconds for a new task or program (the ring wakes
-    /// ioprobe for those) or for the command's end.
-    fn wait(&self) {
-        let mut p = [
-            &self.ring._map,
-            self.pidfd.as_ref().unwrap_or(&self.ring._map),
-        ]
-        .map(|fd| libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        // SAFETY: two pollfds on the stack.
-        unsafe { libc::poll(p.as_mut_ptr(), 2, READ_EVERY_MS) };
-    }
-
-    /// Waits a little (see [`Tracer::wait`]), then reaps the command if it has ended.
-    fn wait_main(&mut self) -> io::Result<()> {
-        self.wait();
+    /// Reaps the command if it has ended.
+    fn reap(&mut self) -> io::Result<()> {
         let mut status = 0;
         // SAFETY: waitpid on our own child, writing a local integer.
         let r = unsafe { libc::waitpid(self.main, &mut status, libc::WNOHANG) };
@@ -1181,26 +1242,52 @@ impl Tracer {
             } else {
                 Ended::Signal(libc::WTERMSIG(status))
             });
-            // Its threads' records are all in the ring by now.
-            self.read_ring();
         }
         Ok(())
     }
+}
 
-    fn read_ring(&mut self) {
-        let mut out = Vec::new();
-        self.ring.drain(|r| out.extend(self.decode(r)));
-        for e in out {
-            match e {
-                Event::Task { tid, .. } => {
-                    self.live.insert(tid);
-                }
-                Event::Exit { tid } => {
-                    self.live.remove(&tid);
-                }
-                _ => {}
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// The reader thread's side: the ring and how to decode its records.
+struct Reader {
+    ring: Ring,
+    calls: HashMap<u64, Syscall>,
+    makers: HashMap<u64, Maker>,
+}
+
+// SAFETY: the ring's mappings belong to the Ring alone, and once the Reader is moved
+// to its thread nothing else touches them.
+unsafe impl Send for Reader {}
+
+impl Reader {
+    /// Until `stop`: waits for a wake-up or READ_EVERY_MS, empties the ring and sends
+    /// its events; once more after `stop`.
+    fn run(self, to: std::sync::mpsc::Sender<Vec<Event>>, stop: &std::sync::atomic::AtomicBool) {
+        loop {
+            let last = stop.load(std::sync::atomic::Ordering::Relaxed);
+            let mut p = libc::pollfd {
+                fd: self.ring._map.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd on the stack.
+            unsafe { libc::poll(&mut p, 1, READ_EVERY_MS) };
+            let mut batch = Vec::new();
+            self.ring.drain(|r| batch.extend(self.decode(r)));
+            if !batch.is_empty() && to.send(batch).is_err() {
+                return;
             }
-            self.queue.push_back(e);
+            if last {
+                return;
+            }
         }
     }
 
@@ -1228,7 +1315,22 @@ impl Tracer {
                         .makers
                         .get(&nr)
                         .and_then(|&m| made(m, &args, ret, r, u16_at(12)))
-                        .map(|(fds, what)| vec![Event::Created { tid, fds, what }])
+                        .map(|(fds, what)| {
+                            let names = fds
+                                .iter()
+                                .map(|fd| {
+                                    std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
+                                        .ok()
+                                        .map(|l| l.to_string_lossy().into_owned())
+                                })
+                                .collect();
+                            vec![Event::Created {
+                                tid,
+                                fds,
+                                what,
+                                names,
+                            }]
+                        })
                         .unwrap_or_default();
                 };
                 let mem = captured(call.pointee(), &args, r, u16_at(12), u16_at(14) == 1);
@@ -1263,6 +1365,7 @@ impl Tracer {
                     tid,
                     comm: comm(),
                     program32: Some(i32_at(12) == COMPAT),
+                    seen: Some(Seen::now(tid)),
                 });
                 v
             }

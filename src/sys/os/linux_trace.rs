@@ -10,7 +10,7 @@ use crate::sys::syscall::Syscall;
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-pub use super::{Created, Ended, Event, Memory};
+pub use super::{Created, Ended, Event, Memory, Seen};
 
 #[path = "linux_bpf.rs"]
 pub mod bpf;
@@ -668,6 +668,7 @@ impl Tracer {
                 tid,
                 comm: None,
                 program32: None,
+                seen: None,
             }));
         }
         // Another ptrace event goes on; a signal for the task (under PTRACE_SEIZE

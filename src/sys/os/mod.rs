@@ -82,11 +82,14 @@ pub enum Event {
         comm: Option<String>,
     },
     /// `tid` replaced its program (execve); the new program's name and whether it is
-    /// a 32-bit one, where the tracer saw them.
+    /// a 32-bit one, where the tracer saw them, and (eBPF: looked at as soon as it
+    /// started, as the process may be gone when the event is read) its descriptors
+    /// (number, /proc link, position) and working directory.
     Exec {
         tid: i32,
         comm: Option<String>,
         program32: Option<bool>,
+        seen: Option<Seen>,
     },
     /// `tid` ended.
     Exit { tid: i32 },
@@ -97,7 +100,51 @@ pub enum Event {
         tid: i32,
         fds: Vec<i32>,
         what: Created,
+        /// Each descriptor's /proc link, looked at when the record was read.
+        names: Vec<Option<String>>,
     },
+}
+
+/// A process as the eBPF tracer saw it when its program started.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    pub fds: Vec<(i32, String, u64)>,
+    pub cwd: Option<String>,
+}
+
+impl Seen {
+    /// Process `pid`'s descriptors and working directory, now.
+    pub fn now(pid: i32) -> Seen {
+        let link = |p: String| {
+            std::fs::read_link(p)
+                .ok()
+                .map(|l| l.to_string_lossy().into_owned())
+        };
+        let mut fds = Vec::new();
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+            for e in dir.flatten() {
+                let Some(fd) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                    continue;
+                };
+                let Some(name) = link(format!("/proc/{pid}/fd/{fd}")) else {
+                    continue;
+                };
+                let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+                    .ok()
+                    .and_then(|s| {
+                        s.lines()
+                            .find_map(|l| l.strip_prefix("pos:"))
+                            .and_then(|v| v.trim().parse().ok())
+                    })
+                    .unwrap_or(0);
+                fds.push((fd, name, pos));
+            }
+        }
+        Seen {
+            fds,
+            cwd: link(format!("/proc/{pid}/cwd")),
+        }
+    }
 }
 
 /// What an [`Event::Created`] made.
