@@ -282,22 +282,25 @@ and SIGTTOU stop it and SIGCONT resumes it (PTRACE_SEIZE with PTRACE_LISTEN); it
 status is ioprobe's (128+N when signal N ended it; 127 when it is not found, 126 when it
 cannot be executed, a missing #! interpreter named). Ctrl-C reaches CMD from the terminal;
 SIGTERM and SIGHUP sent to ioprobe are passed on; if ioprobe is killed, even by SIGKILL,
-the kernel kills CMD with it (PTRACE_O_EXITKILL), so it never runs on with its I/O calls
-failing. Everything that could fail afterwards is checked before CMD runs: --output is
+the kernel kills CMD with it (ptrace: PTRACE_O_EXITKILL, so it never runs on with its I/O
+calls failing; eBPF: PR_SET_PDEATHSIG). Everything that could fail afterwards is checked before CMD runs: --output is
 opened, the figures read or measured. The report goes to stderr (coloured only on a
 terminal) or --output (never coloured), and says when CMD ran a 32-bit program (its calls
 are not traced; a 32-bit CMD is refused before it runs), a setuid or file-capability
-program (which ptrace runs without its privileges), or called ptrace itself.
+program (which ptrace runs without its privileges), or called ptrace itself (which fails
+under ptrace). Under eBPF, the calls whose memory it does not copy (io_submit's iocbs,
+io_uring's rings, sendmmsg/recvmmsg's arrays) are counted and named, their bytes not.
 
-Overhead (bench/trace.sh on a 2-core KVM guest, where each traced call costs about as much
-as under strace): dd if=/dev/zero of=/dev/null bs=1 count=1M 0.22 s untraced, 47 s traced
-(×215: two traced calls per byte); dd bs=64k count=16k 0.023 s vs 2.2 s; a program that
-makes no system calls ×1.02, as the filter lets untraced calls run without a stop.
+Overhead (bench/trace.sh on a 2-core KVM guest, medians of 5, ioprobe's own start,
+pricing and report included): dd bs=4k over a cached 64 MiB file 33.5 ms untraced, 59.5 ms
+with eBPF (×1.78), 1.11 s with ptrace (×33, as strace); make of 8 C files ×1.29 and ×2.64;
+true 1.5 ms, 13.9 ms and 11.4 ms. Both tracers' counts equal strace -f -c's.
 
 Examples:
   ioprobe trace -- dd if=big.iso of=/dev/null bs=4k
   ioprobe trace --json --output profile.json -- make -j2
   ioprobe trace -- sh -c 'cat log | gzip -1 > /dev/null'
+  ioprobe trace --tracer ptrace -- ./my-program
 ";
 
 #[derive(Debug, Args)]

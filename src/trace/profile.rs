@@ -306,6 +306,18 @@ struct Fd {
     after_lseek: bool,
 }
 
+impl Fd {
+    /// A descriptor just opened on `target`, at offset 0.
+    fn at(target: usize) -> Fd {
+        Fd {
+            target,
+            pos: 0,
+            end: None,
+            after_lseek: false,
+        }
+    }
+}
+
 /// The size bucket (a power of two, 0 for 0) of a request of `n` bytes.
 pub fn bucket(n: u64) -> u64 {
     if n == 0 {
@@ -323,20 +335,6 @@ fn normal(p: &std::path::Path) -> String {
         .collect::<std::path::PathBuf>()
         .to_string_lossy()
         .into_owned()
-}
-
-/// What descriptor `fd` of `pid` is now, and its file position.
-fn fd_now(pid: i32, fd: i32) -> Option<(String, u64)> {
-    let name = read_link(format!("/proc/{pid}/fd/{fd}"))?;
-    let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("pos:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(0);
-    Some((name, pos))
 }
 
 fn read_link(path: String) -> Option<String> {
@@ -489,27 +487,27 @@ impl Profile {
             Created::Pipe => ("pipe", None),
             Created::Socket(f) => ("socket", f),
         };
+        // A pipe's two ends are one pipe: one name, whichever end /proc still showed.
+        let pipe = names
+            .iter()
+            .flatten()
+            .find(|n| n.starts_with("pipe:"))
+            .cloned()
+            .filter(|_| prefix == "pipe");
         for (i, &fd) in fds.iter().enumerate() {
-            let name = names
-                .get(i)
-                .cloned()
-                .flatten()
+            let name = pipe
+                .clone()
+                .or_else(|| names.get(i).cloned().flatten())
                 .filter(|n| n.starts_with(prefix))
-                .unwrap_or_else(|| format!("{prefix}:[ebpf-{}]", self.made));
+                .unwrap_or_else(|| match (prefix, i) {
+                    ("pipe", _) | (_, 0) => format!("{prefix}:[ebpf-{}]", self.made),
+                    _ => format!("{prefix}:[ebpf-{}.{i}]", self.made),
+                });
             let t = self.target(&name);
             if self.targets[t].family.is_none() {
                 self.targets[t].family = family.map(str::to_string);
             }
-            self.set_fd(
-                pid,
-                fd,
-                Fd {
-                    target: t,
-                    pos: 0,
-                    end: None,
-                    after_lseek: false,
-                },
-            );
+            self.set_fd(pid, fd, Fd::at(t));
         }
     }
 
@@ -540,7 +538,7 @@ impl Profile {
         let early = self.early.get(&pid).and_then(|e| e.get(&fd)).cloned();
         let (name, pos) = match early {
             Some(seen) if !self.ptrace => seen,
-            _ => fd_now(pid, fd)?,
+            _ => crate::sys::os::Seen::fd(pid, fd)?,
         };
         let target = self.target(&name);
         let f = Fd {
@@ -908,16 +906,7 @@ impl Profile {
             };
             let t = self.target(&name_now);
             self.fds.entry(pid).or_default().remove(&fd);
-            self.set_fd(
-                pid,
-                fd,
-                Fd {
-                    target: t,
-                    pos: 0,
-                    end: None,
-                    after_lseek: false,
-                },
-            );
+            self.set_fd(pid, fd, Fd::at(t));
             if !self.folded.contains_key(&t) {
                 *self.opens.entry((pid, name_now)).or_default() += 1;
             }

@@ -1006,7 +1006,14 @@ fn many_files_are_folded_into_per_directory_rows() {
                 .unwrap()
                 .ends_with("many/* (more files, folded)")
         })
-        .expect("a folded row");
+        .unwrap_or_else(|| {
+            panic!(
+                "no folded row among {} targets ({}; notes {})",
+                targets.len(),
+                doc["work"]["tracer"],
+                doc["notes"]
+            )
+        });
     let notes = doc["notes"].as_array().unwrap();
     assert!(
         notes

@@ -17,7 +17,7 @@
 //! CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for three offsets (`task_struct`'s
 //! `pid` and `tgid`, `linux_binprm`'s `buf`).
 
-use super::{Child, Created, Ended, Event, MAIN, Memory, PASSED, Seen, c_args, child_error, os};
+use super::{Child, Created, Ended, Event, Memory, PASSED, Seen, c_args, child_error, os};
 use crate::sys::syscall::{Pointee, Syscall};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
@@ -42,9 +42,11 @@ const DATA: i16 = 80;
 const DATA_LEN: i32 = 512;
 const MSG: i16 = 592;
 const BIG: i32 = 648;
-/// The ring buffer's size: 24,000 calls of 88-byte records. ioprobe reads it every
-/// [`READ_EVERY_MS`], and a record that finds it half full wakes ioprobe at once.
-const RING: u32 = 2 << 20;
+/// The ring buffer's size: 95,000 calls of 88-byte records, 12,700 with a path. The
+/// reader thread empties it every [`READ_EVERY_MS`], and a record that finds it half
+/// full wakes it at once; room for a burst while a loaded machine leaves the reader
+/// without a CPU.
+const RING: u32 = 8 << 20;
 /// Tasks of the traced tree alive at once, and calls in flight.
 const TASKS: u32 = 16384;
 /// Syscall numbers looked up (both architectures number theirs below 512).
@@ -353,6 +355,18 @@ fn iovec_bytes(a: &mut Asm, tag: &str, done: &str) {
     a.jmpi(JEQ, R2, 0, done);
 }
 
+/// bpf_probe_read_user into the record at r6 + `to`: `len` bytes (None: the count
+/// already in r2) from the address at `from` (register, offset).
+fn read_user(a: &mut Asm, to: i16, len: Option<i32>, from: (u8, i16)) {
+    a.mov(R1, R6);
+    a.alui(ADD, R1, to as i32);
+    if let Some(n) = len {
+        a.movi(R2, n);
+    }
+    a.ldx(DW, R3, from.0, from.1);
+    a.call(READ_USER);
+}
+
 /// The memory a call record carries (the record at r6, its `wanted` value in r8).
 fn copy_memory(a: &mut Asm) {
     // The argument it names, and the next one (a count), onto the stack.
@@ -394,49 +408,31 @@ fn copy_memory(a: &mut Asm) {
     a.ldx(DW, R2, FP, COUNT);
     iovec_bytes(a, "iov_n", "done");
     a.stx(H, R6, 12, R2);
-    a.mov(R1, R6);
-    a.alui(ADD, R1, DATA as i32);
-    a.ldx(DW, R3, FP, PTR);
-    a.call(READ_USER);
+    read_user(a, DATA, None, (FP, PTR));
     a.jmpi(JEQ, R0, 0, "done");
     a.st(H, R6, 12, 0);
     a.ja("done");
     // A msghdr (56 bytes), then its iovecs.
     a.label("msghdr");
-    a.mov(R1, R6);
-    a.alui(ADD, R1, MSG as i32);
-    a.movi(R2, 56);
-    a.ldx(DW, R3, FP, PTR);
-    a.call(READ_USER);
+    read_user(a, MSG, Some(56), (FP, PTR));
     a.jmpi(JNE, R0, 0, "done");
     a.st(H, R6, 14, 1);
     a.ldx(DW, R2, R6, MSG + 24);
     iovec_bytes(a, "msg_n", "done");
     a.stx(H, R6, 12, R2);
-    a.mov(R1, R6);
-    a.alui(ADD, R1, DATA as i32);
-    a.ldx(DW, R3, R6, MSG + 16);
-    a.call(READ_USER);
+    read_user(a, DATA, None, (R6, MSG + 16));
     a.jmpi(JEQ, R0, 0, "done");
     a.st(H, R6, 12, 0);
     a.ja("done");
     // Two descriptors (pipe2, socketpair).
     a.label("pair");
-    a.mov(R1, R6);
-    a.alui(ADD, R1, DATA as i32);
-    a.movi(R2, 8);
-    a.ldx(DW, R3, FP, PTR);
-    a.call(READ_USER);
+    read_user(a, DATA, Some(8), (FP, PTR));
     a.jmpi(JNE, R0, 0, "done");
     a.st(H, R6, 12, 8);
     a.ja("done");
     // io_uring_setup's parameters.
     a.label("params");
-    a.mov(R1, R6);
-    a.alui(ADD, R1, DATA as i32);
-    a.movi(R2, 120);
-    a.ldx(DW, R3, FP, PTR);
-    a.call(READ_USER);
+    read_user(a, DATA, Some(120), (FP, PTR));
     a.jmpi(JNE, R0, 0, "done");
     a.st(H, R6, 12, 120);
     a.label("done");
@@ -481,7 +477,7 @@ fn sys_exit(maps: &Maps) -> Vec<Insn> {
             a.st(W, R6, 12, 0);
             copy_memory(&mut a);
         }
-        // Wake ioprobe only when the ring is half full.
+        // Wake the reader only when the ring is half full.
         a.map(R1, maps.ring.as_raw_fd());
         a.movi(R2, AVAIL_DATA);
         a.call(QUERY);
@@ -495,6 +491,16 @@ fn sys_exit(maps: &Maps) -> Vec<Insn> {
     }
     a.epilogue(maps, "out");
     a.finish()
+}
+
+/// tasks[the id at AUX] = the state at PTR; to `lost` when the map is full.
+fn set_task(a: &mut Asm, maps: &Maps) {
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.stack(R3, PTR as i32);
+    a.movi(R4, 0);
+    a.call(UPDATE);
+    a.jmpi(JNE, R0, 0, "lost");
 }
 
 /// Reserves a small record into r6 (to `lost` when the ring is full) and writes its
@@ -540,12 +546,7 @@ fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
         a.call(READ_KERNEL);
         a.jmpi(JNE, R0, 0, "lost");
     }
-    a.map(R1, maps.tasks.as_raw_fd());
-    a.stack(R2, AUX as i32);
-    a.stack(R3, PTR as i32);
-    a.movi(R4, 0);
-    a.call(UPDATE);
-    a.jmpi(JNE, R0, 0, "lost");
+    set_task(&mut a, maps);
     small_record(&mut a, maps, KIND_TASK);
     // The child in place of the current task; the parent and the child's process.
     a.ldx(W, R1, FP, AUX);
@@ -593,12 +594,7 @@ fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.jmpi(JNE, R1, 1, "class");
     a.st(W, FP, PTR, COMPAT);
     a.label("class");
-    a.map(R1, maps.tasks.as_raw_fd());
-    a.stack(R2, AUX as i32);
-    a.stack(R3, PTR as i32);
-    a.movi(R4, 0);
-    a.call(UPDATE);
-    a.jmpi(JNE, R0, 0, "lost");
+    set_task(&mut a, maps);
     small_record(&mut a, maps, KIND_EXEC);
     a.ldx(W, R1, FP, KEY);
     a.stx(W, R6, 8, R1);
@@ -1067,28 +1063,10 @@ impl Loaded {
         let (rd, wr) = pipe()?;
         let (gate_rd, gate_wr) = pipe()?;
         let child = Child {
-            argv: ptrs,
-            filter: None,
             gate: Some((gate_rd, gate_wr)),
-            signals: super::start_dispositions(),
-            xfsz: crate::sys::signals::original_xfsz(),
-            close: close.to_vec(),
-            // SAFETY: getpid has no preconditions.
-            parent: unsafe { libc::getpid() },
-            errors: wr,
-            other_end: rd,
+            ..Child::new(ptrs, close, (rd, wr))
         };
-        super::forward_signals()?;
-        // SAFETY: as in the ptrace tracer's spawn: no other thread, and the child only
-        // makes async-signal-safe calls before it execs or exits.
-        let pid = unsafe { libc::fork() };
-        if pid == -1 {
-            return Err(io::Error::last_os_error()).map_err(os("fork"));
-        }
-        if pid == 0 {
-            child.run();
-        }
-        MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
+        let pid = child.start()?;
         // SAFETY: closing the parent's copies of the child's ends.
         unsafe {
             libc::close(wr);

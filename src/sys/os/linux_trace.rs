@@ -251,6 +251,41 @@ struct Child {
 }
 
 impl Child {
+    /// A child that will run `argv` with the descriptors `close` closed, reporting a
+    /// failed step on `errors` (read end, write end); neither filter nor gate yet.
+    fn new(argv: Vec<*const libc::c_char>, close: &[i32], errors: (i32, i32)) -> Child {
+        Child {
+            argv,
+            filter: None,
+            gate: None,
+            signals: start_dispositions(),
+            xfsz: crate::sys::signals::original_xfsz(),
+            close: close.to_vec(),
+            // SAFETY: getpid has no preconditions.
+            parent: unsafe { libc::getpid() },
+            errors: errors.1,
+            other_end: errors.0,
+        }
+    }
+
+    /// Forks the child, which runs [`Child::run`]; its pid. The signal handlers are set
+    /// first, so that no signal finds ioprobe without them.
+    fn start(&self) -> io::Result<i32> {
+        forward_signals()?;
+        // SAFETY: ioprobe runs no other thread here; the child only makes
+        // async-signal-safe calls on memory prepared before the fork, then execs or
+        // exits with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == -1 {
+            return Err(io::Error::last_os_error()).map_err(os("fork"));
+        }
+        if pid == 0 {
+            self.run();
+        }
+        MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
+        Ok(pid)
+    }
+
     /// The child's side, between fork and exec: the signal state CMD would have
     /// untraced, the descriptors it must not see closed, death with ioprobe until
     /// seized, a stop for the seize, no new privileges, the seccomp filter, exec.
@@ -434,33 +469,13 @@ impl Tracer {
         }
         let (rd, wr) = (fds[0], fds[1]);
         let child = Child {
-            argv: ptrs,
             filter: Some(libc::sock_fprog {
                 len: prog.len() as u16,
                 filter: prog.as_ptr() as *mut libc::sock_filter,
             }),
-            gate: None,
-            signals: start_dispositions(),
-            xfsz: crate::sys::signals::original_xfsz(),
-            close: close.to_vec(),
-            // SAFETY: getpid has no preconditions.
-            parent: unsafe { libc::getpid() },
-            errors: wr,
-            other_end: rd,
+            ..Child::new(ptrs, close, (rd, wr))
         };
-        // Before the fork, so that no signal finds ioprobe without its handlers.
-        forward_signals()?;
-        // SAFETY: ioprobe runs no other thread here; the child only makes
-        // async-signal-safe calls on memory prepared before the fork, then execs or
-        // exits with _exit.
-        let pid = unsafe { libc::fork() };
-        if pid == -1 {
-            return Err(io::Error::last_os_error()).map_err(os("fork"));
-        }
-        if pid == 0 {
-            child.run();
-        }
-        MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
+        let pid = child.start()?;
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
         let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid));

@@ -123,27 +123,31 @@ impl Seen {
         let mut fds = Vec::new();
         if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
             for e in dir.flatten() {
-                let Some(fd) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                    continue;
-                };
-                let Some(name) = link(format!("/proc/{pid}/fd/{fd}")) else {
-                    continue;
-                };
-                let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
-                    .ok()
-                    .and_then(|s| {
-                        s.lines()
-                            .find_map(|l| l.strip_prefix("pos:"))
-                            .and_then(|v| v.trim().parse().ok())
-                    })
-                    .unwrap_or(0);
-                fds.push((fd, name, pos));
+                if let Some(fd) = e.file_name().to_str().and_then(|n| n.parse().ok())
+                    && let Some((name, pos)) = Seen::fd(pid, fd)
+                {
+                    fds.push((fd, name, pos));
+                }
             }
         }
         Seen {
             fds,
             cwd: link(format!("/proc/{pid}/cwd")),
         }
+    }
+
+    /// What descriptor `fd` of `pid` is now (its /proc link), and its file position.
+    pub fn fd(pid: i32, fd: i32) -> Option<(String, u64)> {
+        let name = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
+        let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("pos:"))
+                    .and_then(|v| v.trim().parse().ok())
+            })
+            .unwrap_or(0);
+        Some((name.to_string_lossy().into_owned(), pos))
     }
 }
 
