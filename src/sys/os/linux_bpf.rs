@@ -998,7 +998,9 @@ pub struct Tracer {
     missing: HashSet<i32>,
     queue: VecDeque<Event>,
     events: std::sync::mpsc::Receiver<Vec<Event>>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// An eventfd: written, the reader empties the ring once more and ends.
+    stop: std::sync::Arc<OwnedFd>,
+    stopping: bool,
     reader: Option<std::thread::JoinHandle<()>>,
     /// Kept open while tracing: closing them detaches the programs.
     _links: Vec<(OwnedFd, OwnedFd)>,
@@ -1097,11 +1099,19 @@ impl Loaded {
             makers: makers().into_iter().collect(),
         };
         let (to, events) = std::sync::mpsc::channel();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // SAFETY: eventfd has no memory arguments; the descriptor is new and ours.
+        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if stop == -1 {
+            return Err(io::Error::last_os_error()).map_err(os("eventfd"));
+        }
+        let stop = std::sync::Arc::new(owned(stop as libc::c_long));
+        // SAFETY: pidfd_open on our own child, not yet reaped.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = (pidfd >= 0).then(|| owned(pidfd));
         let stopped = stop.clone();
         let reader = std::thread::Builder::new()
             .name("ebpf-reader".into())
-            .spawn(move || reader.run(to, &stopped))
+            .spawn(move || reader.run(to, &stopped, pidfd))
             .map_err(os("starting the eBPF ring reader"))?;
         Ok(Tracer {
             main: pid,
@@ -1112,6 +1122,7 @@ impl Loaded {
             queue: VecDeque::new(),
             events,
             stop,
+            stopping: false,
             reader: Some(reader),
             _links: links,
             _maps: vec![tasks, wanted, ring_fd],
@@ -1157,6 +1168,16 @@ impl Tracer {
                 }
                 return Ok(Some(e));
             }
+            self.pass_signal();
+            if self.ended.is_none() {
+                self.reap()?;
+            }
+            if self.ended.is_some() && self.live.is_empty() && !self.stopping {
+                // The last records: the reader empties the ring once more, then ends
+                // (which ends the channel).
+                self.stop_reader();
+                self.stopping = true;
+            }
             let wait = std::time::Duration::from_millis(READ_EVERY_MS as u64);
             match self.events.recv_timeout(wait) {
                 Ok(batch) => {
@@ -1166,14 +1187,7 @@ impl Tracer {
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            self.pass_signal();
-            if self.ended.is_none() {
-                self.reap()?;
-            } else if self.live.is_empty() {
-                // The last records: the reader empties the ring once more, then ends
-                // (which ends the channel).
-                self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            } else {
+            if self.ended.is_some() && !self.live.is_empty() {
                 // Tasks still running after the command: waited for, as ptrace would.
                 // One that has been gone from /proc for a whole reading period has
                 // no record left to come (its exit record was lost): dropped.
@@ -1225,9 +1239,24 @@ impl Tracer {
     }
 }
 
+impl Tracer {
+    /// Tells the reader to empty the ring once more and end.
+    fn stop_reader(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: 8 bytes from a local to our eventfd.
+        unsafe {
+            libc::write(
+                self.stop.as_raw_fd(),
+                one.as_ptr() as *const libc::c_void,
+                8,
+            )
+        };
+    }
+}
+
 impl Drop for Tracer {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop_reader();
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
@@ -1246,21 +1275,30 @@ struct Reader {
 unsafe impl Send for Reader {}
 
 impl Reader {
-    /// Until `stop`: waits for a wake-up or READ_EVERY_MS, empties the ring and sends
-    /// its events; once more after `stop`.
-    fn run(self, to: std::sync::mpsc::Sender<Vec<Event>>, stop: &std::sync::atomic::AtomicBool) {
+    /// Until `stop` is written: waits for a wake-up (the ring's, the command's end,
+    /// `stop`) or READ_EVERY_MS, empties the ring and sends its events; once more
+    /// after `stop`. The command's end is sent as an empty batch, once.
+    fn run(self, to: std::sync::mpsc::Sender<Vec<Event>>, stop: &OwnedFd, pidfd: Option<OwnedFd>) {
+        let fd = |f: Option<&OwnedFd>| libc::pollfd {
+            fd: f.map_or(-1, |f| f.as_raw_fd()),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut ended = pidfd.is_none();
         loop {
-            let last = stop.load(std::sync::atomic::Ordering::Relaxed);
-            let mut p = libc::pollfd {
-                fd: self.ring._map.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one pollfd on the stack.
-            unsafe { libc::poll(&mut p, 1, READ_EVERY_MS) };
+            let mut p = [
+                fd(Some(&self.ring._map)),
+                fd(Some(stop)),
+                fd(pidfd.as_ref().filter(|_| !ended)),
+            ];
+            // SAFETY: three pollfds on the stack (a negative descriptor is skipped).
+            unsafe { libc::poll(p.as_mut_ptr(), 3, READ_EVERY_MS) };
+            let last = p[1].revents & libc::POLLIN != 0;
+            let end = !ended && p[2].revents & libc::POLLIN != 0;
+            ended |= end;
             let mut batch = Vec::new();
             self.ring.drain(|r| batch.extend(self.decode(r)));
-            if !batch.is_empty() && to.send(batch).is_err() {
+            if (end || !batch.is_empty()) && to.send(batch).is_err() {
                 return;
             }
             if last {
