@@ -292,9 +292,10 @@ under ptrace). Under eBPF, the calls whose memory it does not copy (io_submit's 
 io_uring's rings, sendmmsg/recvmmsg's arrays) are counted and named, their bytes not.
 
 Overhead (bench/trace.sh on a 2-core KVM guest, medians of 5, ioprobe's own start,
-pricing and report included): dd bs=4k over a cached 64 MiB file 33.5 ms untraced, 59.5 ms
-with eBPF (×1.78), 1.11 s with ptrace (×33, as strace); make of 8 C files ×1.29 and ×2.64;
-true 1.5 ms, 13.9 ms and 11.4 ms. Both tracers' counts equal strace -f -c's.
+pricing and report included): dd bs=4k over a cached 64 MiB file 34.8 ms untraced, 70 ms
+with eBPF (×2.0), 1.18 s with ptrace (×34, as strace); make of 8 C files ×1.19 and ×2.42;
+a Python script reading 400k lines ×1.08 and ×1.93; true 1.9 ms, 21.8 ms and 13.5 ms.
+Both tracers' counts equal strace -f -c's.
 
 Examples:
   ioprobe trace -- dd if=big.iso of=/dev/null bs=4k
