@@ -597,62 +597,7 @@ impl Profile {
                 ref comm,
                 program32,
                 ref seen,
-            } => {
-                if let Some(c) = comm {
-                    // Seen in the kernel: the process may be gone from /proc by now.
-                    self.processes.entry(tid).or_insert_with(|| Process {
-                        pid: tid,
-                        comm: c.clone(),
-                        execs: 0,
-                    });
-                    self.tgid.insert(tid, tid);
-                }
-                let pid = self.pid_of(tid);
-                if program32 == Some(true) {
-                    self.notes.insert(format!(
-                        "pid {pid} ran the 32-bit program {}: its system calls were not traced",
-                        comm.as_deref().unwrap_or("?")
-                    ));
-                } else if let Some(n) = exec_note(pid, self.ptrace) {
-                    self.notes.insert(n);
-                }
-                // The new program keeps the descriptors without close-on-exec: learn
-                // them again from /proc when used.
-                let kept = self.fds.remove(&pid);
-                self.rings.retain(|&(p, _), _| p != pid);
-                if !self.ptrace {
-                    // The standard descriptors as known before the exec (what it
-                    // inherited), then what /proc says now.
-                    let std: HashMap<i32, Fd> = kept
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|(fd, _)| (0..3).contains(fd))
-                        .collect();
-                    self.fds.insert(pid, std);
-                    // Read later than they happen, its calls may find its descriptors
-                    // closed and the process gone: what the tracer saw at the exec.
-                    if let Some(seen) = seen {
-                        self.learn_process(pid, seen);
-                    }
-                }
-                let now = comm.clone().or_else(|| {
-                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                        .ok()
-                        .map(|c| c.trim().to_string())
-                });
-                if let Some(c) = now
-                    && let Some(p) = self.processes.get_mut(&pid)
-                    && !p.comm.ends_with(&c)
-                {
-                    // The first and last programs, and how many between.
-                    let first = p.comm.split(" → ").next().unwrap_or("?").to_string();
-                    p.execs += 1;
-                    p.comm = match p.execs {
-                        1 => format!("{first} → {c}"),
-                        n => format!("{first} → ({} more) → {c}", n - 1),
-                    };
-                }
-            }
+            } => self.exec(tid, comm.as_deref(), program32, seen.as_ref()),
             Event::Created {
                 tid,
                 ref fds,
@@ -664,34 +609,103 @@ impl Profile {
                 parent,
                 pid: Some(pid),
                 ref comm,
-            } => {
-                self.tgid.insert(tid, pid);
-                if pid == tid {
-                    // A new process starts with its parent's descriptors.
-                    let from = self.pid_of(parent);
-                    if let Some(t) = self.fds.get(&from).cloned() {
-                        self.fds.insert(pid, t);
-                    }
-                    if let Some(e) = self.early.get(&from).cloned() {
-                        self.early.insert(pid, e);
-                    }
-                    if let Some(c) = self.cwd.get(&from).cloned() {
-                        self.cwd.insert(pid, c);
-                    }
-                }
-                let comm = comm.clone().unwrap_or_else(|| "?".into());
-                self.processes.entry(pid).or_insert(Process {
-                    pid,
-                    comm,
-                    execs: 0,
-                });
-            }
+            } => self.task(tid, parent, pid, comm.as_deref()),
             Event::Task { pid: None, .. } => {}
             Event::Exit { tid } => {
                 self.tgid.remove(&tid);
                 self.last_read.remove(&tid);
             }
         }
+    }
+
+    /// `tid` started a new program (`comm`, 32-bit or not, and what it had then, where
+    /// the tracer saw them).
+    fn exec(
+        &mut self,
+        tid: i32,
+        comm: Option<&str>,
+        program32: Option<bool>,
+        seen: Option<&crate::sys::os::Seen>,
+    ) {
+        if let Some(c) = comm {
+            // Seen in the kernel: the process may be gone from /proc by now.
+            self.processes.entry(tid).or_insert_with(|| Process {
+                pid: tid,
+                comm: c.to_string(),
+                execs: 0,
+            });
+            self.tgid.insert(tid, tid);
+        }
+        let pid = self.pid_of(tid);
+        if program32 == Some(true) {
+            self.notes.insert(format!(
+                "pid {pid} ran the 32-bit program {}: its system calls were not traced",
+                comm.unwrap_or("?")
+            ));
+        } else if let Some(n) = exec_note(pid, self.ptrace) {
+            self.notes.insert(n);
+        }
+        // The new program keeps the descriptors without close-on-exec: learn
+        // them again from /proc when used.
+        let kept = self.fds.remove(&pid);
+        self.rings.retain(|&(p, _), _| p != pid);
+        if !self.ptrace {
+            // The standard descriptors as known before the exec (what it
+            // inherited), then what /proc says now.
+            let std: HashMap<i32, Fd> = kept
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(fd, _)| (0..3).contains(fd))
+                .collect();
+            self.fds.insert(pid, std);
+            // Read later than they happen, its calls may find its descriptors
+            // closed and the process gone: what the tracer saw at the exec.
+            if let Some(seen) = seen {
+                self.learn_process(pid, seen);
+            }
+        }
+        let now = comm.map(str::to_string).or_else(|| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .ok()
+                .map(|c| c.trim().to_string())
+        });
+        if let Some(c) = now
+            && let Some(p) = self.processes.get_mut(&pid)
+            && !p.comm.ends_with(&c)
+        {
+            // The first and last programs, and how many between.
+            let first = p.comm.split(" → ").next().unwrap_or("?").to_string();
+            p.execs += 1;
+            p.comm = match p.execs {
+                1 => format!("{first} → {c}"),
+                n => format!("{first} → ({} more) → {c}", n - 1),
+            };
+        }
+    }
+
+    /// `tid` of process `pid` started from `parent` (the eBPF tracer's view: a new
+    /// process starts with its parent's descriptors and working directory).
+    fn task(&mut self, tid: i32, parent: i32, pid: i32, comm: Option<&str>) {
+        self.tgid.insert(tid, pid);
+        if pid == tid {
+            // A new process starts with its parent's descriptors.
+            let from = self.pid_of(parent);
+            if let Some(t) = self.fds.get(&from).cloned() {
+                self.fds.insert(pid, t);
+            }
+            if let Some(e) = self.early.get(&from).cloned() {
+                self.early.insert(pid, e);
+            }
+            if let Some(c) = self.cwd.get(&from).cloned() {
+                self.cwd.insert(pid, c);
+            }
+        }
+        let comm = comm.unwrap_or("?").to_string();
+        self.processes.entry(pid).or_insert(Process {
+            pid,
+            comm,
+            execs: 0,
+        });
     }
 
     fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
