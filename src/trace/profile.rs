@@ -358,14 +358,8 @@ impl Profile {
         if let Some(&p) = self.tgid.get(&tid) {
             return p;
         }
-        let pid = std::fs::read_to_string(format!("/proc/{tid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Tgid:"))
-                    .and_then(|v| v.trim().parse().ok())
-            })
-            .unwrap_or(tid);
+        let pid =
+            crate::sys::os::proc_field(&format!("/proc/{tid}/status"), "Tgid:").unwrap_or(tid);
         self.tgid.insert(tid, pid);
         self.processes.entry(pid).or_insert_with(|| {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))

@@ -891,11 +891,12 @@ struct Ring {
     consumer: *mut u8,
     producer: *const u8,
     page: usize,
-    _map: OwnedFd,
+    /// The ring map (polled for wake-ups).
+    fd: OwnedFd,
 }
 
 impl Ring {
-    fn map(fd: OwnedFd) -> io::Result<(Ring, OwnedFd)> {
+    fn map(fd: OwnedFd) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let mmap = |len: usize, prot: i32, off: usize| {
@@ -918,17 +919,16 @@ impl Ring {
             }
         };
         let consumer = mmap(page, libc::PROT_READ | libc::PROT_WRITE, 0)?;
-        let producer = mmap(page + 2 * RING as usize, libc::PROT_READ, page)?;
-        let dup = fd.try_clone()?;
-        Ok((
-            Ring {
-                consumer,
-                producer,
-                page,
-                _map: fd,
-            },
-            dup,
-        ))
+        let producer = mmap(page + 2 * RING as usize, libc::PROT_READ, page).inspect_err(|_| {
+            // SAFETY: the consumer page just mapped, not used anywhere.
+            unsafe { libc::munmap(consumer as *mut libc::c_void, page) };
+        })?;
+        Ok(Ring {
+            consumer,
+            producer,
+            page,
+            fd,
+        })
     }
 
     /// Every record committed since the last call, in the order they were reserved.
@@ -1092,7 +1092,7 @@ impl Loaded {
             lost,
             ring,
         } = maps;
-        let (ring, ring_fd) = Ring::map(ring)?;
+        let ring = Ring::map(ring)?;
         let reader = Reader {
             ring,
             calls: super::traced_calls().into_iter().collect(),
@@ -1125,7 +1125,7 @@ impl Loaded {
             stopping: false,
             reader: Some(reader),
             _links: links,
-            _maps: vec![tasks, wanted, ring_fd],
+            _maps: vec![tasks, wanted],
         })
     }
 }
@@ -1287,7 +1287,7 @@ impl Reader {
         let mut ended = pidfd.is_none();
         loop {
             let mut p = [
-                fd(Some(&self.ring._map)),
+                fd(Some(&self.ring.fd)),
                 fd(Some(stop)),
                 fd(pidfd.as_ref().filter(|_| !ended)),
             ];

@@ -139,16 +139,18 @@ impl Seen {
     /// What descriptor `fd` of `pid` is now (its /proc link), and its file position.
     pub fn fd(pid: i32, fd: i32) -> Option<(String, u64)> {
         let name = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
-        let pos = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("pos:"))
-                    .and_then(|v| v.trim().parse().ok())
-            })
-            .unwrap_or(0);
+        let pos = proc_field(&format!("/proc/{pid}/fdinfo/{fd}"), "pos:").unwrap_or(0);
         Some((name.to_string_lossy().into_owned(), pos))
     }
+}
+
+/// The number after `key` (e.g. "Tgid:", "pos:") in the /proc file at `path`.
+pub fn proc_field<T: std::str::FromStr>(path: &str, key: &str) -> Option<T> {
+    std::fs::read_to_string(path).ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+    })
 }
 
 /// What an [`Event::Created`] made.
