@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What tracing costs the traced program, per tracer: wall time untraced, under
 # `ioprobe trace --tracer ebpf` (where this user may load BPF programs), under
-# `ioprobe trace --tracer ptrace`, and under `strace -f -c`, interleaved (the order
+# `--tracer preload` (ptrace plus the library that records the program's own data
+# calls without stops: no privilege needed), under `ioprobe trace --tracer ptrace`,
+# and under `strace -f -c`, interleaved (the order
 # turns every round), medians over ROUNDS (at least 5). Then each tracer's `counts`
 # against `strace -f -c`'s, call by call, for every workload.
 # Workloads (inputs made in a scratch directory, removed on exit):
@@ -33,12 +35,18 @@ for _ in 1 2 3 4; do
     "$IOPROBE" trace --tracer ptrace --store "$store" --output /dev/null -- \
         dd if=/dev/zero of=/dev/null bs=1 count=25000 2>/dev/null
 done
-tracers=(ptrace)
+tracers=()
 if "$IOPROBE" trace --tracer ebpf --store "$store" --output /dev/null -- true 2>/dev/null; then
-    tracers=(ebpf ptrace)
+    tracers+=(ebpf)
 else
     echo "(eBPF tracer: skipped, it needs CAP_BPF and CAP_PERFMON)"
 fi
+if "$IOPROBE" trace --tracer preload --store "$store" --output /dev/null -- true 2>/dev/null; then
+    tracers+=(preload)
+else
+    echo "(preload tracer: skipped, this build has no preload library)"
+fi
+tracers+=(ptrace)
 
 # Inputs.
 head -c 64M /dev/urandom > "$work/in64"

@@ -321,7 +321,10 @@ pub struct TraceArgs {
     #[arg(long, value_name = "RUN", value_delimiter = ',')]
     pub figures: Vec<String>,
     /// How to watch CMD: eBPF where the kernel allows it (root, or CAP_BPF and
-    /// CAP_PERFMON, and BTF), else ptrace; `ebpf` fails rather than fall back.
+    /// CAP_PERFMON, and BTF); else preload (ptrace, with a library that records the
+    /// program's own read/write/pread/pwrite/lseek/open/close calls without a stop)
+    /// for a dynamically linked program; else ptrace. `ebpf` and `preload` fail
+    /// rather than fall back.
     #[arg(long, value_enum, default_value = "auto")]
     pub tracer: TracerArg,
     /// The command to trace and its arguments, after `--`.
@@ -334,6 +337,7 @@ pub struct TraceArgs {
 pub enum TracerArg {
     Auto,
     Ebpf,
+    Preload,
     Ptrace,
 }
 
@@ -610,6 +614,7 @@ impl TraceArgs {
             tracer: match self.tracer {
                 TracerArg::Auto => crate::trace::Via::Auto,
                 TracerArg::Ebpf => crate::trace::Via::Ebpf,
+                TracerArg::Preload => crate::trace::Via::Preload,
                 TracerArg::Ptrace => crate::trace::Via::Ptrace,
             },
         }

@@ -14,7 +14,7 @@ use crate::present::Style;
 use crate::results::Run;
 use crate::settings::Settings;
 use crate::sys::os::Ended;
-use crate::sys::os::trace::Tracer;
+use crate::sys::os::trace::{Tracer, preload};
 use anyhow::Result;
 use price::Figures;
 use profile::Profile;
@@ -37,24 +37,31 @@ pub struct Options {
 }
 
 /// How `trace` watches the command: eBPF where the kernel allows it (root, or CAP_BPF
-/// with CAP_PERFMON), else ptrace; or one of them, by name.
+/// with CAP_PERFMON), else preload where the program is dynamically linked, else
+/// ptrace; or one of them, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     Auto,
     Ebpf,
+    Preload,
     Ptrace,
 }
 
-/// The tracer that ran, and why not the other (JSON `tracer`).
+/// The tracer that ran, and why not the others (JSON `tracer`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Tracing {
-    /// "ebpf" or "ptrace".
+    /// "ebpf", "preload" or "ptrace".
     pub path: &'static str,
-    /// Why eBPF was not used, when `--tracer auto` fell back to ptrace.
+    /// Why eBPF was not used, when `--tracer auto` fell back.
     pub ebpf_unavailable: Option<String>,
-    /// Calls and tasks the eBPF ring buffer or maps had no room for (their calls are
-    /// missing from the counts); 0 under ptrace.
+    /// Why preload was not used, when `--tracer auto` fell back to ptrace.
+    pub preload_unavailable: Option<String>,
+    /// Calls and tasks the eBPF ring buffer or maps had no room for, or preload calls
+    /// whose task died as it made them (their calls are missing from the counts); 0
+    /// under ptrace.
     pub lost: u64,
+    /// Preload: the calls its library recorded without a stop (the rest stopped).
+    pub unstopped_calls: u64,
 }
 
 /// The tracer, running.
@@ -70,9 +77,11 @@ impl Running {
         let mut tracing = Tracing {
             path: "ebpf",
             ebpf_unavailable: None,
+            preload_unavailable: None,
             lost: 0,
+            unstopped_calls: 0,
         };
-        if via != Via::Ptrace {
+        if matches!(via, Via::Auto | Via::Ebpf) {
             match bpf::Loaded::load() {
                 Ok(l) => {
                     let t = l
@@ -93,16 +102,29 @@ impl Running {
                 Err(e) => tracing.ebpf_unavailable = Some(crate::error::plain(&e)),
             }
         }
-        tracing.path = "ptrace";
-        let t = Tracer::spawn(command, closed).map_err(|e| spawn_error(&command[0], e))?;
-        Ok((Running::Ptrace(t), tracing))
-    }
-
-    fn pid(&self) -> i32 {
-        match self {
-            Running::Ptrace(t) => t.pid(),
-            Running::Ebpf(t) => t.pid(),
+        let mut preload = None;
+        if matches!(via, Via::Auto | Via::Preload) {
+            match preload_for(&command[0]) {
+                Ok(p) => preload = Some(p),
+                Err(why) if via == Via::Preload => {
+                    return Err(Exit::with(
+                        1,
+                        format!(
+                            "trace: the preload tracer cannot run here: {why}; the command was not run"
+                        ),
+                    )
+                    .into());
+                }
+                Err(why) => tracing.preload_unavailable = Some(why),
+            }
         }
+        tracing.path = if preload.is_some() {
+            "preload"
+        } else {
+            "ptrace"
+        };
+        let t = Tracer::spawn(command, closed, preload).map_err(|e| spawn_error(&command[0], e))?;
+        Ok((Running::Ptrace(t), tracing))
     }
 
     fn next_event(&mut self) -> std::io::Result<Option<crate::sys::os::Event>> {
@@ -121,10 +143,19 @@ impl Running {
 
     fn lost(&self) -> u64 {
         match self {
-            Running::Ptrace(_) => 0,
+            Running::Ptrace(t) => t.lost(),
             Running::Ebpf(t) => t.lost(),
         }
     }
+}
+
+/// The preload library and ring for `prog`, or why the preload tracer cannot trace
+/// it (a statically linked program, a libc it cannot run with).
+fn preload_for(prog: &std::ffi::OsStr) -> std::result::Result<preload::Preload, String> {
+    if let Some(path) = resolve_program(prog) {
+        preload::dynamic(&path)?;
+    }
+    preload::Preload::new().map_err(|e| crate::error::plain(&e))
 }
 
 /// The JSON document `--json` writes (schema version 1).
@@ -216,25 +247,28 @@ fn trace_command(
         .unwrap_or(0.0);
     let start = Instant::now();
     let (mut tracer, mut tracing) = Running::spawn(opts.tracer, &opts.command, closed)?;
-    let mut prof = Profile::new(tracing.path == "ptrace");
-    if let Running::Ptrace(_) = tracer {
+    let mut prof = Profile::new(tracing.path == "ptrace", tracing.path != "ebpf");
+    if let Running::Ptrace(t) = &mut tracer {
         // The command's own exec happened while it was being started: look at its
         // program (setuid, file capabilities) as at any later exec. (The eBPF tracer
         // sees that exec.)
-        prof.add(&crate::sys::os::Event::Exec {
-            tid: tracer.pid(),
-            comm: None,
-            program32: None,
-            seen: None,
-        });
+        prof.add(&t.first_exec());
     }
     while let Some(ev) = tracer.next_event()? {
         prof.add(&ev);
     }
     tracing.lost = tracer.lost();
-    if tracing.lost > 0 {
+    if let Running::Ptrace(t) = &tracer {
+        tracing.unstopped_calls = t.unstopped_calls();
+    }
+    if tracing.lost > 0 && tracing.path == "ebpf" {
         prof.notes.insert(format!(
             "the eBPF tracer lost {} records (its ring buffer or task map was full): the counts miss those calls; --tracer ptrace misses none",
+            tracing.lost
+        ));
+    } else if tracing.lost > 0 {
+        prof.notes.insert(format!(
+            "{} calls are missing from the counts: their process died as the preload library recorded them; --tracer ptrace misses none",
             tracing.lost
         ));
     }
@@ -245,9 +279,10 @@ fn trace_command(
     let user_cpu = crate::sys::rusage::getrusage_children()
         .map(|r| user(r) - before)
         .unwrap_or(0.0);
-    // The eBPF tracer runs in the kernel: it adds no user time to correct for.
-    let calls: u64 = match tracer {
-        Running::Ptrace(_) => prof.counts.values().sum(),
+    // The eBPF tracer runs in the kernel: it adds no user time to correct for; the
+    // preload library's own work per call is small beside a stop's.
+    let calls: u64 = match &tracer {
+        Running::Ptrace(t) => t.stopped_calls(),
         Running::Ebpf(_) => 0,
     };
     let (user_cpu, correction) = {

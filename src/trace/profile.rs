@@ -161,8 +161,12 @@ pub struct Profile {
     mem: Memory,
     /// The calls some of whose memory the in-kernel tracer had not copied.
     uncopied: BTreeSet<&'static str>,
-    /// Traced with ptrace.
+    /// Each call is seen while its task is stopped at it (ptrace): its /proc entries
+    /// are read then. Otherwise (eBPF, preload) calls are read a little later.
     ptrace: bool,
+    /// The command runs as a ptrace tracee (ptrace, preload): setuid programs lose
+    /// their privileges, its own ptrace calls fail.
+    traced: bool,
     /// Working directories seen when programs started (eBPF).
     cwd: HashMap<i32, String>,
     /// Calls that made descriptors, seen so far (eBPF).
@@ -344,11 +348,13 @@ fn read_link(path: String) -> Option<String> {
 }
 
 impl Profile {
-    /// An empty profile; `ptrace`: the tracer is ptrace (which runs setuid programs
+    /// An empty profile; `ptrace`: every call is seen while its task is stopped at
+    /// it; `traced`: the command is a ptrace tracee (which runs setuid programs
     /// without their privileges).
-    pub fn new(ptrace: bool) -> Profile {
+    pub fn new(ptrace: bool, traced: bool) -> Profile {
         Profile {
             ptrace,
+            traced,
             ..Profile::default()
         }
     }
@@ -636,7 +642,7 @@ impl Profile {
                 "pid {pid} ran the 32-bit program {}: its system calls were not traced",
                 comm.unwrap_or("?")
             ));
-        } else if let Some(n) = exec_note(pid, self.ptrace) {
+        } else if let Some(n) = exec_note(pid, self.traced) {
             self.notes.insert(n);
         }
         // The new program keeps the descriptors without close-on-exec: learn
@@ -707,7 +713,7 @@ impl Profile {
         *self.counts.entry(name).or_default() += 1;
         let pid = self.pid_of(tid);
         if sys == Syscall::Ptrace {
-            if !self.ptrace {
+            if !self.traced {
                 return; // no tracer of ioprobe's stands in its way
             }
             self.notes.insert(format!(

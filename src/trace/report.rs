@@ -110,15 +110,35 @@ fn user_note(c: &overhead::Correction, tracer: &super::Tracing) -> String {
     }
 }
 
-/// Which tracer ran, and why not eBPF when it fell back.
+/// Which tracer ran, and why not the faster ones when it fell back.
 fn tracer_note(t: &super::Tracing) -> String {
-    match (t.path, &t.ebpf_unavailable) {
-        ("ebpf", _) => {
+    let not = |what: &str, why: &Option<String>| {
+        why.as_ref()
+            .map(|w| format!("{what} could not be used: {w}"))
+    };
+    let why = [
+        not("eBPF", &t.ebpf_unavailable),
+        not("preload", &t.preload_unavailable),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join("; ");
+    let why = if why.is_empty() {
+        format!("--tracer {}", t.path)
+    } else {
+        why
+    };
+    match t.path {
+        "ebpf" => {
             "traced with eBPF: the command ran without stops, its calls recorded in the kernel"
                 .to_string()
         }
-        (_, Some(why)) => format!("traced with ptrace (eBPF could not be used: {why})"),
-        _ => "traced with ptrace (--tracer ptrace)".to_string(),
+        "preload" => format!(
+            "traced with preload: ptrace, but {} of the program's own read, write, pread, pwrite, lseek, open and close calls were recorded by a library in it, without a stop (the programs it starts run under plain ptrace) ({why})",
+            thousands(t.unstopped_calls)
+        ),
+        _ => format!("traced with ptrace ({why})"),
     }
 }
 

@@ -5,26 +5,34 @@
 use crate::*;
 use std::os::unix::fs::PermissionsExt;
 
-/// The tracers this machine can run: ptrace always, eBPF where ioprobe may load BPF
-/// programs (root, or CAP_BPF and CAP_PERFMON); elsewhere the eBPF half of a test
-/// says "skipped: needs CAP_BPF".
+/// The tracers this machine can run: ptrace always, preload where ioprobe was built
+/// with its library (Linux with glibc), eBPF where ioprobe may load BPF programs
+/// (root, or CAP_BPF and CAP_PERFMON); elsewhere the eBPF part of a test says
+/// "skipped: needs CAP_BPF".
 fn tracers() -> Vec<&'static str> {
-    static EBPF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let ebpf = *EBPF.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let ok = traced_via(dir.path(), &["true"], "ebpf")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ok {
-            eprintln!("skipped the eBPF tracer's half of the trace tests: needs CAP_BPF");
-        }
-        ok
-    });
-    if ebpf {
-        vec!["ptrace", "ebpf"]
-    } else {
-        vec!["ptrace"]
-    }
+    static FOUND: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let runs = |via| {
+                traced_via(dir.path(), &["true"], via)
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            };
+            let mut v = vec!["ptrace"];
+            if runs("preload") {
+                v.push("preload");
+            } else {
+                eprintln!("skipped the preload tracer's part of the trace tests: no library");
+            }
+            if runs("ebpf") {
+                v.push("ebpf");
+            } else {
+                eprintln!("skipped the eBPF tracer's part of the trace tests: needs CAP_BPF");
+            }
+            v
+        })
+        .clone()
 }
 
 /// Traces `cmd`, run in `dir`, priced with the fixture's figures; (report JSON, exit
@@ -784,7 +792,7 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via: &str) {
         assert_eq!(
             counts.get(name).and_then(Value::as_u64),
             Some(n),
-            "{name}: {counts:?}"
+            "{via}: {name}: {counts:?}"
         );
     }
     assert!(counts.get("ioctl").and_then(Value::as_u64).unwrap_or(0) >= 1);
@@ -797,7 +805,8 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via: &str) {
             .map(|r| r["bytes"].as_u64().unwrap_or(0))
             .sum()
     };
-    if via == "ptrace" {
+    if via != "ebpf" {
+        // Stopped at (preload stops there too): their memory is read in place.
         assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
         // io_uring's requests, read from the submission ring, each on its file.
         assert_eq!(bytes("uring read"), 4096, "{rows:?}");
@@ -847,15 +856,17 @@ fn a_setuid_program_and_a_ptrace_call_are_named() {
             doc["notes"]
         );
     }
-    let (doc, code, err) = trace_via(d, &[suid.to_str().unwrap()], "ptrace");
-    assert_eq!(code, 0, "{err}");
-    let notes = doc["notes"].to_string();
-    assert!(
-        notes.contains(
-            "which is setuid or setgid: under ptrace the kernel runs it without those privileges"
-        ),
-        "{notes}"
-    );
+    for via in tracers().into_iter().filter(|&v| v != "ebpf") {
+        let (doc, code, err) = trace_via(d, &[suid.to_str().unwrap()], via);
+        assert_eq!(code, 0, "{err}");
+        let notes = doc["notes"].to_string();
+        assert!(
+            notes.contains(
+                "which is setuid or setgid: under ptrace the kernel runs it without those privileges"
+            ),
+            "{via}: {notes}"
+        );
+    }
     let src = d.join("pt.c");
     std::fs::write(
         &src,
@@ -882,16 +893,18 @@ fn a_setuid_program_and_a_ptrace_call_are_named() {
             doc["notes"]
         );
     }
-    let (doc, code, _) = trace_via(d, &[prog.to_str().unwrap()], "ptrace");
-    // PTRACE_TRACEME fails: the process already has its tracer.
-    assert_eq!(code, 3);
-    assert!(
-        doc["notes"]
-            .to_string()
-            .contains("called ptrace, which fails under ioprobe trace"),
-        "{}",
-        doc["notes"]
-    );
+    for via in tracers().into_iter().filter(|&v| v != "ebpf") {
+        let (doc, code, _) = trace_via(d, &[prog.to_str().unwrap()], via);
+        // PTRACE_TRACEME fails: the process already has its tracer.
+        assert_eq!(code, 3, "{via}");
+        assert!(
+            doc["notes"]
+                .to_string()
+                .contains("called ptrace, which fails under ioprobe trace"),
+            "{via}: {}",
+            doc["notes"]
+        );
+    }
 }
 
 /// A 32-bit program's calls pass the filter's architecture check unseen: as CMD it is
@@ -1081,11 +1094,196 @@ fn without_cap_bpf_auto_falls_back_to_ptrace_and_ebpf_refuses() {
     assert!(out.status.success(), "{out:?}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let t = &doc["work"]["tracer"];
-    assert_eq!(t["path"], "ptrace", "{t}");
+    // Without eBPF, auto takes preload for a dynamically linked program.
+    let next = if tracers().contains(&"preload") {
+        "preload"
+    } else {
+        "ptrace"
+    };
+    assert_eq!(t["path"], next, "{t}");
     assert!(
         t["ebpf_unavailable"]
             .as_str()
             .is_some_and(|s| !s.is_empty()),
         "{t}"
     );
+}
+
+/// Under preload the program sees the environment it was given (the library puts
+/// LD_PRELOAD back and removes its own variable before main), and a statically
+/// linked program, which LD_PRELOAD cannot reach, is refused by `--tracer preload`
+/// before it runs and traced with plain ptrace by `auto`.
+#[test]
+fn preload_leaves_the_environment_as_given_and_refuses_a_static_program() {
+    if !tracers().contains(&"preload") {
+        eprintln!("skipped: no preload library in this build");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for was in [None, Some("/nonexistent-lib-for-ioprobe-test.so")] {
+        let env = |traced: bool| {
+            let mut c = if traced {
+                let mut c = traced_via(d, &["env"], "preload");
+                c.env_remove("LD_PRELOAD");
+                c
+            } else {
+                let mut c = std::process::Command::new("env");
+                c.current_dir(d);
+                c
+            };
+            if let Some(w) = was {
+                c.env("LD_PRELOAD", w);
+            }
+            let o = c.output().unwrap();
+            assert!(o.status.success(), "{o:?}");
+            String::from_utf8(o.stdout).unwrap()
+        };
+        let (plain, traced) = (env(false), env(true));
+        assert!(!traced.contains("IOPROBE_TRACE"), "{traced}");
+        assert_eq!(
+            traced.lines().find(|l| l.starts_with("LD_PRELOAD=")),
+            plain.lines().find(|l| l.starts_with("LD_PRELOAD=")),
+            "{was:?}"
+        );
+    }
+    // A program the command starts gets the library too (its exec is given it), and
+    // sees its environment as given as well.
+    let plain = std::process::Command::new("sh")
+        .args(["-c", "env"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let traced = traced_via(d, &["sh", "-c", "env"], "preload")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    std::fs::write(d.join("big"), vec![7u8; 1 << 20]).unwrap();
+    let (doc, code, err) = trace_via(d, &["sh", "-c", "cat big > /dev/null; true"], "preload");
+    assert_eq!(code, 0, "{err}");
+    let unstopped = doc["work"]["tracer"]["unstopped_calls"].as_u64().unwrap();
+    // cat's 8 reads of 128 KiB, its writes, its open and close at least.
+    assert!(unstopped >= 16, "{unstopped}: {}", doc["work"]["tracer"]);
+    let src = d.join("st.c");
+    std::fs::write(&src, "int main(void){return 0;}\n").unwrap();
+    let prog = d.join("st");
+    let built = std::process::Command::new("gcc")
+        .args(["-static", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped the static half: no gcc with a static libc");
+        return;
+    }
+    let p = prog.to_str().unwrap();
+    let out = traced_via(d, &[p], "preload").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("statically linked") && err.contains("was not run"),
+        "{err}"
+    );
+    let (doc, code, err) = trace_via(d, &[p], "auto");
+    assert_eq!(code, 0, "{err}");
+    let t = &doc["work"]["tracer"];
+    if t["path"] != "ebpf" {
+        assert_eq!(t["path"], "ptrace", "{t}");
+        assert!(
+            t["preload_unavailable"]
+                .as_str()
+                .is_some_and(|s| s.contains("statically linked")),
+            "{t}"
+        );
+    }
+}
+
+/// Preload's ring is written by every process that forked from the command without
+/// exec (each keeps the library): J children at once, together past the ring's
+/// 65,536 slots (the overflow goes the traced way), each call counted once on its
+/// target, in a loop of 50 runs with J from 1 to 8.
+#[test]
+fn preload_counts_forked_writers_exactly_when_they_share_and_overflow_the_ring() {
+    if !tracers().contains(&"preload") {
+        eprintln!("skipped: no preload library in this build");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("forks.c");
+    std::fs::write(
+        &src,
+        r#"#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int j = atoi(argv[1]), n = atoi(argv[2]);
+    for (int c = 0; c < j; c++) {
+        if (fork() == 0) {
+            char b[16];
+            int z = open("/dev/zero", O_RDONLY), w = open("/dev/null", O_WRONLY);
+            for (int i = 0; i < n; i++)
+                if (read(z, b, sizeof b) != sizeof b || write(w, b, sizeof b) != sizeof b)
+                    _exit(1);
+            close(z);
+            close(w);
+            _exit(0);
+        }
+    }
+    int bad = 0, st;
+    while (wait(&st) > 0)
+        bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    return bad;
+}
+"#,
+    )
+    .unwrap();
+    let prog = d.join("forks");
+    let built = std::process::Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no gcc");
+        return;
+    }
+    let n: u64 = 10_000;
+    for run in 0..50 {
+        let j: u64 = [1, 2, 4, 8][run % 4];
+        let (doc, code, err) = trace_via(
+            d,
+            &[prog.to_str().unwrap(), &j.to_string(), &n.to_string()],
+            "preload",
+        );
+        assert_eq!(code, 0, "run {run}: {err}");
+        assert_eq!(doc["work"]["tracer"]["lost"], 0, "run {run}");
+        // Most calls took the library's way, not a stop.
+        let unstopped = doc["work"]["tracer"]["unstopped_calls"].as_u64().unwrap();
+        assert!(unstopped >= j * n, "run {run}, j {j}: {unstopped}");
+        let targets = doc["targets"].as_array().unwrap();
+        let on = |name: &str, op: &str| -> u64 {
+            doc["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| {
+                    r["op"] == op
+                        && r["target"]
+                            .as_u64()
+                            .and_then(|t| targets.get(t as usize))
+                            .is_some_and(|t| t["name"] == name)
+                })
+                .map(|r| r["calls"].as_u64().unwrap_or(0))
+                .sum()
+        };
+        assert_eq!(on("/dev/zero", "read"), j * n, "run {run}, j {j}");
+        assert_eq!(on("/dev/null", "write"), j * n, "run {run}, j {j}");
+        assert_eq!(on("/dev/zero", "openat"), j, "run {run}, j {j}");
+        assert_eq!(on("/dev/null", "close"), j, "run {run}, j {j}");
+    }
 }

@@ -214,12 +214,47 @@ pub mod trace {
         }
     }
 
+    /// The preload tracer: Linux-only.
+    pub mod preload {
+        use super::WHY;
+        use std::io;
+
+        /// Never made: [`Preload::new`] says tracing is Linux-only.
+        pub struct Preload(());
+
+        impl Preload {
+            pub fn new() -> io::Result<Preload> {
+                Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+            }
+        }
+
+        pub fn dynamic(_path: &std::path::Path) -> Result<(), String> {
+            Err(WHY.into())
+        }
+    }
+
     /// Never made: [`Tracer::spawn`] says tracing is Linux-only.
     pub struct Tracer(());
 
     impl Tracer {
-        pub fn spawn(_argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Tracer> {
+        pub fn spawn(
+            _argv: &[std::ffi::OsString],
+            _close: &[i32],
+            _preload: Option<preload::Preload>,
+        ) -> io::Result<Tracer> {
             Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+        pub fn first_exec(&mut self) -> Event {
+            Event::Exit { tid: 0 }
+        }
+        pub fn stopped_calls(&self) -> u64 {
+            0
+        }
+        pub fn unstopped_calls(&self) -> u64 {
+            0
+        }
+        pub fn lost(&self) -> u64 {
+            0
         }
         pub fn pid(&self) -> i32 {
             0

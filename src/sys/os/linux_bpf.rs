@@ -17,7 +17,9 @@
 //! CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for three offsets (`task_struct`'s
 //! `pid` and `tgid`, `linux_binprm`'s `buf`).
 
-use super::{Child, Created, Ended, Event, Memory, PASSED, Seen, c_args, child_error, os};
+use super::{
+    Child, Ended, Event, Maker, Memory, PASSED, Seen, c_args, child_error, made, makers, os,
+};
 use crate::sys::syscall::{Pointee, Syscall};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
@@ -54,54 +56,12 @@ const NUMBERS: u32 = 512;
 /// How often the ring is read while the command runs.
 const READ_EVERY_MS: i32 = 4;
 
-/// The calls that make descriptors, watched (not counted) so that ioprobe knows what
-/// a descriptor is even when its process has ended before ioprobe reads the record.
-#[derive(Debug, Clone, Copy)]
-enum Maker {
-    /// pipe(fds) / pipe2(fds, flags), socketpair(d, t, p, fds): two descriptors at
-    /// argument N.
-    Pair(usize, Created),
-    /// socket(domain, type, protocol): the descriptor returned.
-    Socket,
-    /// accept(fd, …) / accept4: the descriptor returned.
-    Accept,
-}
-
-fn makers() -> Vec<(u64, Maker)> {
-    let mut v = vec![
-        (libc::SYS_pipe2 as u64, Maker::Pair(0, Created::Pipe)),
-        (
-            libc::SYS_socketpair as u64,
-            Maker::Pair(3, Created::Socket(None)),
-        ),
-        (libc::SYS_socket as u64, Maker::Socket),
-        (libc::SYS_accept as u64, Maker::Accept),
-        (libc::SYS_accept4 as u64, Maker::Accept),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    v.push((libc::SYS_pipe as u64, Maker::Pair(0, Created::Pipe)));
-    v
-}
-
 /// The `wanted` value of a descriptor maker: its fds (two ints) copied from
 /// argument N, or nothing.
 fn maker_value(m: Maker) -> u32 {
     match m {
         Maker::Pair(n, _) => 1 | (5 << 1) | ((n as u32) << 4),
         _ => 1,
-    }
-}
-
-/// The family of a socket(2) call's (domain, type).
-fn family(domain: u64, kind: u64) -> Option<&'static str> {
-    let stream = kind & 0xf == libc::SOCK_STREAM as u64;
-    let dgram = kind & 0xf == libc::SOCK_DGRAM as u64;
-    match domain as i32 {
-        libc::AF_UNIX if stream => Some("unix"),
-        libc::AF_UNIX if dgram => Some("unix-dgram"),
-        libc::AF_INET | libc::AF_INET6 if stream => Some("tcp"),
-        libc::AF_INET | libc::AF_INET6 if dgram => Some("udp"),
-        _ => None,
     }
 }
 
@@ -1330,7 +1290,15 @@ impl Reader {
                     return self
                         .makers
                         .get(&nr)
-                        .and_then(|&m| made(m, &args, ret, r, u16_at(12)))
+                        .and_then(|&m| {
+                            made(
+                                m,
+                                &args,
+                                ret,
+                                r.get(DATA as usize..DATA as usize + 8)
+                                    .filter(|_| u16_at(12) == 8),
+                            )
+                        })
                         .map(|(fds, what)| {
                             let names = fds
                                 .iter()
@@ -1388,24 +1356,6 @@ impl Reader {
             KIND_EXIT => vec![Event::Exit { tid }],
             _ => Vec::new(),
         }
-    }
-}
-
-/// The descriptors a maker's record says were made, and what they are.
-fn made(m: Maker, args: &[u64; 6], ret: i64, r: &[u8], len: u16) -> Option<(Vec<i32>, Created)> {
-    if ret < 0 {
-        return None;
-    }
-    match m {
-        Maker::Pair(_, what) => {
-            let b = r
-                .get(DATA as usize..DATA as usize + 8)
-                .filter(|_| len == 8)?;
-            let fd = |i: usize| i32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
-            Some((vec![fd(0), fd(4)], what))
-        }
-        Maker::Socket => Some((vec![ret as i32], Created::Socket(family(args[0], args[1])))),
-        Maker::Accept => Some((vec![ret as i32], Created::Socket(None))),
     }
 }
 

@@ -7,13 +7,15 @@
 //! [`Event`]s and keeps every `unsafe` of tracing.
 
 use crate::sys::syscall::Syscall;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 
 pub use super::{Created, Ended, Event, Memory, Seen};
 
 #[path = "linux_bpf.rs"]
 pub mod bpf;
+#[path = "linux_preload.rs"]
+pub mod preload;
 
 /// The system calls that stop the tracee on every architecture: (number, call).
 const TRACED: &[(libc::c_long, Syscall)] = &[
@@ -139,30 +141,106 @@ pub fn traced_calls() -> Vec<(u64, Syscall)> {
         .collect()
 }
 
+/// The calls that make descriptors, watched (not counted) so that ioprobe knows what
+/// a descriptor is even when its process has ended before ioprobe reads the record.
+#[derive(Debug, Clone, Copy)]
+enum Maker {
+    /// pipe(fds) / pipe2(fds, flags), socketpair(d, t, p, fds): two descriptors at
+    /// argument N.
+    Pair(usize, Created),
+    /// socket(domain, type, protocol): the descriptor returned.
+    Socket,
+    /// accept(fd, …) / accept4: the descriptor returned.
+    Accept,
+}
+
+fn makers() -> Vec<(u64, Maker)> {
+    let mut v = vec![
+        (libc::SYS_pipe2 as u64, Maker::Pair(0, Created::Pipe)),
+        (
+            libc::SYS_socketpair as u64,
+            Maker::Pair(3, Created::Socket(None)),
+        ),
+        (libc::SYS_socket as u64, Maker::Socket),
+        (libc::SYS_accept as u64, Maker::Accept),
+        (libc::SYS_accept4 as u64, Maker::Accept),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.push((libc::SYS_pipe as u64, Maker::Pair(0, Created::Pipe)));
+    v
+}
+
+/// The family of a socket(2) call's (domain, type).
+fn family(domain: u64, kind: u64) -> Option<&'static str> {
+    let stream = kind & 0xf == libc::SOCK_STREAM as u64;
+    let dgram = kind & 0xf == libc::SOCK_DGRAM as u64;
+    match domain as i32 {
+        libc::AF_UNIX if stream => Some("unix"),
+        libc::AF_UNIX if dgram => Some("unix-dgram"),
+        libc::AF_INET | libc::AF_INET6 if stream => Some("tcp"),
+        libc::AF_INET | libc::AF_INET6 if dgram => Some("udp"),
+        _ => None,
+    }
+}
+
+/// The descriptors a maker made and what they are: `pair` is the two-int array a
+/// pipe or socketpair filled (as copied or read).
+fn made(m: Maker, args: &[u64; 6], ret: i64, pair: Option<&[u8]>) -> Option<(Vec<i32>, Created)> {
+    if ret < 0 {
+        return None;
+    }
+    match m {
+        Maker::Pair(_, what) => {
+            let b = pair.filter(|b| b.len() >= 8)?;
+            let fd = |i: usize| i32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
+            Some((vec![fd(0), fd(4)], what))
+        }
+        Maker::Socket => Some((vec![ret as i32], Created::Socket(family(args[0], args[1])))),
+        Maker::Accept => Some((vec![ret as i32], Created::Socket(None))),
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
 
-/// The seccomp program: RET_TRACE for the traced calls (and fcntl F_SETPIPE_SZ), ALLOW
-/// for everything else, including calls of another ABI (32-bit on a 64-bit kernel).
-fn filter() -> Vec<libc::sock_filter> {
+/// The seccomp program: RET_TRACE for the traced calls (and, with `preload`, the
+/// descriptor makers), ALLOW for everything else, including calls of another ABI
+/// (32-bit on a 64-bit kernel) and, with `preload`, calls made from the page at that
+/// address (the preload library's gate).
+fn filter(preload: Option<u64>) -> Vec<libc::sock_filter> {
     const LD: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const AND: u16 = (libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16;
     const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
     const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
     let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
-    let calls = traced_calls();
-    let n = calls.len();
+    let mut calls: Vec<u64> = traced_calls().into_iter().map(|(n, _)| n).collect();
     let mut p = vec![
         op(LD, 0, 0, 4), // seccomp_data.arch
         op(JEQ, 1, 0, AUDIT_ARCH),
         op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
-        op(LD, 0, 0, 0), // seccomp_data.nr
     ];
-    // Instruction 4 + i jumps to the RET_TRACE at 4 + n + 1 (a jump offset is a
-    // byte: up to 255 calls).
+    if let Some(gate) = preload {
+        calls.extend(makers().into_iter().map(|(n, _)| n));
+        calls.extend([libc::SYS_execve as u64, libc::SYS_execveat as u64]);
+        // seccomp_data.instruction_pointer, high then low word (little-endian), in
+        // the gate's page.
+        p.extend([
+            op(LD, 0, 0, 12),
+            op(JEQ, 0, 4, (gate >> 32) as u32),
+            op(LD, 0, 0, 8),
+            op(AND, 0, 0, !0xfff),
+            op(JEQ, 0, 1, gate as u32),
+            op(RET, 0, 0, libc::SECCOMP_RET_ALLOW),
+        ]);
+    }
+    p.push(op(LD, 0, 0, 0)); // seccomp_data.nr
+    let n = calls.len();
+    // Each test jumps to the RET_TRACE after the last test and the RET_ALLOW (a jump
+    // offset is a byte: up to 255 calls).
     assert!(n < 250, "too many traced calls for one filter");
-    for (i, (nr, _)) in calls.iter().enumerate() {
+    for (i, nr) in calls.iter().enumerate() {
         p.push(op(JEQ, (n - i) as u8, 0, *nr as u32));
     }
     p.extend([
@@ -191,7 +269,7 @@ pub struct Tracer {
     /// Tasks seen.
     known: HashSet<i32>,
     /// Calls stopped at seccomp, waiting for their exit stop.
-    pending: HashMap<i32, (Syscall, [u64; 6])>,
+    pending: HashMap<i32, Pending>,
     /// The traced calls by number: each is decoded here, once.
     calls: HashMap<u64, Syscall>,
     /// The child has stopped itself and has its options.
@@ -199,6 +277,146 @@ pub struct Tracer {
     /// The task held at its syscall-exit stop while the caller looks at the call (its
     /// memory, its /proc/PID/fd), resumed by the next [`Tracer::next_event`].
     held: Option<i32>,
+    /// The preload library's ring and what goes with it (None: plain ptrace).
+    preload: Option<Box<Preloaded>>,
+    /// Events to hand out in this order: the ring's calls, then the stop's event.
+    queue: VecDeque<Event>,
+    /// Calls handed out from stops (not from the ring).
+    stopped_calls: u64,
+}
+
+/// A call stopped at its seccomp stop, until its exit.
+enum Pending {
+    /// Counted.
+    Call(Syscall, [u64; 6]),
+    /// A descriptor maker (preload): not counted, what it made is told.
+    Maker(Maker, [u64; 6]),
+    /// The dynamic loader's or the preload library's own call on the library or the
+    /// ring: not the command's.
+    Own(Syscall, [u64; 6]),
+    /// An exec (preload) given the library in its environment: the environment
+    /// array it passed, put back if the exec fails.
+    Exec { at: bool, envp: u64 },
+}
+
+/// The preload tracer's part of [`Tracer`].
+struct Preloaded {
+    ring: preload::Preload,
+    makers: HashMap<u64, Maker>,
+    /// (task, descriptor) open on the library or the ring.
+    own: HashSet<(i32, i32)>,
+    /// The command's descriptors and working directory at its exec.
+    first: Option<Seen>,
+}
+
+impl Preloaded {
+    /// Whether `call` by `tid` is on the trace's own files (opening them, or using
+    /// a descriptor of theirs); `tid` is stopped at the call's entry.
+    fn own(&self, tid: i32, call: Syscall, args: &[u64; 6]) -> bool {
+        let fd = match call {
+            Syscall::Openat | Syscall::Open => {
+                let at = call.path_arg().unwrap_or(1);
+                return Memory::Live(tid)
+                    .string(args[at])
+                    .is_some_and(|p| self.ring.is_own(&p));
+            }
+            // The gate's page, mapped by the library's constructor.
+            Syscall::Mmap | Syscall::Munmap if args[0] == self.ring.gate() => return true,
+            Syscall::Mmap => args[4],
+            Syscall::Read
+            | Syscall::Pread64
+            | Syscall::Fstat
+            | Syscall::Newfstatat
+            | Syscall::Lseek
+            | Syscall::Close => args[0],
+            _ => return false,
+        };
+        !self.own.is_empty() && self.own.contains(&(tid, fd as i32))
+    }
+
+    /// An execve (`at`: execveat) by stopped `tid`: when its program is dynamically
+    /// linked, the library is added to the environment it passes, as to the command's
+    /// own (the library removes it again before the program's code runs). The
+    /// environment array it passed, or None (not changed).
+    fn exec(&self, tid: i32, at: bool, args: &[u64; 6]) -> Option<Pending> {
+        const AT_FDCWD: i32 = -100;
+        let (dir, path) = if at {
+            (args[0] as i32, args[1])
+        } else {
+            (AT_FDCWD, args[0])
+        };
+        let path = Memory::Live(tid).string(path)?;
+        let target = if path.starts_with('/') {
+            path
+        } else if path.is_empty() {
+            format!("/proc/{tid}/fd/{dir}")
+        } else if dir == AT_FDCWD {
+            format!("/proc/{tid}/cwd/{path}")
+        } else {
+            format!("/proc/{tid}/fd/{dir}/{path}")
+        };
+        preload::dynamic(std::path::Path::new(&target)).ok()?;
+        let mut r = regs(tid).ok()?;
+        let (sp, envp) = stack_and_envp(&mut r, at);
+        let old = *envp;
+        *envp = self.ring.exec_environment(tid, old, sp).ok()?;
+        set_regs(tid, &r).ok()?;
+        Some(Pending::Exec { at, envp: old })
+    }
+}
+
+/// Stopped task `tid`'s general registers.
+fn regs(tid: i32) -> io::Result<libc::user_regs_struct> {
+    // SAFETY: user_regs_struct is plain data; all-zero is a valid value.
+    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: &mut r as *mut _ as *mut libc::c_void,
+        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
+    };
+    ptrace(
+        libc::PTRACE_GETREGSET,
+        tid,
+        libc::NT_PRSTATUS as usize,
+        &mut iov as *mut _ as usize,
+    )?;
+    Ok(r)
+}
+
+fn set_regs(tid: i32, r: &libc::user_regs_struct) -> io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: r as *const _ as *mut libc::c_void,
+        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
+    };
+    ptrace(
+        libc::PTRACE_SETREGSET,
+        tid,
+        libc::NT_PRSTATUS as usize,
+        &mut iov as *mut _ as usize,
+    )
+    .map(|_| ())
+}
+
+/// The stack pointer and the register holding an execve's (`at`: execveat's)
+/// environment array.
+#[cfg(target_arch = "x86_64")]
+fn stack_and_envp(r: &mut libc::user_regs_struct, at: bool) -> (u64, &mut u64) {
+    (r.rsp, if at { &mut r.r10 } else { &mut r.rdx })
+}
+
+/// The instruction pointer, and the register a call's result is returned in.
+#[cfg(target_arch = "x86_64")]
+fn ip_and_result(r: &libc::user_regs_struct) -> (u64, i64) {
+    (r.rip, r.rax as i64)
+}
+
+#[cfg(target_arch = "aarch64")]
+fn ip_and_result(r: &libc::user_regs_struct) -> (u64, i64) {
+    (r.pc, r.regs[0] as i64)
+}
+
+#[cfg(target_arch = "aarch64")]
+fn stack_and_envp(r: &mut libc::user_regs_struct, at: bool) -> (u64, &mut u64) {
+    (r.sp, &mut r.regs[if at { 3 } else { 2 }])
 }
 
 /// The command line as C strings.
@@ -240,6 +458,8 @@ struct Child {
     filter: Option<libc::sock_fprog>,
     /// the pipe to wait on until the eBPF tracer is watching (read end, write end).
     gate: Option<(libc::c_int, libc::c_int)>,
+    /// The environment, when not ioprobe's own (preload).
+    env: Option<Vec<*const libc::c_char>>,
     signals: Vec<(libc::c_int, libc::sighandler_t)>,
     xfsz: Option<libc::sighandler_t>,
     close: Vec<libc::c_int>,
@@ -258,6 +478,7 @@ impl Child {
             argv,
             filter: None,
             gate: None,
+            env: None,
             signals: start_dispositions(),
             xfsz: crate::sys::signals::original_xfsz(),
             close: close.to_vec(),
@@ -348,7 +569,10 @@ impl Child {
             {
                 fail(3);
             }
-            libc::execvp(self.argv[0], self.argv.as_ptr());
+            match &self.env {
+                Some(env) => libc::execvpe(self.argv[0], self.argv.as_ptr(), env.as_ptr()),
+                None => libc::execvp(self.argv[0], self.argv.as_ptr()),
+            };
             fail(4)
         }
     }
@@ -457,11 +681,24 @@ impl Tracer {
     /// ENOSYS) and PTRACE_O_EXITKILL (if ioprobe dies, even by SIGKILL, the kernel
     /// kills the command rather than leave it running with its I/O calls failing),
     /// then lets it go on with SIGCONT.
-    pub fn spawn(argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Tracer> {
+    ///
+    /// With `preload`, the command starts with the preload library (see
+    /// [`preload`]), and the filter lets its calls through.
+    pub fn spawn(
+        argv: &[std::ffi::OsString],
+        close: &[i32],
+        preload: Option<preload::Preload>,
+    ) -> io::Result<Tracer> {
         let args = c_args(argv)?;
         let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
-        let prog = filter();
+        let prog = filter(preload.as_ref().map(|p| p.gate()));
+        let env = preload.as_ref().map(|p| p.environment()).transpose()?;
+        let env_ptrs = env.as_ref().map(|e| {
+            let mut v: Vec<*const libc::c_char> = e.iter().map(|a| a.as_ptr()).collect();
+            v.push(std::ptr::null());
+            v
+        });
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: pipe2 writes two descriptors into the array.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
@@ -473,12 +710,21 @@ impl Tracer {
                 len: prog.len() as u16,
                 filter: prog.as_ptr() as *mut libc::sock_filter,
             }),
+            env: env_ptrs,
             ..Child::new(ptrs, close, (rd, wr))
         };
         let pid = child.start()?;
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
-        let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid));
+        let preload = preload.map(|ring| {
+            Box::new(Preloaded {
+                ring,
+                makers: makers().into_iter().collect(),
+                own: HashSet::new(),
+                first: None,
+            })
+        });
+        let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid, preload));
         let failed = child_error(rd);
         let tracer = result?;
         match failed {
@@ -515,7 +761,7 @@ impl Tracer {
 
     /// Drives the seized child to its execve; the calls it makes before the exec (an
     /// error report) are let through.
-    fn start(pid: i32) -> io::Result<Tracer> {
+    fn start(pid: i32, preload: Option<Box<Preloaded>>) -> io::Result<Tracer> {
         let mut t = Tracer {
             main: pid,
             ended: None,
@@ -524,6 +770,9 @@ impl Tracer {
             calls: traced_calls().into_iter().collect(),
             started: false,
             held: None,
+            preload,
+            queue: VecDeque::new(),
+            stopped_calls: 0,
         };
         loop {
             let status = wait_status(pid, libc::__WALL)?;
@@ -541,6 +790,9 @@ impl Tracer {
                 t.started = true;
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
+                if let Some(p) = &mut t.preload {
+                    p.first = Some(Seen::now(pid));
+                }
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
                 return Ok(t);
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
@@ -566,6 +818,35 @@ impl Tracer {
         self.ended
     }
 
+    /// The command's own exec, which happened while it was being started: under
+    /// preload with what it had then (its descriptors, its working directory).
+    pub fn first_exec(&mut self) -> Event {
+        let seen = self.preload.as_mut().and_then(|p| p.first.take());
+        let comm = seen.as_ref().and_then(|_| comm_of(self.main));
+        Event::Exec {
+            tid: self.main,
+            comm,
+            program32: None,
+            seen,
+        }
+    }
+
+    /// Calls handed out from stops (under preload, the rest came from the ring).
+    pub fn stopped_calls(&self) -> u64 {
+        self.stopped_calls
+    }
+
+    /// Preload: calls missing because their task died between taking a ring slot
+    /// and making the call.
+    pub fn lost(&self) -> u64 {
+        self.preload.as_ref().map_or(0, |p| p.ring.lost())
+    }
+
+    /// Preload: calls the library recorded, made without a stop.
+    pub fn unstopped_calls(&self) -> u64 {
+        self.preload.as_ref().map_or(0, |p| p.ring.calls_read())
+    }
+
     /// Resumes `tid` with `request`, delivering `sig`; a task that vanished meanwhile
     /// (killed) is not an error.
     fn resume(&self, request: libc::c_uint, tid: i32, sig: i32) -> io::Result<()> {
@@ -578,22 +859,43 @@ impl Tracer {
     /// The next event, or None when no traced task is left. After a [`Event::Call`],
     /// its task stays stopped until this is called again, so that its memory
     /// ([`Memory::Live`]) and descriptors can be read.
+    ///
+    /// Under preload, the calls the ring holds come before each event: a task's
+    /// calls are in the ring before its next stop or its end, so each task's calls
+    /// stay in the order it made them.
     pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+        if let Some(e) = self.queue.pop_front() {
+            return Ok(Some(e));
+        }
         if let Some(t) = self.held.take() {
             self.resume(libc::PTRACE_CONT, t, 0)?;
         }
         loop {
             let Some((tid, status)) = self.wait()? else {
-                return Ok(None);
+                if let Some(p) = &mut self.preload {
+                    p.ring.finish(&mut self.queue);
+                }
+                return Ok(self.queue.pop_front());
             };
-            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                return Ok(Some(self.exited(tid, status)));
-            }
-            if libc::WIFSTOPPED(status)
-                && let Some(e) = self.stopped(tid, status)?
-            {
+            let exited = libc::WIFEXITED(status) || libc::WIFSIGNALED(status);
+            let event = if exited {
+                Some(self.exited(tid, status))
+            } else if libc::WIFSTOPPED(status) {
+                self.stopped(tid, status)?
+            } else {
+                None
+            };
+            let Some(e) = event else { continue };
+            let Some(p) = &mut self.preload else {
                 return Ok(Some(e));
+            };
+            p.ring.read(&mut self.queue);
+            if exited {
+                p.ring.ended(tid, &mut self.queue);
+                p.own.retain(|&(t, _)| t != tid);
             }
+            self.queue.push_back(e);
+            return Ok(self.queue.pop_front());
         }
     }
 
@@ -657,8 +959,16 @@ impl Tracer {
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
             let (_, nr, args, _) = syscall_info(tid)?;
             // The filter stops only at the traced calls: every number is known.
-            if let Some(&call) = self.calls.get(&nr) {
-                self.pending.insert(tid, (call, args));
+            let pending = match (self.calls.get(&nr), &self.preload) {
+                (Some(&call), Some(p)) if p.own(tid, call, &args) => Some(Pending::Own(call, args)),
+                (Some(&call), _) => Some(Pending::Call(call, args)),
+                (None, Some(p)) if nr == libc::SYS_execve as u64 => p.exec(tid, false, &args),
+                (None, Some(p)) if nr == libc::SYS_execveat as u64 => p.exec(tid, true, &args),
+                (None, Some(p)) => p.makers.get(&nr).map(|&m| Pending::Maker(m, args)),
+                (None, None) => None,
+            };
+            if let Some(p) = pending {
+                self.pending.insert(tid, p);
             }
             self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
             return Ok(None);
@@ -678,12 +988,21 @@ impl Tracer {
         }
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
             self.pending.remove(&tid);
+            // Under preload the profile reads calls a little late, as the eBPF
+            // tracer's: what the program started with is looked at now.
+            let (comm, seen) = match &mut self.preload {
+                Some(p) => {
+                    p.own.retain(|&(t, _)| t != tid);
+                    (comm_of(tid), Some(Seen::now(tid)))
+                }
+                None => (None, None),
+            };
             self.resume(libc::PTRACE_CONT, tid, 0)?;
             return Ok(Some(Event::Exec {
                 tid,
-                comm: None,
+                comm,
                 program32: None,
-                seen: None,
+                seen,
             }));
         }
         // Another ptrace event goes on; a signal for the task (under PTRACE_SEIZE
@@ -693,6 +1012,15 @@ impl Tracer {
         } else {
             sig
         };
+        if deliver != 0
+            && let Some(p) = &mut self.preload
+            && let Ok(r) = regs(tid)
+        {
+            // A signal that may end the task as it returns from a call through the
+            // gate (SIGPIPE after a write): the call's result, from its register.
+            let (ip, ret) = ip_and_result(&r);
+            p.ring.signalled(tid, ip, ret);
+        }
         self.resume(libc::PTRACE_CONT, tid, deliver)?;
         Ok(None)
     }
@@ -704,15 +1032,64 @@ impl Tracer {
             self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
             return Ok(None);
         }
-        if let Some((call, args)) = self.pending.remove(&tid) {
-            self.held = Some(tid);
-            return Ok(Some(Event::Call {
-                tid,
-                call,
-                args,
-                ret,
-                mem: super::Memory::Live(tid),
-            }));
+        match self.pending.remove(&tid) {
+            Some(Pending::Call(call, args)) => {
+                self.held = Some(tid);
+                self.stopped_calls += 1;
+                return Ok(Some(Event::Call {
+                    tid,
+                    call,
+                    args,
+                    ret,
+                    mem: super::Memory::Live(tid),
+                }));
+            }
+            Some(Pending::Own(call, args)) => {
+                if let Some(p) = &mut self.preload {
+                    match call {
+                        Syscall::Openat | Syscall::Open if ret >= 0 => {
+                            p.own.insert((tid, ret as i32));
+                        }
+                        Syscall::Close => {
+                            p.own.remove(&(tid, args[0] as i32));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some(Pending::Maker(m, args)) => {
+                let pair = match m {
+                    Maker::Pair(n, _) => Memory::Live(tid).peek(args[n], 8),
+                    _ => None,
+                };
+                let made = made(m, &args, ret, pair.as_deref()).map(|(fds, what)| {
+                    let names = fds
+                        .iter()
+                        .map(|fd| {
+                            std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
+                                .ok()
+                                .map(|l| l.to_string_lossy().into_owned())
+                        })
+                        .collect();
+                    Event::Created {
+                        tid,
+                        fds,
+                        what,
+                        names,
+                    }
+                });
+                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                return Ok(made);
+            }
+            Some(Pending::Exec { at, envp }) => {
+                // The exec failed (one that succeeds ends at its exec event): the
+                // register gets back the array the program passed.
+                if let Ok(mut r) = regs(tid) {
+                    *stack_and_envp(&mut r, at).1 = envp;
+                    set_regs(tid, &r)?;
+                }
+            }
+            None => {}
         }
         self.resume(libc::PTRACE_CONT, tid, 0)?;
         Ok(None)
@@ -730,14 +1107,27 @@ impl Tracer {
         .map_err(os("ptrace(PTRACE_GETEVENTMSG)"))?;
         let child = msg as i32;
         self.known.insert(child);
+        // Under preload the profile follows descriptors across forks itself, as
+        // under eBPF: it needs the new task's process.
+        let pid = self
+            .preload
+            .as_ref()
+            .and_then(|_| super::proc_field(&format!("/proc/{child}/status"), "Tgid:"));
         self.resume(libc::PTRACE_CONT, tid, 0)?;
         Ok(Event::Task {
             tid: child,
             parent: tid,
-            pid: None,
-            comm: None,
+            pid,
+            comm: pid.and_then(|_| comm_of(tid)),
         })
     }
+}
+
+/// Task `tid`'s program name, from /proc.
+fn comm_of(tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .ok()
+        .map(|c| c.trim().to_string())
 }
 
 /// While the command runs: SIGINT and SIGQUIT do not stop ioprobe (the terminal sends
