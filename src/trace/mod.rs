@@ -261,17 +261,7 @@ fn trace_command(
     if let Running::Ptrace(t) = &tracer {
         tracing.unstopped_calls = t.unstopped_calls();
     }
-    if tracing.lost > 0 && tracing.path == "ebpf" {
-        prof.notes.insert(format!(
-            "the eBPF tracer lost {} records (its ring buffer or task map was full): the counts miss those calls; --tracer ptrace misses none",
-            tracing.lost
-        ));
-    } else if tracing.lost > 0 {
-        prof.notes.insert(format!(
-            "{} calls are missing from the counts: their process died as the preload library recorded them; --tracer ptrace misses none",
-            tracing.lost
-        ));
-    }
+    tracer_notes(&mut prof, &tracing);
     prof.finish();
     let elapsed = start.elapsed().as_secs_f64();
     let ended = tracer.ended().unwrap_or(Ended::Code(1));
@@ -300,6 +290,28 @@ fn trace_command(
         tracer: tracing,
     };
     Ok((prof, ended, work))
+}
+
+/// What the report must say about the tracer that ran: calls it lost, counts that may
+/// differ from strace's.
+fn tracer_notes(prof: &mut Profile, tracing: &Tracing) {
+    if tracing.lost > 0 && tracing.path == "ebpf" {
+        prof.notes.insert(format!(
+            "the eBPF tracer lost {} records (its ring buffer or task map was full): the counts miss those calls; --tracer ptrace misses none",
+            tracing.lost
+        ));
+    }
+    if tracing.lost > 0 && tracing.path == "preload" {
+        prof.notes.insert(format!(
+            "{} calls are missing from the counts: their process died as the preload library recorded them; --tracer ptrace misses none",
+            tracing.lost
+        ));
+    }
+    if tracing.path == "preload" && prof.counts.contains_key("mmap") {
+        prof.notes.insert(
+            "under preload the dynamic loader also loads ioprobe's library into each program, and its own bookkeeping for it can take one more anonymous mmap per program than untraced: mmap may count that many more than strace (--tracer ptrace counts exactly)".to_string(),
+        );
+    }
 }
 
 /// What the profile's calls would take here, at `figures`.

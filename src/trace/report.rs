@@ -135,7 +135,7 @@ fn tracer_note(t: &super::Tracing) -> String {
                 .to_string()
         }
         "preload" => format!(
-            "traced with preload: ptrace, but {} of the program's own read, write, pread, pwrite, lseek, open and close calls were recorded by a library in it, without a stop (the programs it starts run under plain ptrace) ({why})",
+            "traced with preload: ptrace, but {} of the programs' own read, write, pread, pwrite, lseek, open, close and stat calls were recorded by a library in them, without a stop ({why})",
             thousands(t.unstopped_calls)
         ),
         _ => format!("traced with ptrace ({why})"),

@@ -1287,3 +1287,66 @@ int main(int argc, char **argv) {
         assert_eq!(on("/dev/null", "close"), j, "run {run}, j {j}");
     }
 }
+
+/// Preload keeps each call on the process that made it when a child shares its
+/// parent's memory (vfork: the library's per-process state is its parent's) or
+/// copies it (fork), and counts as strace does.
+#[test]
+fn preload_attributes_vfork_and_fork_childrens_calls_to_them() {
+    if !tracers().contains(&"preload") {
+        eprintln!("skipped: no preload library in this build");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = d.join("vf");
+    let built = std::process::Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/trace_vfork.c"
+        ))
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no gcc");
+        return;
+    }
+    std::fs::write(d.join("in"), vec![1u8; 4096]).unwrap();
+    let input = d.join("in").canonicalize().unwrap().display().to_string();
+    let p = prog.to_str().unwrap();
+    for run in 0..10 {
+        let (doc, code, err) = trace_via(d, &[p], "preload");
+        assert_eq!(code, 0, "run {run}: {err}");
+        let targets = doc["targets"].as_array().unwrap();
+        let rows = doc["rows"].as_array().unwrap();
+        // Per process: (opens of /dev/zero, reads of in, closes of in).
+        let mut per: std::collections::BTreeMap<u64, (u64, u64, u64)> = Default::default();
+        for r in rows {
+            let name = &targets[r["target"].as_u64().unwrap() as usize]["name"];
+            let e = per.entry(r["pid"].as_u64().unwrap()).or_default();
+            let n = r["calls"].as_u64().unwrap();
+            match (name.as_str().unwrap(), r["op"].as_str().unwrap()) {
+                ("/dev/zero", "openat") => e.0 += n,
+                (i, "read") if i == input => e.1 += n,
+                (i, "close") if i == input => e.2 += n,
+                _ => {}
+            }
+        }
+        let mut seen: Vec<(u64, u64, u64)> = per.values().copied().collect();
+        seen.sort();
+        // The parent: 2 reads, 1 close; three vfork children: an open of
+        // /dev/zero and a close of in each; the fork child: 1 read.
+        assert_eq!(
+            seen,
+            vec![(0, 1, 0), (0, 2, 1), (1, 0, 1), (1, 0, 1), (1, 0, 1)],
+            "run {run}: {per:?}"
+        );
+    }
+    if let Some(st) = strace_counts(d, &[p]) {
+        let (doc, _, _) = trace_via(d, &[p], "preload");
+        for (call, n) in doc["counts"].as_object().unwrap() {
+            assert_eq!(n.as_u64(), st.get(call).copied(), "{call}: {st:?}");
+        }
+    }
+}

@@ -14,13 +14,15 @@
  * it through the filter.)
  *
  * Only single-threaded processes take the fast path: a thread blocked in read(2) must
- * stay a pthread cancellation point, which a call through syscall(3) is not.
+ * stay a pthread cancellation point, which a call through the gate is not.
  *
  * The constructor puts the environment back as the command was given it (LD_PRELOAD
- * as it was, the ring variable gone), so the program sees its own environment and
- * the programs it starts run under plain ptrace. */
+ * as it was, the ring variable gone), so the program sees its own environment; when
+ * it execs a dynamically linked program, ioprobe gives that exec the library again.
+ */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -100,6 +102,26 @@ static const uint32_t gate_code[] = {
 #error "the preload library knows x86_64 and aarch64 only"
 #endif
 
+/* The calling thread's id, as the records carry it. The fast path runs in
+ * single-threaded processes only, so on x86_64 it is kept once known and forgotten
+ * in a fork's child (pthread_atfork; _Fork below); a vfork child, which shares this
+ * memory with its suspended parent, takes the traced way (vfork below). Elsewhere
+ * it is asked each time. */
+#if defined(__x86_64__)
+static int32_t tid_known;
+int ioprobe_in_vfork_child; /* hidden: set by the vfork wrapper */
+static void forget_tid(void) { tid_known = 0; }
+static int32_t this_tid(void)
+{
+	if (tid_known == 0)
+		tid_known = (int32_t)syscall(SYS_gettid);
+	return tid_known;
+}
+#else
+static const int ioprobe_in_vfork_child;
+static int32_t this_tid(void) { return (int32_t)syscall(SYS_gettid); }
+#endif
+
 /* Weak: a libc without it never takes the fast path. */
 extern char __libc_single_threaded __attribute__((weak));
 
@@ -117,7 +139,8 @@ static int (*real_fstatat)(int, const char *, void *, int);
  * the traced way. */
 static struct slot *reserve(const char *path)
 {
-	if (ring == NULL || &__libc_single_threaded == NULL || !__libc_single_threaded)
+	if (ring == NULL || &__libc_single_threaded == NULL || !__libc_single_threaded ||
+	    ioprobe_in_vfork_child)
 		return NULL;
 	if (path != NULL && strnlen(path, PATH_ROOM) >= PATH_ROOM)
 		return NULL;
@@ -140,7 +163,7 @@ static struct slot *reserve(const char *path)
 static long call(struct slot *s, long nr, long a0, long a1, long a2, long a3,
 		 const char *path)
 {
-	s->tid = (int32_t)syscall(SYS_gettid);
+	s->tid = this_tid();
 	s->nr = (int32_t)nr;
 	s->args[0] = (uint64_t)a0;
 	s->args[1] = (uint64_t)a1;
@@ -300,6 +323,49 @@ VISIBLE int fstatat64(int dir, const char *path, void *buf, int flags)
 	return stat_at(dir, path, buf, flags);
 }
 
+#if defined(__x86_64__)
+/* vfork: glibc's, plus a mark while the child runs on its parent's memory. The
+ * return address is kept in a register (the child must not leave it on the shared
+ * stack for the parent to find changed), as glibc's own vfork does. */
+long ioprobe_vfork_failed(long r);
+long ioprobe_vfork_failed(long r)
+{
+	errno = (int)-r;
+	return -1;
+}
+__asm__(".text\n"
+	".globl vfork\n"
+	".globl __vfork\n"
+	".type vfork,@function\n"
+	"vfork:\n"
+	"__vfork:\n"
+	"	pop %rdi\n"
+	"	mov $58, %eax\n" /* SYS_vfork */
+	"	syscall\n"
+	"	push %rdi\n"
+	"	cmp $-4095, %rax\n"
+	"	jae 2f\n"
+	"	test %eax, %eax\n"
+	"	jz 1f\n"
+	"	movl $0, ioprobe_in_vfork_child(%rip)\n"
+	"	ret\n"
+	"1:	movl $1, ioprobe_in_vfork_child(%rip)\n"
+	"	ret\n"
+	"2:	mov %rax, %rdi\n"
+	"	jmp ioprobe_vfork_failed\n"
+	".size vfork, .-vfork\n");
+
+/* _Fork (glibc 2.34) runs no atfork handlers: its child forgets the tid here. */
+static pid_t (*real__Fork)(void);
+VISIBLE pid_t _Fork(void)
+{
+	pid_t r = real__Fork ? real__Fork() : (pid_t)syscall(SYS_fork);
+	if (r == 0)
+		forget_tid();
+	return r;
+}
+#endif
+
 /* _FORTIFY_SOURCE's checked forms. */
 extern void __chk_fail(void) __attribute__((noreturn));
 VISIBLE ssize_t __read_chk(int fd, void *buf, size_t n, size_t room)
@@ -335,6 +401,10 @@ __attribute__((constructor)) static void start(void)
 	real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
 	real_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
 	real_fstatat = (int (*)(int, const char *, void *, int))dlsym(RTLD_NEXT, "fstatat64");
+#if defined(__x86_64__)
+	real__Fork = (pid_t(*)(void))dlsym(RTLD_NEXT, "_Fork");
+	pthread_atfork(NULL, NULL, forget_tid);
+#endif
 
 	const char *spec = getenv("IOPROBE_TRACE_RING");
 	const char *was = getenv("IOPROBE_TRACE_PRELOAD_WAS");

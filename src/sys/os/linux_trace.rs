@@ -9,6 +9,7 @@
 use crate::sys::syscall::Syscall;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub use super::{Created, Ended, Event, Memory, Seen};
 
@@ -302,6 +303,9 @@ enum Pending {
 /// The preload tracer's part of [`Tracer`].
 struct Preloaded {
     ring: preload::Preload,
+    /// SIGCHLD, blocked in this thread while the command runs, as a descriptor to
+    /// wait on beside the ring; and the mask to restore.
+    sigchld: Option<(OwnedFd, libc::sigset_t)>,
     makers: HashMap<u64, Maker>,
     /// (task, descriptor) open on the library or the ring.
     own: HashSet<(i32, i32)>,
@@ -309,7 +313,78 @@ struct Preloaded {
     first: Option<Seen>,
 }
 
+impl Drop for Preloaded {
+    fn drop(&mut self) {
+        self.quiet();
+    }
+}
+
 impl Preloaded {
+    /// SIGCHLD blocked in this thread and readable from a descriptor: the trace loop
+    /// then sleeps until a task stops or ends, or 2 ms pass, and reads the ring
+    /// meanwhile. None where that cannot be set up (the loop then polls every 2 ms).
+    fn watch_sigchld() -> Option<(OwnedFd, libc::sigset_t)> {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the sets are local; signalfd gets a valid set and returns a new
+        // descriptor or -1; pthread_sigmask changes this thread's mask only.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGCHLD);
+            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) != 0 {
+                return None;
+            }
+            let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+            if fd == -1 {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                return None;
+            }
+            Some((OwnedFd::from_raw_fd(fd), old))
+        }
+    }
+
+    /// No task changed state: the ring's new calls into `queue` (true when there
+    /// were some), else a sleep until SIGCHLD or 2 ms.
+    fn idle(&mut self, queue: &mut VecDeque<Event>) -> bool {
+        let before = queue.len();
+        self.ring.read(queue);
+        if queue.len() > before {
+            return true;
+        }
+        let Some((fd, _)) = &self.sigchld else {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            return false;
+        };
+        let mut pfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut buf = [0u8; 8 * 128];
+        // SAFETY: poll on one local pollfd; reads into a local buffer of whole
+        // signalfd_siginfo records from our non-blocking descriptor.
+        unsafe {
+            libc::poll(&mut pfd, 1, 2);
+            while libc::read(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+            ) > 0
+            {}
+        }
+        false
+    }
+
+    /// The trace is over: SIGCHLD as it was.
+    fn quiet(&mut self) {
+        if let Some((_, old)) = self.sigchld.take() {
+            // SAFETY: restores this thread's mask saved in `watch_sigchld`.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        }
+    }
+
     /// Whether `call` by `tid` is on the trace's own files (opening them, or using
     /// a descriptor of theirs); `tid` is stopped at the call's entry.
     fn own(&self, tid: i32, call: Syscall, args: &[u64; 6]) -> bool {
@@ -716,8 +791,10 @@ impl Tracer {
         let pid = child.start()?;
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
+        // After the fork: the command must not start with SIGCHLD blocked.
         let preload = preload.map(|ring| {
             Box::new(Preloaded {
+                sigchld: Preloaded::watch_sigchld(),
                 ring,
                 makers: makers().into_iter().collect(),
                 own: HashSet::new(),
@@ -874,9 +951,17 @@ impl Tracer {
             let Some((tid, status)) = self.wait()? else {
                 if let Some(p) = &mut self.preload {
                     p.ring.finish(&mut self.queue);
+                    p.quiet();
                 }
                 return Ok(self.queue.pop_front());
             };
+            if tid == 0 {
+                // Preload: calls read from the ring while no task stopped.
+                match self.queue.pop_front() {
+                    Some(e) => return Ok(Some(e)),
+                    None => continue,
+                }
+            }
             let exited = libc::WIFEXITED(status) || libc::WIFSIGNALED(status);
             let event = if exited {
                 Some(self.exited(tid, status))
@@ -900,12 +985,27 @@ impl Tracer {
     }
 
     /// The next task whose state changed and its wait status (None: no traced task
-    /// is left), passing on a signal ioprobe was sent to every traced task.
+    /// is left), passing on a signal ioprobe was sent to every traced task. Under
+    /// preload, while no task changes state, the ring is read as the command runs
+    /// (so that its calls are not all left to read when it ends): Some((0, 0)) when
+    /// that queued calls.
     fn wait(&mut self) -> io::Result<Option<(i32, i32)>> {
+        let flags = match self.preload {
+            Some(_) => libc::__WALL | libc::WNOHANG,
+            None => libc::__WALL,
+        };
         loop {
             let mut status = 0;
             // SAFETY: waitpid writes the status into a local integer.
-            let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+            let tid = unsafe { libc::waitpid(-1, &mut status, flags) };
+            if tid == 0
+                && let Some(p) = &mut self.preload
+            {
+                if p.idle(&mut self.queue) {
+                    return Ok(Some((0, 0)));
+                }
+                continue;
+            }
             let sig = PASSED.swap(0, std::sync::atomic::Ordering::Relaxed);
             if sig != 0 {
                 for &t in &self.known {
