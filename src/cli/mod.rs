@@ -262,9 +262,15 @@ pub enum Command {
 /// `trace --help`'s epilogue: how it works, what it costs, examples.
 const TRACE_HELP: &str = "\
 How: with eBPF where the kernel allows it (root, or CAP_BPF and CAP_PERFMON, and BTF),
-else with ptrace (--tracer says which; the report names the one that ran). eBPF: CMD runs
-untraced, as fast as it can (the calls cost ~0.3 µs more each here), while small BPF
-programs assembled by ioprobe record its calls in the kernel. ptrace: CMD runs as a
+else with preload for a dynamically linked CMD (glibc), else with ptrace (--tracer says
+which; the report names the one that ran). eBPF: CMD runs untraced, as fast as it can
+(the calls cost ~0.3 µs more each here), while small BPF programs assembled by ioprobe
+record its calls in the kernel. preload (no privilege needed): ptrace as below, plus a
+library ioprobe adds to LD_PRELOAD (and removes again before the program's code runs)
+that makes the programs' own read, write, pread, pwrite, lseek, open, close and stat
+calls from a page the filter lets through, recording them for ioprobe without a stop;
+the loader's, libc's own and multithreaded programs' calls stop as under ptrace, so the
+counts stay strace's. ptrace: CMD runs as a
 ptrace tracee under a seccomp filter that stops it only at I/O calls
 (read/write and their p/v forms, lseek, open/close, fsync, sendfile/splice/copy_file_range,
 mmap, stat, getdents64, fcntl, io_uring_enter; socket data: sendto/recvfrom, sendmsg/
@@ -292,16 +298,18 @@ under ptrace). Under eBPF, the calls whose memory it does not copy (io_submit's 
 io_uring's rings, sendmmsg/recvmmsg's arrays) are counted and named, their bytes not.
 
 Overhead (bench/trace.sh on a 2-core KVM guest, medians of 5, ioprobe's own start,
-pricing and report included): dd bs=4k over a cached 64 MiB file 34.8 ms untraced, 70 ms
-with eBPF (×2.0), 1.18 s with ptrace (×34, as strace); make of 8 C files ×1.19 and ×2.42;
-a Python script reading 400k lines ×1.08 and ×1.93; true 1.9 ms, 21.8 ms and 13.5 ms.
-Both tracers' counts equal strace -f -c's.
+pricing and report included), eBPF / preload / ptrace: dd bs=4k over a cached 64 MiB
+file (37 ms untraced) ×1.83 / ×2.17 / ×34 (strace ×34); make of 8 C files ×1.08 / ×2.47
+/ ×2.13; a Python script reading 400k lines ×1.29 / ×1.42 / ×2.05; true 2 ms untraced,
+21.9 / 17.6 / 15.6 ms. Counts equal strace -f -c's (preload: the loader's bookkeeping
+for the library can add an anonymous mmap per program, which the report says).
 
 Examples:
   ioprobe trace -- dd if=big.iso of=/dev/null bs=4k
   ioprobe trace --json --output profile.json -- make -j2
   ioprobe trace -- sh -c 'cat log | gzip -1 > /dev/null'
   ioprobe trace --tracer ptrace -- ./my-program
+  ioprobe trace --tracer preload -- python3 script.py
 ";
 
 #[derive(Debug, Args)]

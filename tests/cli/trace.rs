@@ -365,11 +365,17 @@ fn the_text_report_goes_to_stderr_and_the_command_keeps_its_stdout() {
 
 #[test]
 fn sigterm_reaches_every_traced_process_and_the_report_is_still_written() {
+    for via in tracers() {
+        sigterm_reaches_every_traced_process_and_the_report_is_still_written_via(via);
+    }
+}
+
+fn sigterm_reaches_every_traced_process_and_the_report_is_still_written_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report.txt");
     // A shell whose child outlives it unless the signal reaches the child too.
     let mut child = std::process::Command::new(BIN)
-        .args(["trace", "--figures", FIXTURE_A, "--store"])
+        .args(["trace", "--tracer", via, "--figures", FIXTURE_A, "--store"])
         .arg(dir.path().join("none.db"))
         .arg("--output")
         .arg(&out)
@@ -398,8 +404,8 @@ fn sigterm_reaches_every_traced_process_and_the_report_is_still_written() {
         .status()
         .unwrap();
     let status = child.wait().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(10));
-    assert_eq!(status.code(), Some(128 + 15));
+    assert!(t0.elapsed() < Duration::from_secs(10), "{via}");
+    assert_eq!(status.code(), Some(128 + 15), "{via}");
     let report = std::fs::read_to_string(&out).unwrap();
     assert!(report.contains("was killed by signal 15"), "{report}");
     let mut stdout = String::new();

@@ -956,6 +956,9 @@ pub struct Tracer {
     /// at the last look.
     live: HashSet<i32>,
     missing: HashSet<i32>,
+    /// The signal passed on to the command (0: none): a task learnt of later (its
+    /// fork record read after the signal came) gets it too.
+    passed: i32,
     queue: VecDeque<Event>,
     events: std::sync::mpsc::Receiver<Vec<Event>>,
     /// An eventfd: written, the reader empties the ring once more and ends.
@@ -1078,6 +1081,7 @@ impl Loaded {
             ended: None,
             lost_map: lost,
             live: HashSet::from([pid]),
+            passed: 0,
             missing: HashSet::new(),
             queue: VecDeque::new(),
             events,
@@ -1118,9 +1122,7 @@ impl Tracer {
         loop {
             if let Some(e) = self.queue.pop_front() {
                 match e {
-                    Event::Task { tid, .. } => {
-                        self.live.insert(tid);
-                    }
+                    Event::Task { tid, .. } => self.learn(tid),
                     Event::Exit { tid } => {
                         self.live.remove(&tid);
                     }
@@ -1165,10 +1167,20 @@ impl Tracer {
         }
     }
 
+    /// Task `tid` is traced; one learnt of after a signal was passed on (its fork
+    /// record read later) gets it too.
+    fn learn(&mut self, tid: i32) {
+        if self.live.insert(tid) && self.passed != 0 {
+            // SAFETY: kill(2) on a task of the traced tree.
+            unsafe { libc::kill(tid, self.passed) };
+        }
+    }
+
     /// Passes a SIGTERM or SIGHUP ioprobe was sent to every traced task.
-    fn pass_signal(&self) {
+    fn pass_signal(&mut self) {
         let sig = PASSED.swap(0, std::sync::atomic::Ordering::Relaxed);
         if sig != 0 {
+            self.passed = sig;
             for &t in &self.live {
                 // SAFETY: kill(2) on a task of the traced tree.
                 unsafe { libc::kill(t, sig) };

@@ -453,8 +453,16 @@ impl Preload {
         .collect();
         let text: usize = strings.iter().map(Vec::len).sum();
         let count = kept.len() + strings.len() + 1;
-        // Below the x86_64 red zone (128 B) with room to spare, 16-aligned.
-        let base = (sp - 4096 - (count * 8 + text) as u64) & !15;
+        // Below the x86_64 red zone (128 B) with room to spare, 16-aligned, and in
+        // the stack's own mapping (posix_spawn's child runs on a small one, with
+        // other memory of the parent's below it).
+        let base = sp
+            .checked_sub(4096 + (count * 8 + text) as u64)
+            .ok_or_else(|| io::Error::other("no room below the stack pointer"))?
+            & !15;
+        if !in_one_mapping(tid, base, sp)? {
+            return Err(io::Error::other("the stack mapping has no room"));
+        }
         let mut block = Vec::with_capacity(count * 8 + text);
         let mut at = base + (count * 8) as u64;
         let mut ptrs = kept;
@@ -472,6 +480,19 @@ impl Preload {
         mem.write_all_at(&block, base)?;
         Ok(base)
     }
+}
+
+/// Whether `from..to` lies in one mapping of task `tid` (its /proc maps).
+fn in_one_mapping(tid: i32, from: u64, to: u64) -> io::Result<bool> {
+    let maps = std::fs::read_to_string(format!("/proc/{tid}/maps"))?;
+    Ok(maps.lines().any(|l| {
+        let range = l.split(' ').next().unwrap_or("");
+        let mut ends = range
+            .split('-')
+            .map(|h| u64::from_str_radix(h, 16).unwrap_or(0));
+        let (start, end) = (ends.next().unwrap_or(0), ends.next().unwrap_or(0));
+        start <= from && to <= end
+    }))
 }
 
 /// A page-aligned address, from `random`, in a range programs leave alone: above
@@ -519,16 +540,34 @@ pub fn dynamic(path: &std::path::Path) -> Result<(), String> {
         head.truncate(n);
     }
     const PT_INTERP: u32 = 3;
-    let interp = (0..count).any(|i| {
+    let u64_at = |h: &[u8], o: usize| {
+        h.get(o..o + 8).map_or(0, |b| {
+            u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize
+        })
+    };
+    let interp = (0..count).find_map(|i| {
         let at = phoff + i * size;
-        head.get(at..at + 4)
-            .is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap_or([0; 4])) == PT_INTERP)
+        let kind = head.get(at..at + 4)?;
+        (u32::from_le_bytes(kind.try_into().ok()?) == PT_INTERP)
+            .then(|| (u64_at(&head, at + 8), u64_at(&head, at + 32).min(4096)))
     });
-    if interp {
+    let Some((offset, len)) = interp else {
+        return Err(format!(
+            "{} is statically linked: LD_PRELOAD cannot interpose it",
+            shown()
+        ));
+    };
+    // The library is built against glibc: a program another loader starts (musl's)
+    // could not load it.
+    let mut name = vec![0u8; len];
+    let n = read_up_to(&f, &mut name, offset as u64);
+    let name = String::from_utf8_lossy(&name[..n]);
+    let name = name.trim_end_matches('\0');
+    if name.contains("/ld-linux") {
         Ok(())
     } else {
         Err(format!(
-            "{} is statically linked: LD_PRELOAD cannot interpose it",
+            "{} is started by {name}, not glibc's loader: ioprobe's library needs glibc",
             shown()
         ))
     }

@@ -284,6 +284,9 @@ pub struct Tracer {
     queue: VecDeque<Event>,
     /// Calls handed out from stops (not from the ring).
     stopped_calls: u64,
+    /// The signal passed on to the command (0: none): a task first seen later gets
+    /// it too.
+    passed: i32,
 }
 
 /// A call stopped at its seccomp stop, until its exit.
@@ -850,6 +853,7 @@ impl Tracer {
             preload,
             queue: VecDeque::new(),
             stopped_calls: 0,
+            passed: 0,
         };
         loop {
             let status = wait_status(pid, libc::__WALL)?;
@@ -1008,6 +1012,7 @@ impl Tracer {
             }
             let sig = PASSED.swap(0, std::sync::atomic::Ordering::Relaxed);
             if sig != 0 {
+                self.passed = sig;
                 for &t in &self.known {
                     // SAFETY: kill(2) on a task this process traces (still reserved).
                     unsafe { libc::kill(t, sig) };
@@ -1022,6 +1027,14 @@ impl Tracer {
                 Some(libc::ECHILD) => return Ok(None),
                 _ => return Err(e).map_err(os("waitpid")),
             }
+        }
+    }
+
+    /// Task `tid` is traced; one first seen after a signal was passed on gets it too.
+    fn learn(&mut self, tid: i32) {
+        if self.known.insert(tid) && self.passed != 0 {
+            // SAFETY: kill(2) on a task this process traces.
+            unsafe { libc::kill(tid, self.passed) };
         }
     }
 
@@ -1044,7 +1057,7 @@ impl Tracer {
     fn stopped(&mut self, tid: i32, status: i32) -> io::Result<Option<Event>> {
         let sig = libc::WSTOPSIG(status);
         let event = status >> 16;
-        self.known.insert(tid);
+        self.learn(tid);
         if event == libc::PTRACE_EVENT_STOP {
             if [libc::SIGSTOP, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&sig) {
                 // A group-stop: the task stays stopped (its parent sees it stopped)
@@ -1206,7 +1219,7 @@ impl Tracer {
         )
         .map_err(os("ptrace(PTRACE_GETEVENTMSG)"))?;
         let child = msg as i32;
-        self.known.insert(child);
+        self.learn(child);
         // Under preload the profile follows descriptors across forks itself, as
         // under eBPF: it needs the new task's process.
         let pid = self
