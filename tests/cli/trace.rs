@@ -736,15 +736,8 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = d.join("trace_calls");
-    let built = std::process::Command::new("gcc")
-        .args(["-O1", "-o"])
-        .arg(&prog)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/trace_calls.c"
-        ))
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trace_calls.c");
+    if !gcc(&["-O1", "-o"], &prog, src) {
         eprintln!("skipped: no gcc to build the fixture program");
         return;
     }
@@ -880,12 +873,7 @@ fn a_setuid_program_and_a_ptrace_call_are_named() {
     )
     .unwrap();
     let prog = d.join("pt");
-    let built = std::process::Command::new("gcc")
-        .arg("-o")
-        .arg(&prog)
-        .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    if !gcc(&["-o"], &prog, &src) {
         eprintln!("skipped the ptrace half: no gcc");
         return;
     }
@@ -1121,8 +1109,7 @@ fn without_cap_bpf_auto_falls_back_to_ptrace_and_ebpf_refuses() {
 /// before it runs and traced with plain ptrace by `auto`.
 #[test]
 fn preload_leaves_the_environment_as_given_and_refuses_a_static_program() {
-    if !tracers().contains(&"preload") {
-        eprintln!("skipped: no preload library in this build");
+    if !preload_here() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1176,12 +1163,7 @@ fn preload_leaves_the_environment_as_given_and_refuses_a_static_program() {
     let src = d.join("st.c");
     std::fs::write(&src, "int main(void){return 0;}\n").unwrap();
     let prog = d.join("st");
-    let built = std::process::Command::new("gcc")
-        .args(["-static", "-o"])
-        .arg(&prog)
-        .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    if !gcc(&["-static", "-o"], &prog, &src) {
         eprintln!("skipped the static half: no gcc with a static libc");
         return;
     }
@@ -1213,8 +1195,7 @@ fn preload_leaves_the_environment_as_given_and_refuses_a_static_program() {
 /// target, in a loop of 50 runs with J from 1 to 8.
 #[test]
 fn preload_counts_forked_writers_exactly_when_they_share_and_overflow_the_ring() {
-    if !tracers().contains(&"preload") {
-        eprintln!("skipped: no preload library in this build");
+    if !preload_here() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1249,12 +1230,7 @@ int main(int argc, char **argv) {
     )
     .unwrap();
     let prog = d.join("forks");
-    let built = std::process::Command::new("gcc")
-        .args(["-O1", "-o"])
-        .arg(&prog)
-        .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    if !gcc(&["-O1", "-o"], &prog, &src) {
         eprintln!("skipped: no gcc");
         return;
     }
@@ -1299,22 +1275,14 @@ int main(int argc, char **argv) {
 /// copies it (fork), and counts as strace does.
 #[test]
 fn preload_attributes_vfork_and_fork_childrens_calls_to_them() {
-    if !tracers().contains(&"preload") {
-        eprintln!("skipped: no preload library in this build");
+    if !preload_here() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = d.join("vf");
-    let built = std::process::Command::new("gcc")
-        .args(["-O1", "-o"])
-        .arg(&prog)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/trace_vfork.c"
-        ))
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/trace_vfork.c");
+    if !gcc(&["-O1", "-o"], &prog, src) {
         eprintln!("skipped: no gcc");
         return;
     }
@@ -1355,4 +1323,24 @@ fn preload_attributes_vfork_and_fork_childrens_calls_to_them() {
             assert_eq!(n.as_u64(), st.get(call).copied(), "{call}: {st:?}");
         }
     }
+}
+
+/// Builds `src` into `prog` with gcc and `flags` (before `-o`); false where gcc is
+/// missing or fails (the caller says what it skips).
+fn gcc(flags: &[&str], prog: &Path, src: impl AsRef<std::ffi::OsStr>) -> bool {
+    std::process::Command::new("gcc")
+        .args(flags)
+        .arg(prog)
+        .arg(src.as_ref())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether this build can run the preload tracer; else says the test is skipped.
+fn preload_here() -> bool {
+    let here = tracers().contains(&"preload");
+    if !here {
+        eprintln!("skipped: no preload library in this build");
+    }
+    here
 }

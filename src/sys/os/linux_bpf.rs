@@ -1304,6 +1304,7 @@ impl Reader {
                         .get(&nr)
                         .and_then(|&m| {
                             made(
+                                tid,
                                 m,
                                 &args,
                                 ret,
@@ -1311,23 +1312,8 @@ impl Reader {
                                     .filter(|_| u16_at(12) == 8),
                             )
                         })
-                        .map(|(fds, what)| {
-                            let names = fds
-                                .iter()
-                                .map(|fd| {
-                                    std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
-                                        .ok()
-                                        .map(|l| l.to_string_lossy().into_owned())
-                                })
-                                .collect();
-                            vec![Event::Created {
-                                tid,
-                                fds,
-                                what,
-                                names,
-                            }]
-                        })
-                        .unwrap_or_default();
+                        .into_iter()
+                        .collect();
                 };
                 let mem = captured(call.pointee(), &args, r, u16_at(12), u16_at(14) == 1);
                 vec![Event::Call {

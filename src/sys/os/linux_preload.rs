@@ -5,11 +5,13 @@
 //! trace (the gate), from which the seccomp filter lets calls through without a
 //! stop, and records each in a ring shared with ioprobe (a memfd). Every other call
 //! stops as under plain ptrace, so the counts stay strace's. This module makes the
-//! library's and the ring's memfds, the command's environment, and reads the ring.
+//! library's and the ring's memfds and the command's environment, reads the ring,
+//! and holds the tracer's preload part ([`Preloaded`]: the loader's and library's own
+//! calls, execs given the library, SIGCHLD as a descriptor).
 
-use super::{Event, Memory};
+use super::{Event, Maker, Memory, Pending, Seen, ptrace};
 use crate::sys::syscall::Syscall;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -403,32 +405,7 @@ impl Preload {
             .read(true)
             .write(true)
             .open(format!("/proc/{tid}/mem"))?;
-        let word = |at: u64| -> io::Result<u64> {
-            let mut b = [0u8; 8];
-            mem.read_exact_at(&mut b, at)?;
-            Ok(u64::from_ne_bytes(b))
-        };
-        let mut kept = Vec::new();
-        let mut was: Option<Vec<u8>> = None;
-        if envp != 0 {
-            for i in 0..65536u64 {
-                let p = word(envp + 8 * i)?;
-                if p == 0 {
-                    break;
-                }
-                let mut head = [0u8; 26];
-                let n = mem.read_at(&mut head, p).unwrap_or(0);
-                let head = &head[..n];
-                if head.starts_with(b"LD_PRELOAD=") {
-                    let v = super::super::live_string(tid, p + 11).unwrap_or_default();
-                    was = Some(v);
-                } else if !head.starts_with(b"IOPROBE_TRACE_RING=")
-                    && !head.starts_with(b"IOPROBE_TRACE_PRELOAD_WAS=")
-                {
-                    kept.push(p);
-                }
-            }
-        }
+        let (kept, was) = environment_of(tid, &mem, envp)?;
         let mut preload = was.clone().unwrap_or_default();
         if !preload.is_empty() {
             preload.push(b' ');
@@ -480,6 +457,233 @@ impl Preload {
         mem.write_all_at(&block, base)?;
         Ok(base)
     }
+}
+
+/// The preload tracer's part of [`Tracer`].
+pub(super) struct Preloaded {
+    pub(super) ring: Preload,
+    /// SIGCHLD, blocked in this thread while the command runs, as a descriptor to
+    /// wait on beside the ring; and the mask to restore.
+    pub(super) sigchld: Option<(OwnedFd, libc::sigset_t)>,
+    pub(super) makers: HashMap<u64, Maker>,
+    /// (task, descriptor) open on the library or the ring.
+    pub(super) own: HashSet<(i32, i32)>,
+    /// The command's descriptors and working directory at its exec.
+    pub(super) first: Option<Seen>,
+}
+
+impl Drop for Preloaded {
+    fn drop(&mut self) {
+        self.quiet();
+    }
+}
+
+impl Preloaded {
+    /// SIGCHLD blocked in this thread and readable from a descriptor: the trace loop
+    /// then sleeps until a task stops or ends, or 2 ms pass, and reads the ring
+    /// meanwhile. None where that cannot be set up (the loop then polls every 2 ms).
+    pub(super) fn watch_sigchld() -> Option<(OwnedFd, libc::sigset_t)> {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the sets are local; signalfd gets a valid set and returns a new
+        // descriptor or -1; pthread_sigmask changes this thread's mask only.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGCHLD);
+            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) != 0 {
+                return None;
+            }
+            let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+            if fd == -1 {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                return None;
+            }
+            Some((OwnedFd::from_raw_fd(fd), old))
+        }
+    }
+
+    /// No task changed state: the ring's new calls into `queue` (true when there
+    /// were some), else a sleep until SIGCHLD or 2 ms.
+    pub(super) fn idle(&mut self, queue: &mut VecDeque<Event>) -> bool {
+        let before = queue.len();
+        self.ring.read(queue);
+        if queue.len() > before {
+            return true;
+        }
+        let Some((fd, _)) = &self.sigchld else {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            return false;
+        };
+        let mut pfd = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut buf = [0u8; 8 * 128];
+        // SAFETY: poll on one local pollfd; reads into a local buffer of whole
+        // signalfd_siginfo records from our non-blocking descriptor.
+        unsafe {
+            libc::poll(&mut pfd, 1, 2);
+            while libc::read(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+            ) > 0
+            {}
+        }
+        false
+    }
+
+    /// The trace is over: SIGCHLD as it was.
+    pub(super) fn quiet(&mut self) {
+        if let Some((_, old)) = self.sigchld.take() {
+            // SAFETY: restores this thread's mask saved in `watch_sigchld`.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        }
+    }
+
+    /// Whether `call` by `tid` is on the trace's own files (opening them, or using
+    /// a descriptor of theirs); `tid` is stopped at the call's entry.
+    pub(super) fn own(&self, tid: i32, call: Syscall, args: &[u64; 6]) -> bool {
+        let fd = match call {
+            Syscall::Openat | Syscall::Open => {
+                let at = call.path_arg().unwrap_or(1);
+                return Memory::Live(tid)
+                    .string(args[at])
+                    .is_some_and(|p| self.ring.is_own(&p));
+            }
+            // The gate's page, mapped by the library's constructor.
+            Syscall::Mmap | Syscall::Munmap if args[0] == self.ring.gate() => return true,
+            Syscall::Mmap => args[4],
+            Syscall::Read
+            | Syscall::Pread64
+            | Syscall::Fstat
+            | Syscall::Newfstatat
+            | Syscall::Lseek
+            | Syscall::Close => args[0],
+            _ => return false,
+        };
+        !self.own.is_empty() && self.own.contains(&(tid, fd as i32))
+    }
+
+    /// An execve (`at`: execveat) by stopped `tid`: when its program is dynamically
+    /// linked, the library is added to the environment it passes, as to the command's
+    /// own (the library removes it again before the program's code runs). The
+    /// environment array it passed, or None (not changed).
+    pub(super) fn exec(&self, tid: i32, at: bool, args: &[u64; 6]) -> Option<Pending> {
+        const AT_FDCWD: i32 = -100;
+        let (dir, path) = if at {
+            (args[0] as i32, args[1])
+        } else {
+            (AT_FDCWD, args[0])
+        };
+        let path = Memory::Live(tid).string(path)?;
+        let target = if path.starts_with('/') {
+            path
+        } else if path.is_empty() {
+            format!("/proc/{tid}/fd/{dir}")
+        } else if dir == AT_FDCWD {
+            format!("/proc/{tid}/cwd/{path}")
+        } else {
+            format!("/proc/{tid}/fd/{dir}/{path}")
+        };
+        dynamic(std::path::Path::new(&target)).ok()?;
+        let mut r = regs(tid).ok()?;
+        let (sp, envp) = stack_and_envp(&mut r, at);
+        let old = *envp;
+        *envp = self.ring.exec_environment(tid, old, sp).ok()?;
+        set_regs(tid, &r).ok()?;
+        Some(Pending::Exec { at, envp: old })
+    }
+}
+
+/// Stopped task `tid`'s general registers.
+pub(super) fn regs(tid: i32) -> io::Result<libc::user_regs_struct> {
+    // SAFETY: user_regs_struct is plain data; all-zero is a valid value.
+    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    regset(tid, libc::PTRACE_GETREGSET, &mut r)?;
+    Ok(r)
+}
+
+/// Sets stopped task `tid`'s general registers.
+pub(super) fn set_regs(tid: i32, r: &libc::user_regs_struct) -> io::Result<()> {
+    let mut copy = *r;
+    regset(tid, libc::PTRACE_SETREGSET, &mut copy)
+}
+
+/// PTRACE_GETREGSET or PTRACE_SETREGSET of the general registers, through `r`.
+fn regset(tid: i32, request: libc::c_uint, r: &mut libc::user_regs_struct) -> io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: r as *mut _ as *mut libc::c_void,
+        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
+    };
+    ptrace(
+        request,
+        tid,
+        libc::NT_PRSTATUS as usize,
+        &mut iov as *mut _ as usize,
+    )
+    .map(|_| ())
+}
+
+/// The stack pointer and the register holding an execve's (`at`: execveat's)
+/// environment array.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn stack_and_envp(r: &mut libc::user_regs_struct, at: bool) -> (u64, &mut u64) {
+    (r.rsp, if at { &mut r.r10 } else { &mut r.rdx })
+}
+
+/// The instruction pointer, and the register a call's result is returned in.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn ip_and_result(r: &libc::user_regs_struct) -> (u64, i64) {
+    (r.rip, r.rax as i64)
+}
+
+#[cfg(target_arch = "aarch64")]
+pub(super) fn ip_and_result(r: &libc::user_regs_struct) -> (u64, i64) {
+    (r.pc, r.regs[0] as i64)
+}
+
+#[cfg(target_arch = "aarch64")]
+pub(super) fn stack_and_envp(r: &mut libc::user_regs_struct, at: bool) -> (u64, &mut u64) {
+    (r.sp, &mut r.regs[if at { 3 } else { 2 }])
+}
+
+/// The environment array at `envp` in stopped task `tid` (`mem`, its memory): the
+/// entries to keep (pointers to the task's own strings), and LD_PRELOAD's value if
+/// it has one. Entries of a trace's (IOPROBE_TRACE_…) are dropped.
+fn environment_of(
+    tid: i32,
+    mem: &std::fs::File,
+    envp: u64,
+) -> io::Result<(Vec<u64>, Option<Vec<u8>>)> {
+    use std::os::unix::fs::FileExt;
+    let mut kept = Vec::new();
+    let mut was = None;
+    if envp == 0 {
+        return Ok((kept, was));
+    }
+    for i in 0..65536u64 {
+        let mut b = [0u8; 8];
+        mem.read_exact_at(&mut b, envp + 8 * i)?;
+        let p = u64::from_ne_bytes(b);
+        if p == 0 {
+            break;
+        }
+        let mut head = [0u8; 26];
+        let n = mem.read_at(&mut head, p).unwrap_or(0);
+        let head = &head[..n];
+        if head.starts_with(b"LD_PRELOAD=") {
+            was = Some(super::super::live_string(tid, p + 11).unwrap_or_default());
+        } else if !head.starts_with(b"IOPROBE_TRACE_RING=")
+            && !head.starts_with(b"IOPROBE_TRACE_PRELOAD_WAS=")
+        {
+            kept.push(p);
+        }
+    }
+    Ok((kept, was))
 }
 
 /// Whether `from..to` lies in one mapping of task `tid` (its /proc maps).

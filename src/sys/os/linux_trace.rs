@@ -9,7 +9,6 @@
 use crate::sys::syscall::Syscall;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub use super::{Created, Ended, Event, Memory, Seen};
 
@@ -17,6 +16,7 @@ pub use super::{Created, Ended, Event, Memory, Seen};
 pub mod bpf;
 #[path = "linux_preload.rs"]
 pub mod preload;
+use preload::{Preloaded, ip_and_result, regs, set_regs, stack_and_envp};
 
 /// The system calls that stop the tracee on every architecture: (number, call).
 const TRACED: &[(libc::c_long, Syscall)] = &[
@@ -184,21 +184,36 @@ fn family(domain: u64, kind: u64) -> Option<&'static str> {
     }
 }
 
-/// The descriptors a maker made and what they are: `pair` is the two-int array a
-/// pipe or socketpair filled (as copied or read).
-fn made(m: Maker, args: &[u64; 6], ret: i64, pair: Option<&[u8]>) -> Option<(Vec<i32>, Created)> {
+/// What maker call `m` by `tid` (with `args`, returning `ret`) made, as an event:
+/// its descriptors, what they are, and what /proc names each now. `pair` is the
+/// two-int array a pipe or socketpair filled (as copied or read). None when it failed.
+fn made(tid: i32, m: Maker, args: &[u64; 6], ret: i64, pair: Option<&[u8]>) -> Option<Event> {
     if ret < 0 {
         return None;
     }
-    match m {
+    let (fds, what) = match m {
         Maker::Pair(_, what) => {
             let b = pair.filter(|b| b.len() >= 8)?;
             let fd = |i: usize| i32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
-            Some((vec![fd(0), fd(4)], what))
+            (vec![fd(0), fd(4)], what)
         }
-        Maker::Socket => Some((vec![ret as i32], Created::Socket(family(args[0], args[1])))),
-        Maker::Accept => Some((vec![ret as i32], Created::Socket(None))),
-    }
+        Maker::Socket => (vec![ret as i32], Created::Socket(family(args[0], args[1]))),
+        Maker::Accept => (vec![ret as i32], Created::Socket(None)),
+    };
+    let names = fds
+        .iter()
+        .map(|fd| {
+            std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
+                .ok()
+                .map(|l| l.to_string_lossy().into_owned())
+        })
+        .collect();
+    Some(Event::Created {
+        tid,
+        fds,
+        what,
+        names,
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -301,200 +316,6 @@ enum Pending {
     /// An exec (preload) given the library in its environment: the environment
     /// array it passed, put back if the exec fails.
     Exec { at: bool, envp: u64 },
-}
-
-/// The preload tracer's part of [`Tracer`].
-struct Preloaded {
-    ring: preload::Preload,
-    /// SIGCHLD, blocked in this thread while the command runs, as a descriptor to
-    /// wait on beside the ring; and the mask to restore.
-    sigchld: Option<(OwnedFd, libc::sigset_t)>,
-    makers: HashMap<u64, Maker>,
-    /// (task, descriptor) open on the library or the ring.
-    own: HashSet<(i32, i32)>,
-    /// The command's descriptors and working directory at its exec.
-    first: Option<Seen>,
-}
-
-impl Drop for Preloaded {
-    fn drop(&mut self) {
-        self.quiet();
-    }
-}
-
-impl Preloaded {
-    /// SIGCHLD blocked in this thread and readable from a descriptor: the trace loop
-    /// then sleeps until a task stops or ends, or 2 ms pass, and reads the ring
-    /// meanwhile. None where that cannot be set up (the loop then polls every 2 ms).
-    fn watch_sigchld() -> Option<(OwnedFd, libc::sigset_t)> {
-        // SAFETY: sigset_t is plain data, initialised by sigemptyset.
-        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the sets are local; signalfd gets a valid set and returns a new
-        // descriptor or -1; pthread_sigmask changes this thread's mask only.
-        unsafe {
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGCHLD);
-            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) != 0 {
-                return None;
-            }
-            let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
-            if fd == -1 {
-                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-                return None;
-            }
-            Some((OwnedFd::from_raw_fd(fd), old))
-        }
-    }
-
-    /// No task changed state: the ring's new calls into `queue` (true when there
-    /// were some), else a sleep until SIGCHLD or 2 ms.
-    fn idle(&mut self, queue: &mut VecDeque<Event>) -> bool {
-        let before = queue.len();
-        self.ring.read(queue);
-        if queue.len() > before {
-            return true;
-        }
-        let Some((fd, _)) = &self.sigchld else {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-            return false;
-        };
-        let mut pfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let mut buf = [0u8; 8 * 128];
-        // SAFETY: poll on one local pollfd; reads into a local buffer of whole
-        // signalfd_siginfo records from our non-blocking descriptor.
-        unsafe {
-            libc::poll(&mut pfd, 1, 2);
-            while libc::read(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            ) > 0
-            {}
-        }
-        false
-    }
-
-    /// The trace is over: SIGCHLD as it was.
-    fn quiet(&mut self) {
-        if let Some((_, old)) = self.sigchld.take() {
-            // SAFETY: restores this thread's mask saved in `watch_sigchld`.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-        }
-    }
-
-    /// Whether `call` by `tid` is on the trace's own files (opening them, or using
-    /// a descriptor of theirs); `tid` is stopped at the call's entry.
-    fn own(&self, tid: i32, call: Syscall, args: &[u64; 6]) -> bool {
-        let fd = match call {
-            Syscall::Openat | Syscall::Open => {
-                let at = call.path_arg().unwrap_or(1);
-                return Memory::Live(tid)
-                    .string(args[at])
-                    .is_some_and(|p| self.ring.is_own(&p));
-            }
-            // The gate's page, mapped by the library's constructor.
-            Syscall::Mmap | Syscall::Munmap if args[0] == self.ring.gate() => return true,
-            Syscall::Mmap => args[4],
-            Syscall::Read
-            | Syscall::Pread64
-            | Syscall::Fstat
-            | Syscall::Newfstatat
-            | Syscall::Lseek
-            | Syscall::Close => args[0],
-            _ => return false,
-        };
-        !self.own.is_empty() && self.own.contains(&(tid, fd as i32))
-    }
-
-    /// An execve (`at`: execveat) by stopped `tid`: when its program is dynamically
-    /// linked, the library is added to the environment it passes, as to the command's
-    /// own (the library removes it again before the program's code runs). The
-    /// environment array it passed, or None (not changed).
-    fn exec(&self, tid: i32, at: bool, args: &[u64; 6]) -> Option<Pending> {
-        const AT_FDCWD: i32 = -100;
-        let (dir, path) = if at {
-            (args[0] as i32, args[1])
-        } else {
-            (AT_FDCWD, args[0])
-        };
-        let path = Memory::Live(tid).string(path)?;
-        let target = if path.starts_with('/') {
-            path
-        } else if path.is_empty() {
-            format!("/proc/{tid}/fd/{dir}")
-        } else if dir == AT_FDCWD {
-            format!("/proc/{tid}/cwd/{path}")
-        } else {
-            format!("/proc/{tid}/fd/{dir}/{path}")
-        };
-        preload::dynamic(std::path::Path::new(&target)).ok()?;
-        let mut r = regs(tid).ok()?;
-        let (sp, envp) = stack_and_envp(&mut r, at);
-        let old = *envp;
-        *envp = self.ring.exec_environment(tid, old, sp).ok()?;
-        set_regs(tid, &r).ok()?;
-        Some(Pending::Exec { at, envp: old })
-    }
-}
-
-/// Stopped task `tid`'s general registers.
-fn regs(tid: i32) -> io::Result<libc::user_regs_struct> {
-    // SAFETY: user_regs_struct is plain data; all-zero is a valid value.
-    let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    let mut iov = libc::iovec {
-        iov_base: &mut r as *mut _ as *mut libc::c_void,
-        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
-    };
-    ptrace(
-        libc::PTRACE_GETREGSET,
-        tid,
-        libc::NT_PRSTATUS as usize,
-        &mut iov as *mut _ as usize,
-    )?;
-    Ok(r)
-}
-
-fn set_regs(tid: i32, r: &libc::user_regs_struct) -> io::Result<()> {
-    let mut iov = libc::iovec {
-        iov_base: r as *const _ as *mut libc::c_void,
-        iov_len: std::mem::size_of::<libc::user_regs_struct>(),
-    };
-    ptrace(
-        libc::PTRACE_SETREGSET,
-        tid,
-        libc::NT_PRSTATUS as usize,
-        &mut iov as *mut _ as usize,
-    )
-    .map(|_| ())
-}
-
-/// The stack pointer and the register holding an execve's (`at`: execveat's)
-/// environment array.
-#[cfg(target_arch = "x86_64")]
-fn stack_and_envp(r: &mut libc::user_regs_struct, at: bool) -> (u64, &mut u64) {
-    (r.rsp, if at { &mut r.r10 } else { &mut r.rdx })
-}
-
-/// The instruction pointer, and the register a call's result is returned in.
-#[cfg(target_arch = "x86_64")]
-fn ip_and_result(r: &libc::user_regs_struct) -> (u64, i64) {
-    (r.rip, r.rax as i64)
-}
-
-#[cfg(target_arch = "aarch64")]
-fn ip_and_result(r: &libc::user_regs_struct) -> (u64, i64) {
-    (r.pc, r.regs[0] as i64)
-}
-
-#[cfg(target_arch = "aarch64")]
-fn stack_and_envp(r: &mut libc::user_regs_struct, at: bool) -> (u64, &mut u64) {
-    (r.sp, &mut r.regs[if at { 3 } else { 2 }])
 }
 
 /// The command line as C strings.
@@ -1070,21 +891,7 @@ impl Tracer {
             return Ok(None);
         }
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-            let (_, nr, args, _) = syscall_info(tid)?;
-            // The filter stops only at the traced calls: every number is known.
-            let pending = match (self.calls.get(&nr), &self.preload) {
-                (Some(&call), Some(p)) if p.own(tid, call, &args) => Some(Pending::Own(call, args)),
-                (Some(&call), _) => Some(Pending::Call(call, args)),
-                (None, Some(p)) if nr == libc::SYS_execve as u64 => p.exec(tid, false, &args),
-                (None, Some(p)) if nr == libc::SYS_execveat as u64 => p.exec(tid, true, &args),
-                (None, Some(p)) => p.makers.get(&nr).map(|&m| Pending::Maker(m, args)),
-                (None, None) => None,
-            };
-            if let Some(p) = pending {
-                self.pending.insert(tid, p);
-            }
-            self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
-            return Ok(None);
+            return self.seccomp_stop(tid).map(|()| None);
         }
         if sig == libc::SIGTRAP | 0x80 {
             return self.syscall_stop(tid);
@@ -1138,6 +945,24 @@ impl Tracer {
         Ok(None)
     }
 
+    /// A seccomp stop: a traced call's entry, kept until its exit stop.
+    fn seccomp_stop(&mut self, tid: i32) -> io::Result<()> {
+        let (_, nr, args, _) = syscall_info(tid)?;
+        // The filter stops only at the traced calls: every number is known.
+        let pending = match (self.calls.get(&nr), &self.preload) {
+            (Some(&call), Some(p)) if p.own(tid, call, &args) => Some(Pending::Own(call, args)),
+            (Some(&call), _) => Some(Pending::Call(call, args)),
+            (None, Some(p)) if nr == libc::SYS_execve as u64 => p.exec(tid, false, &args),
+            (None, Some(p)) if nr == libc::SYS_execveat as u64 => p.exec(tid, true, &args),
+            (None, Some(p)) => p.makers.get(&nr).map(|&m| Pending::Maker(m, args)),
+            (None, None) => None,
+        };
+        if let Some(p) = pending {
+            self.pending.insert(tid, p);
+        }
+        self.resume(libc::PTRACE_SYSCALL, tid, 0)
+    }
+
     /// A syscall stop: at a traced call's exit, the call (its task held stopped).
     fn syscall_stop(&mut self, tid: i32) -> io::Result<Option<Event>> {
         let (op, _, _, ret) = syscall_info(tid)?;
@@ -1175,22 +1000,7 @@ impl Tracer {
                     Maker::Pair(n, _) => Memory::Live(tid).peek(args[n], 8),
                     _ => None,
                 };
-                let made = made(m, &args, ret, pair.as_deref()).map(|(fds, what)| {
-                    let names = fds
-                        .iter()
-                        .map(|fd| {
-                            std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
-                                .ok()
-                                .map(|l| l.to_string_lossy().into_owned())
-                        })
-                        .collect();
-                    Event::Created {
-                        tid,
-                        fds,
-                        what,
-                        names,
-                    }
-                });
+                let made = made(tid, m, &args, ret, pair.as_deref());
                 self.resume(libc::PTRACE_CONT, tid, 0)?;
                 return Ok(made);
             }
