@@ -941,7 +941,9 @@ impl Profile {
     /// working directory.
     fn opened(&mut self, pid: i32, sys: Syscall, a: [u64; 6], fd: i32) -> Option<String> {
         let link = |fd: String| read_link(format!("/proc/{pid}/{fd}"));
-        if self.ptrace {
+        // Seen while its task is stopped at it (ptrace, and preload's traced calls):
+        // /proc says, in one readlink.
+        if self.ptrace || matches!(self.mem, Memory::Live(_)) {
             return link(format!("fd/{fd}"));
         }
         let path = self.mem.string(a[sys.path_arg().unwrap_or(1)])?;

@@ -468,6 +468,9 @@ pub(super) struct Preloaded {
     pub(super) makers: HashMap<u64, Maker>,
     /// (task, descriptor) open on the library or the ring.
     pub(super) own: HashSet<(i32, i32)>,
+    /// Tasks given the library whose loader has not yet mapped its gate: only their
+    /// opens may be of the library (the path is read from the task to tell).
+    pub(super) loading: HashSet<i32>,
     /// The command's descriptors and working directory at its exec.
     pub(super) first: Option<Seen>,
 }
@@ -523,15 +526,16 @@ impl Preloaded {
         };
         let mut buf = [0u8; 8 * 128];
         // SAFETY: poll on one local pollfd; reads into a local buffer of whole
-        // signalfd_siginfo records from our non-blocking descriptor.
+        // signalfd_siginfo records from our non-blocking descriptor (SIGCHLD is a
+        // standard signal: at most one is pending, and one read takes it).
         unsafe {
-            libc::poll(&mut pfd, 1, 2);
-            while libc::read(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            ) > 0
-            {}
+            if libc::poll(&mut pfd, 1, 2) > 0 {
+                libc::read(
+                    fd.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                );
+            }
         }
         false
     }
@@ -548,7 +552,7 @@ impl Preloaded {
     /// a descriptor of theirs); `tid` is stopped at the call's entry.
     pub(super) fn own(&self, tid: i32, call: Syscall, args: &[u64; 6]) -> bool {
         let fd = match call {
-            Syscall::Openat | Syscall::Open => {
+            Syscall::Openat | Syscall::Open if self.loading.contains(&tid) => {
                 let at = call.path_arg().unwrap_or(1);
                 return Memory::Live(tid)
                     .string(args[at])

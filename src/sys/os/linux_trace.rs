@@ -622,6 +622,7 @@ impl Tracer {
                 ring,
                 makers: makers().into_iter().collect(),
                 own: HashSet::new(),
+                loading: HashSet::new(),
                 first: None,
             })
         });
@@ -694,6 +695,7 @@ impl Tracer {
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
                 if let Some(p) = &mut t.preload {
                     p.first = Some(Seen::now(pid));
+                    p.loading.insert(pid);
                 }
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
                 return Ok(t);
@@ -803,6 +805,7 @@ impl Tracer {
             if exited {
                 p.ring.ended(tid, &mut self.queue);
                 p.own.retain(|&(t, _)| t != tid);
+                p.loading.remove(&tid);
             }
             self.queue.push_back(e);
             return Ok(self.queue.pop_front());
@@ -907,12 +910,17 @@ impl Tracer {
             return self.new_task(tid).map(Some);
         }
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
-            self.pending.remove(&tid);
+            let given = matches!(self.pending.remove(&tid), Some(Pending::Exec { .. }));
             // Under preload the profile reads calls a little late, as the eBPF
             // tracer's: what the program started with is looked at now.
             let (comm, seen) = match &mut self.preload {
                 Some(p) => {
                     p.own.retain(|&(t, _)| t != tid);
+                    if given {
+                        p.loading.insert(tid);
+                    } else {
+                        p.loading.remove(&tid);
+                    }
                     (comm_of(tid), Some(Seen::now(tid)))
                 }
                 None => (None, None),
@@ -990,6 +998,10 @@ impl Tracer {
                         }
                         Syscall::Close => {
                             p.own.remove(&(tid, args[0] as i32));
+                        }
+                        // The gate: the library is loaded and set up.
+                        Syscall::Mmap if args[0] == p.ring.gate() => {
+                            p.loading.remove(&tid);
                         }
                         _ => {}
                     }
