@@ -24,7 +24,9 @@ fn main() {
             "-Werror",
             "-std=gnu11",
         ])
-        .args(["-fvisibility=hidden", "-Wl,--as-needed", "-o"])
+        // Two segments, not four: each the loader maps is a traced mmap.
+        .args(["-fvisibility=hidden", "-Wl,--as-needed", "-Wl,-z,noseparate-code"])
+        .arg("-o")
         .arg(&out)
         .arg(SOURCE)
         .status()
