@@ -25,7 +25,11 @@ fn main() {
             "-std=gnu11",
         ])
         // Two segments, not four: each the loader maps is a traced mmap.
-        .args(["-fvisibility=hidden", "-Wl,--as-needed", "-Wl,-z,noseparate-code"])
+        .args([
+            "-fvisibility=hidden",
+            "-Wl,--as-needed",
+            "-Wl,-z,noseparate-code",
+        ])
         .arg("-o")
         .arg(&out)
         .arg(SOURCE)
