@@ -303,35 +303,9 @@ fn run_in(
         cpus,
         limit: &limit,
     };
-    let mut measurements = Vec::new();
-    let mut loads = std::collections::BTreeMap::new();
-    for p in probes {
-        let before = crate::sys::load::snapshot();
-        let r = p.run(&ctx);
-        let r = r.and_then(|mut m| {
-            // `ioprobe run`: once, past each edge its best rows sit at.
-            if scale == Scale::Run
-                && let Some(more) = p.beyond_edges(&m)
-            {
-                progress.add_rows(more.case_count() as u64);
-                m.extend(more.run(&ctx)?);
-            }
-            Ok(m)
-        });
-        match r {
-            Ok(m) => {
-                let after = crate::sys::load::snapshot();
-                let load = Load::between(&before, &after, preemptions(&m));
-                loads.insert(p.kind().name().to_string(), load);
-                measurements.extend(m)
-            }
-            Err(e) => {
-                progress.finish();
-                return Err(e.context(format!("probe {}", p.kind().name())));
-            }
-        }
-    }
+    let measured = measure_each(probes, scale, &ctx);
     progress.finish();
+    let (measurements, loads) = measured?;
     env.load = loads;
     let mut warnings = Vec::new();
     if env.build_profile == "debug" {
@@ -354,6 +328,40 @@ fn run_in(
         measurements,
         warnings,
     })
+}
+
+/// Runs each probe in turn (`ioprobe run`: once more past the edges its best rows sit
+/// at): the measurements, and what the rest of the machine did during each probe.
+fn measure_each(
+    probes: &[Box<dyn Probe>],
+    scale: Scale,
+    ctx: &Context,
+) -> Result<(
+    Vec<crate::results::Measurement>,
+    std::collections::BTreeMap<String, Load>,
+)> {
+    let mut measurements = Vec::new();
+    let mut loads = std::collections::BTreeMap::new();
+    for p in probes {
+        let before = crate::sys::load::snapshot();
+        let mut m = p
+            .run(ctx)
+            .and_then(|mut m| {
+                if scale == Scale::Run
+                    && let Some(more) = p.beyond_edges(&m)
+                {
+                    ctx.progress.add_rows(more.case_count() as u64);
+                    m.extend(more.run(ctx)?);
+                }
+                Ok(m)
+            })
+            .map_err(|e| e.context(format!("probe {}", p.kind().name())))?;
+        let after = crate::sys::load::snapshot();
+        let load = Load::between(&before, &after, preemptions(&m));
+        loads.insert(p.kind().name().to_string(), load);
+        measurements.append(&mut m);
+    }
+    Ok((measurements, loads))
 }
 
 /// Involuntary context switches of the measuring thread per sample, over `rows`.

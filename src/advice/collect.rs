@@ -218,22 +218,8 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
                 probes: &[kind.name()],
                 limit: usize::MAX,
             };
-            let candidates = store.newest_with(&evidence)?;
-            let ids: Vec<i64> = candidates.iter().map(|r| r.id).collect();
-            let mut chosen: Option<(Coverage, i64)> = None;
-            for r in candidates {
-                if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(r.id) {
-                    e.insert(store.load(r.id)?);
-                }
-                let rows: Vec<&Measurement> = loaded[&r.id].of_probe(kind.name()).collect();
-                let (cov, _, _) = super::coverage(kind, &rows);
-                if chosen.is_none_or(|(c, _)| cov > c) {
-                    chosen = Some((cov, r.id));
-                }
-                if cov == Coverage::Full {
-                    break;
-                }
-            }
+            let ids: Vec<i64> = store.newest_with(&evidence)?.iter().map(|r| r.id).collect();
+            let chosen = best_covered(&store, kind, &ids, &mut loaded)?;
             // The pool's candidates: the newest runs with the probe, loaded.
             let near: Vec<i64> = ids
                 .iter()
@@ -241,9 +227,7 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
                 .take(2 * super::pool::POOL_MAX)
                 .collect();
             for &i in &near {
-                if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(i) {
-                    e.insert(store.load(i)?);
-                }
+                load_once(&store, &mut loaded, i)?;
             }
             match chosen {
                 Some((_, id)) => {
@@ -269,6 +253,42 @@ pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice
     drop(store);
     record_seen(&store_path(settings)?, &out);
     Ok(Some(out))
+}
+
+/// Run `id` into `loaded`, unless it is there already.
+fn load_once(
+    store: &Store,
+    loaded: &mut std::collections::HashMap<i64, Run>,
+    id: i64,
+) -> Result<()> {
+    if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(id) {
+        e.insert(store.load(id)?);
+    }
+    Ok(())
+}
+
+/// Of runs `ids` (newest first), the one whose `kind` rows cover its topics best, the
+/// first with full coverage: (coverage, run id), None when there is none. The runs
+/// looked at are loaded into `loaded`.
+fn best_covered(
+    store: &Store,
+    kind: &dyn ProbeKind,
+    ids: &[i64],
+    loaded: &mut std::collections::HashMap<i64, Run>,
+) -> Result<Option<(Coverage, i64)>> {
+    let mut chosen: Option<(Coverage, i64)> = None;
+    for &id in ids {
+        load_once(store, loaded, id)?;
+        let rows: Vec<&Measurement> = loaded[&id].of_probe(kind.name()).collect();
+        let (cov, _, _) = super::coverage(kind, &rows);
+        if chosen.is_none_or(|(c, _)| cov > c) {
+            chosen = Some((cov, id));
+        }
+        if cov == Coverage::Full {
+            break;
+        }
+    }
+    Ok(chosen)
 }
 
 fn runs_text(runs: &[i64]) -> String {

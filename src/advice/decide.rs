@@ -688,19 +688,8 @@ pub fn methods(
             "only one option measured: nothing to choose between".into(),
         );
     }
-    let mut rows = vec![row(pick, "choice")];
-    if r.best != r.pick {
-        rows.push(row(best, "best"));
-    }
-    for &i in &r.tied {
-        if i != r.pick && i != r.best {
-            rows.push(row(opts[i].m, "tied"));
-        }
-    }
     let out = best_ruled_out(&opts, &r);
-    if let Some(i) = out {
-        rows.push(row(opts[i].m, "next"));
-    }
+    let mut rows = method_rows(&opts, &r, out);
     // A choice alone in its tie set whose lead over the next option is more than twice
     // both rows' noise cannot flip on a rerun however imprecise its figure: the
     // checks of a figure's precision do not apply to it.
@@ -742,7 +731,52 @@ pub fn methods(
         .map(|&i| name(i))
         .collect();
     let base = baseline.and_then(|b| options.iter().position(|o| o.0 == b && o.1.m.is_ok()));
-    let effect = match base {
+    let effect = method_effect(&opts, &r, (base, out), &mut rows, &name);
+    let support = format!(
+        "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
+    );
+    let action = format!("use {}", name(r.pick));
+    let choice = Choice::Method {
+        name: name(r.pick),
+        tied,
+    };
+    let mut rec = finish(w, action, choice, effect, rows, conf, support);
+    rec.confidence
+        .reasons
+        .extend(tie_broken_by_work(&opts, &r, &name));
+    Some(rec)
+}
+
+/// The evidence rows of a method pick: the choice, the best if another, the rest of
+/// the tie set, and the fastest option ruled out (`out`).
+fn method_rows(opts: &[Opt], r: &Ranking, out: Option<usize>) -> Vec<Row> {
+    let mut rows = vec![row(opts[r.pick].m, "choice")];
+    if r.best != r.pick {
+        rows.push(row(opts[r.best].m, "best"));
+    }
+    for &i in &r.tied {
+        if i != r.pick && i != r.best {
+            rows.push(row(opts[i].m, "tied"));
+        }
+    }
+    if let Some(i) = out {
+        rows.push(row(opts[i].m, "next"));
+    }
+    rows
+}
+
+/// A method pick's effect: against the baseline option `base` when there is one
+/// other than the pick (its row added to `rows`), else against the fastest option
+/// ruled out (`out`).
+fn method_effect(
+    opts: &[Opt],
+    r: &Ranking,
+    (base, out): (Option<usize>, Option<usize>),
+    rows: &mut Vec<Row>,
+    name: &dyn Fn(usize) -> String,
+) -> String {
+    let pick = opts[r.pick].m;
+    match base {
         Some(b) if b != r.pick => {
             let bm = opts[b].m;
             if !rows.iter().any(|r| r.case == bm.case) {
@@ -770,20 +804,7 @@ pub fn methods(
             ),
             None => figure(pick, pick.median),
         },
-    };
-    let support = format!(
-        "{measured} options measured; intervals separate the tie set from the rest; no wide or bimodal figures"
-    );
-    let action = format!("use {}", name(r.pick));
-    let choice = Choice::Method {
-        name: name(r.pick),
-        tied,
-    };
-    let mut rec = finish(w, action, choice, effect, rows, conf, support);
-    rec.confidence
-        .reasons
-        .extend(tie_broken_by_work(&opts, &r, &name));
-    Some(rec)
+    }
 }
 
 /// "tie broken by the work done: pwrite does less than lseek+write (…)", when the pick

@@ -368,9 +368,7 @@ impl Profile {
             crate::sys::os::proc_field(&format!("/proc/{tid}/status"), "Tgid:").unwrap_or(tid);
         self.tgid.insert(tid, pid);
         self.processes.entry(pid).or_insert_with(|| {
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .map(|c| c.trim().to_string())
-                .unwrap_or_else(|_| "?".into());
+            let comm = crate::sys::os::comm_of(pid).unwrap_or_else(|| "?".into());
             Process {
                 pid,
                 comm,
@@ -664,11 +662,9 @@ impl Profile {
                 self.learn_process(pid, seen);
             }
         }
-        let now = comm.map(str::to_string).or_else(|| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .ok()
-                .map(|c| c.trim().to_string())
-        });
+        let now = comm
+            .map(str::to_string)
+            .or_else(|| crate::sys::os::comm_of(pid));
         if let Some(c) = now
             && let Some(p) = self.processes.get_mut(&pid)
             && !p.comm.ends_with(&c)

@@ -223,14 +223,28 @@ impl CaseRun<'_> {
 
 impl Workload for CaseRun<'_> {
     fn run(&mut self, iters: u64) -> Result<()> {
-        let io = self.buf.len();
-        let path = self.path;
         match self.case {
             Case::Null => {
                 for _ in 0..iters {
                     black_box(calls::getppid());
                 }
+                Ok(())
             }
+            Case::OpenClose | Case::OpenWriteClose | Case::OpenReadClose | Case::Stat => {
+                self.by_path(iters)
+            }
+            Case::MmapStore | Case::MmapLoad => self.mapped(iters),
+            _ => self.on_descriptor(iters),
+        }
+    }
+}
+
+impl CaseRun<'_> {
+    /// The cases that name the file by its path each time.
+    fn by_path(&mut self, iters: u64) -> Result<()> {
+        let io = self.buf.len();
+        let path = self.path;
+        match self.case {
             Case::OpenClose => {
                 for _ in 0..iters {
                     let fd = calls::open_rdwr(path)?;
@@ -254,6 +268,20 @@ impl Workload for CaseRun<'_> {
                     calls::close(fd)?;
                 }
             }
+            Case::Stat => {
+                for _ in 0..iters {
+                    black_box(calls::stat_size(path)?);
+                }
+            }
+            _ => anyhow::bail!("syscalls: not a path case"),
+        }
+        Ok(())
+    }
+
+    /// The cases on the open descriptor.
+    fn on_descriptor(&mut self, iters: u64) -> Result<()> {
+        let io = self.buf.len();
+        match self.case {
             Case::Lseek => {
                 for _ in 0..iters {
                     let off = calls::lseek_set(self.fd, 0)?;
@@ -290,6 +318,20 @@ impl Workload for CaseRun<'_> {
                     black_box(&mut self.buf);
                 }
             }
+            Case::Fstat => {
+                for _ in 0..iters {
+                    black_box(calls::fstat_size(self.fd)?);
+                }
+            }
+            _ => anyhow::bail!("syscalls: not a descriptor case"),
+        }
+        Ok(())
+    }
+
+    /// The cases on the mapping.
+    fn mapped(&mut self, iters: u64) -> Result<()> {
+        let io = self.buf.len();
+        match self.case {
             Case::MmapStore => {
                 let map = self
                     .map
@@ -304,16 +346,7 @@ impl Workload for CaseRun<'_> {
                     .ok_or_else(|| anyhow::anyhow!("mmap_load: no mapping"))?;
                 black_box(map.load_loop(io, iters));
             }
-            Case::Fstat => {
-                for _ in 0..iters {
-                    black_box(calls::fstat_size(self.fd)?);
-                }
-            }
-            Case::Stat => {
-                for _ in 0..iters {
-                    black_box(calls::stat_size(path)?);
-                }
-            }
+            _ => anyhow::bail!("syscalls: not a mapping case"),
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ use crate::sys::syscall::Syscall;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 
+use super::comm_of;
 pub use super::{Created, Ended, Event, Memory, Seen};
 
 #[path = "linux_bpf.rs"]
@@ -1056,13 +1057,6 @@ impl Tracer {
             comm: pid.and_then(|_| comm_of(tid)),
         })
     }
-}
-
-/// Task `tid`'s program name, from /proc.
-fn comm_of(tid: i32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{tid}/comm"))
-        .ok()
-        .map(|c| c.trim().to_string())
 }
 
 /// While the command runs: SIGINT and SIGQUIT do not stop ioprobe (the terminal sends

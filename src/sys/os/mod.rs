@@ -144,6 +144,13 @@ impl Seen {
     }
 }
 
+/// Task `tid`'s program name, from /proc.
+pub fn comm_of(tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .ok()
+        .map(|c| c.trim().to_string())
+}
+
 /// The number after `key` (e.g. "Tgid:", "pos:") in the /proc file at `path`.
 pub fn proc_field<T: std::str::FromStr>(path: &str, key: &str) -> Option<T> {
     std::fs::read_to_string(path).ok().and_then(|s| {
