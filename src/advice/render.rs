@@ -32,9 +32,11 @@ pub fn summary(recs: &[Recommendation]) -> Grid {
                 } else {
                     r.action.clone()
                 },
-                // The saving per call stays in the detail: the summary must fit.
+                // The saving per call and what a fit found stay in the detail: the
+                // summary must fit.
                 r.effect
                     .split(", saving")
+                    .flat_map(|s| s.split("; "))
                     .next()
                     .unwrap_or_default()
                     .to_string(),

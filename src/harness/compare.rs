@@ -2,6 +2,8 @@
 //! normal approximation with tie correction and continuity correction) and a bootstrap
 //! interval for the ratio of medians with a fixed seed, so results are reproducible.
 
+use super::stats::Rng;
+
 /// Two-sided p-value of the Mann–Whitney U test that `a` and `b` come from the same
 /// distribution. Returns 1.0 when either sample is empty or all values tie.
 pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
@@ -87,18 +89,6 @@ fn median(v: &mut [f64]) -> f64 {
 /// Most samples per side the rank test and the bootstrap use; beyond it a side is
 /// subsampled (4.3 M raw samples made `compare` run for minutes).
 pub const MAX_SAMPLES: usize = 10_000;
-
-/// A xorshift generator with a fixed seed, so every comparison is reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
 
 /// At most `max` of `v`'s values, drawn uniformly without replacement with a fixed seed
 /// (reservoir sampling: one pass, `max` values of memory); `v` itself when it is small.

@@ -220,7 +220,8 @@ pub fn plot(
     })
 }
 
-/// The recommendation of one series of a sweep: the smallest block tied with the best,
+/// The recommendation of one series of a sweep: the smallest block where a call's fixed
+/// cost is at most 5% of its time (`advice::sizes`),
 /// with its effect against 4 KiB.
 pub fn recommend(w: Words, rows: &[(u64, &Measurement)]) -> Option<Recommendation> {
     advice::sizes(w, rows, 4096)

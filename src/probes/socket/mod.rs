@@ -706,6 +706,29 @@ fn stream_file(ctx: &Context, o: &Options) -> Result<(Rc<rustix::fd::OwnedFd>, u
     Ok((Rc::new(fd), len))
 }
 
+impl Row {
+    /// A row not yet run: nothing sent, nothing verified.
+    fn new(spec: Spec, file: Option<Rc<rustix::fd::OwnedFd>>, range: Option<(u64, u64)>) -> Row {
+        Row {
+            spec,
+            file,
+            range,
+            verified: false,
+            last: Vec::new(),
+            granted: None,
+            writer_calls: 0,
+            reader_calls: 0,
+            sent: 0,
+            received: 0,
+            lost: 0,
+            chunks: 0,
+            copied: 0,
+            segments: 0,
+            pass_total: 0,
+        }
+    }
+}
+
 /// Every row of `o`: ready, or unsupported where this machine cannot run it.
 fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
     let mut support = Support::new();
@@ -768,24 +791,7 @@ fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
         } else {
             None
         };
-        let row = Row {
-            spec,
-            file,
-            range: o.pass_range(c.chunk),
-            verified: false,
-            last: Vec::new(),
-            granted: None,
-            writer_calls: 0,
-            reader_calls: 0,
-            sent: 0,
-            received: 0,
-            lost: 0,
-            chunks: 0,
-            copied: 0,
-            segments: 0,
-            pass_total: 0,
-        };
-        plan.ready(c.name(), params, row);
+        plan.ready(c.name(), params, Row::new(spec, file, o.pass_range(c.chunk)));
     }
     Ok(plan)
 }

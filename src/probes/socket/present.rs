@@ -226,6 +226,16 @@ fn work(method: Method, chunk: u64) -> advice::Work {
     advice::Work::calls(calls * per_mib, copies, "MiB")
 }
 
+/// One series' chunks, unsupported ones too: a datagram over the family's maximum says
+/// where the sweep ends, so its largest size is no edge.
+fn chunk_points<'a>(typed: &[Typed<'a>], series: (Family, Placement, Method)) -> Vec<(u64, &'a Measurement)> {
+    typed
+        .iter()
+        .filter(|t| t.1.is_base() && (t.1.family, t.1.placement, t.1.method) == series)
+        .map(|t| (t.1.chunk_size, t.0))
+        .collect()
+}
+
 /// Per (family, placement): the chunk per method; which method, each at its best chunk;
 /// and whether a larger buffer pays (write-read, each buffer at its best chunk).
 pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
@@ -251,8 +261,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             let mut file: Vec<(String, Opt)> = Vec::new();
             for method in distinct(at.iter().map(|t| t.1.method)) {
                 let rows: Vec<&Typed> = at.iter().copied().filter(|t| t.1.method == method).collect();
-                let points: Vec<(u64, &Measurement)> =
-                    rows.iter().map(|t| (t.1.chunk_size, t.0)).collect();
+                let points = chunk_points(&typed, (family, placement, method));
                 out.extend(advice::sizes(
                     Words {
                         id: advice::id(&["chunk", family.name(), method.name(), placement.name()]),
