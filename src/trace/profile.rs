@@ -594,8 +594,14 @@ impl Profile {
                 tid,
                 ref comm,
                 program32,
+                ref note,
                 ref seen,
-            } => self.exec(tid, comm.as_deref(), program32, seen.as_ref()),
+            } => self.exec(
+                tid,
+                comm.as_deref(),
+                (program32, note.clone()),
+                seen.as_ref(),
+            ),
             Event::Created {
                 tid,
                 ref fds,
@@ -616,13 +622,13 @@ impl Profile {
         }
     }
 
-    /// `tid` started a new program (`comm`, 32-bit or not, and what it had then, where
-    /// the tracer saw them).
+    /// `tid` started a new program (`comm`, 32-bit or not, what the tracer noted of it
+    /// and what it had then, where the tracer saw them).
     fn exec(
         &mut self,
         tid: i32,
         comm: Option<&str>,
-        program32: Option<bool>,
+        (program32, note): (Option<bool>, Option<String>),
         seen: Option<&crate::sys::os::Seen>,
     ) {
         if let Some(c) = comm {
@@ -640,7 +646,7 @@ impl Profile {
                 "pid {pid} ran the 32-bit program {}: its system calls were not traced",
                 comm.unwrap_or("?")
             ));
-        } else if let Some(n) = exec_note(pid, self.traced) {
+        } else if let Some(n) = note.or_else(|| exec_note(pid, self.traced)) {
             self.notes.insert(n);
         }
         // The new program keeps the descriptors without close-on-exec: learn

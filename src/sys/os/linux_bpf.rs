@@ -1347,6 +1347,7 @@ impl Reader {
                     tid,
                     comm: comm(),
                     program32: Some(i32_at(12) == COMPAT),
+                    note: None,
                     seen: Some(Seen::now(tid)),
                 });
                 v

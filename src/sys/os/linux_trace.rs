@@ -303,6 +303,8 @@ pub struct Tracer {
     /// The signal passed on to the command (0: none): a task first seen later gets
     /// it too.
     passed: i32,
+    /// What the command's own program is, noted at its exec stop ([`exec_note`]).
+    first_note: Option<String>,
 }
 
 /// A call stopped at its seccomp stop, until its exit.
@@ -677,6 +679,7 @@ impl Tracer {
             queue: VecDeque::new(),
             stopped_calls: 0,
             passed: 0,
+            first_note: None,
         };
         loop {
             let status = wait_status(pid, libc::__WALL)?;
@@ -698,6 +701,7 @@ impl Tracer {
                     p.first = Some(Seen::now(pid));
                     p.loading.insert(pid);
                 }
+                t.first_note = exec_note(pid, true);
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
                 return Ok(t);
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
@@ -732,6 +736,7 @@ impl Tracer {
             tid: self.main,
             comm,
             program32: None,
+            note: self.first_note.take(),
             seen,
         }
     }
@@ -926,11 +931,15 @@ impl Tracer {
                 }
                 None => (None, None),
             };
+            // Looked at while the task is stopped: a short program (a 32-bit one runs
+            // untraced to its end) may have left /proc by the time the event is read.
+            let note = exec_note(tid, true);
             self.resume(libc::PTRACE_CONT, tid, 0)?;
             return Ok(Some(Event::Exec {
                 tid,
                 comm,
                 program32: None,
+                note,
                 seen,
             }));
         }

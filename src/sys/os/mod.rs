@@ -82,13 +82,16 @@ pub enum Event {
         comm: Option<String>,
     },
     /// `tid` replaced its program (execve); the new program's name and whether it is
-    /// a 32-bit one, where the tracer saw them, and (eBPF: looked at as soon as it
-    /// started, as the process may be gone when the event is read) its descriptors
-    /// (number, /proc link, position) and working directory.
+    /// a 32-bit one, where the tracer saw them, what the ptrace tracer noticed of it
+    /// while it was still stopped at its exec (`note`: a 32-bit or setuid program; a
+    /// short program may be gone from /proc once resumed), and (eBPF: looked at as soon
+    /// as it started, as the process may be gone when the event is read) its
+    /// descriptors (number, /proc link, position) and working directory.
     Exec {
         tid: i32,
         comm: Option<String>,
         program32: Option<bool>,
+        note: Option<String>,
         seen: Option<Seen>,
     },
     /// `tid` ended.
