@@ -217,10 +217,14 @@ pub fn sig3(v: f64) -> String {
     if !v.is_finite() {
         return format!("{v}");
     }
+    if v == 0.0 {
+        return "0".into();
+    }
+    // Rounded to three significant digits first, so 9.99996 prints as 10.0, not 10.00.
+    let mag = 10f64.powi(v.abs().log10().floor() as i32 - 2);
+    let v = (v / mag).round() * mag;
     let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 100.0 {
+    if a >= 100.0 {
         let mag = 10f64.powi(a.log10().floor() as i32 - 2);
         format!("{:.0}", (v / mag).round() * mag)
     } else if a >= 10.0 {
@@ -406,6 +410,10 @@ mod tests {
         assert_eq!(sig3(123.456), "123");
         assert_eq!(sig3(123456.0), "123000");
         assert_eq!(sig3(0.0123456), "0.0123");
+        // Rounding carries into the next decade: three digits, not four.
+        assert_eq!(sig3(9.999_999_999_999_998), "10.0");
+        assert_eq!(sig3(99.96), "100");
+        assert_eq!(sig3(0.099_99), "0.100");
         assert_eq!(format_ns(45.678), "45.7 ns");
         assert_eq!(format_ns(1234.0), "1.23 µs");
         assert_eq!(format_ns(12_345_678.0), "12.3 ms");
