@@ -3,11 +3,12 @@
 //! them from their rows with the helpers here ([`sizes`], [`methods`]); the report
 //! renders them and puts them in JSON (`recommendations`). Nothing here names a probe.
 //!
-//! The best is a set. An option is *tied* with the best when its 95% interval reaches
-//! within [`MARGIN`] (5%) of the best's interval: a difference that small is within this
+//! The best is a set. An option is *tied* with the best when its 95% interval (for a
+//! method choice widened to the row's rerun noise) reaches within [`MARGIN`] (5%) of
+//! the best's interval: a difference that small is within this
 //! kind of machine's run-to-run drift and not worth a less portable method. A method
 //! choice names the tied option doing the least work, then the cheapest whose median is
-//! within [`PICK_MARGIN`] (3%) of the best's. A size choice rests on the whole sweep
+//! within twice the rows' rerun floor of the best's (at least [`PICK_MARGIN`], 3%). A size choice rests on the whole sweep
 //! instead of one size's lead: the smallest size where a call's fixed cost is at most
 //! [`FIXED_SHARE`] (5%) of its time, from a fit of every size up to the fastest; its
 //! confidence is the share of simulated reruns, each moving every size within its noise,
@@ -582,7 +583,7 @@ fn size_effect((pick_b, pick): (u64, &Measurement), base: Option<(u64, &Measurem
 /// What the fit says, for the effect: "a call's fixed cost is about 2.1 µs: 4% of a
 /// 256 KiB call, 15% of a 64 KiB one".
 fn fit_effect(pts: &[(u64, &Measurement)], k: &Knee) -> Option<String> {
-    let (fixed, per_byte) = k.fit?;
+    let (fixed, per_byte) = k.fit.filter(|f| f.0 > 0.0)?;
     let share = |b: u64| fixed / (fixed + per_byte * b as f64) * 100.0;
     let (pick_b, _) = pts[k.pick];
     let below = k
@@ -740,12 +741,42 @@ fn best_ruled_out(opts: &[Opt], r: &Ranking) -> Option<usize> {
         })
 }
 
+/// Copies of the options' rows for ranking (samples dropped): each interval widened to
+/// at least ± the row's noise (rerun floor `fl`), so options a rerun may reorder tie.
+fn widened(opts: &[Opt], fl: f64) -> Vec<Measurement> {
+    opts.iter()
+        .map(|o| {
+            let n = if o.m.is_ok() && o.m.median > 0.0 {
+                noise(o.m, fl)
+            } else {
+                0.0
+            };
+            let mut m = o.m.clone();
+            m.raw.clear();
+            m.ci95 = [
+                m.ci95[0].min(m.median * (1.0 - n)),
+                m.ci95[1].max(m.median * (1.0 + n)),
+            ];
+            m
+        })
+        .collect()
+}
+
+/// `opts` with their rows replaced by `rows` (one each, in order).
+fn with_rows<'a>(opts: &[Opt], rows: &'a [Measurement]) -> Vec<Opt<'a>> {
+    opts.iter()
+        .zip(rows)
+        .map(|(o, m)| Opt { m, ..*o })
+        .collect()
+}
+
 /// Lowers `c` by how often simulated reruns, each moving every option of `opts` within
 /// its noise (rerun floor `fl`), rank another option first ([`reruns`]; ranked as `r`
-/// with the pick margin `margin`). Returns the share that chose the same option.
+/// with the pick margin `margin`, on the rows `wide` widened to their noise). Returns
+/// the share that chose the same option.
 fn method_reruns(
     c: &mut Confidence,
-    opts: &[Opt],
+    (opts, wide): (&[Opt], &[Measurement]),
     (r, margin): (&Ranking, f64),
     fl: f64,
     name: &dyn Fn(usize) -> String,
@@ -755,25 +786,13 @@ fn method_reruns(
         .iter()
         .map(|o| if ok(o) { noise(o.m, fl) } else { 0.0 })
         .collect();
-    let mut moved: Vec<Measurement> = opts
-        .iter()
-        .map(|o| {
-            let mut m = o.m.clone();
-            m.raw.clear();
-            m
-        })
-        .collect();
+    let mut moved: Vec<Measurement> = wide.to_vec();
     let (repeat, other) = reruns(&spread, r.pick, |f| {
-        for ((m, o), f) in moved.iter_mut().zip(opts).zip(f) {
-            m.median = o.m.median * f;
-            m.ci95 = [o.m.ci95[0] * f, o.m.ci95[1] * f];
+        for ((m, w), f) in moved.iter_mut().zip(wide).zip(f) {
+            m.median = w.median * f;
+            m.ci95 = [w.ci95[0] * f, w.ci95[1] * f];
         }
-        let again: Vec<Opt> = opts
-            .iter()
-            .zip(&moved)
-            .map(|(o, m)| Opt { m, ..*o })
-            .collect();
-        rank_within(&again, margin).map_or(r.pick, |x| x.pick)
+        rank_within(&with_rows(opts, &moved), margin).map_or(r.pick, |x| x.pick)
     });
     let rows: Vec<(&Measurement, f64)> = opts
         .iter()
@@ -795,10 +814,12 @@ pub fn methods(
     let opts: Vec<Opt> = options.iter().map(|o| o.1).collect();
     // Among tied options doing the same work, a median within twice the rerun floor of
     // the best's is the noise's (twin runs moved whole passes by up to 5–10%): the
-    // cheapest of them is chosen, whichever median is lower.
+    // cheapest of them is chosen, whichever median is lower. Ties are judged on the
+    // intervals widened to each row's noise: a lead a rerun can undo is no lead.
     let fl = w.rerun_noise;
     let margin = PICK_MARGIN.max(2.0 * fl);
-    let r = rank_within(&opts, margin)?;
+    let wide = widened(&opts, fl);
+    let r = rank_within(&with_rows(&opts, &wide), margin)?;
     let name = |i: usize| options[i].0.clone();
     let (pick, best) = (opts[r.pick].m, opts[r.best].m);
     let measured = opts.iter().filter(|o| o.m.is_ok()).count();
@@ -811,10 +832,12 @@ pub fn methods(
     }
     let out = best_ruled_out(&opts, &r);
     let mut rows = method_rows(&opts, &r, out);
-    // A choice alone in its tie set whose lead over the next option is more than twice
-    // both rows' noise cannot flip on a rerun however imprecise its figure: the
-    // checks of a figure's precision do not apply to it.
-    if r.pick != r.best && opts[r.pick].work.surely_less(&opts[r.best].work) && !ties(pick, best) {
+    // An option doing strictly less of the best's work, slower beyond both rows' noise:
+    // the machine changed between the two measurements.
+    if r.pick != r.best
+        && opts[r.pick].work.surely_less(&opts[r.best].work)
+        && !ties(&wide[r.pick], &wide[r.best])
+    {
         conf.cap(
             Level::Low,
             format!(
@@ -833,7 +856,7 @@ pub fn methods(
             )
         })
         .filter(|&(g, n)| r.tied.len() == 1 && g - 1.0 > 2.0 * n && measured >= 2);
-    let repeat = method_reruns(&mut conf, &opts, (&r, margin), fl, &name);
+    let repeat = method_reruns(&mut conf, (&opts, &wide), (&r, margin), fl, &name);
     let tied: Vec<String> = r
         .tied
         .iter()
@@ -1144,6 +1167,29 @@ pub(crate) mod tests {
                 .iter()
                 .any(|x| x.contains("largest size measured"))
         );
+    }
+
+    #[test]
+    fn a_sweep_that_ends_where_sizes_end_is_not_at_the_edge() {
+        // UDP: 64 KiB is over the datagram maximum, so 16 KiB is the largest size that
+        // exists, not merely the largest measured.
+        let mut over = m("64K", 0.0, 0.0);
+        over.status = crate::results::Status::Unsupported;
+        let rows = [
+            (1024u64, m("1K", 0.4e9, 0.01)),
+            (4096, m("4K", 1.2e9, 0.01)),
+            (16384, m("16K", 2.9e9, 0.01)),
+        ];
+        let mut pts: Vec<(u64, &Measurement)> = rows.iter().map(|(b, m)| (*b, m)).collect();
+        let edge = |r: &Recommendation| {
+            r.confidence
+                .reasons
+                .iter()
+                .any(|x| x.contains("largest size measured"))
+        };
+        assert!(edge(&sizes(words(), &pts, 4096).unwrap()));
+        pts.push((65536, &over));
+        assert!(!edge(&sizes(words(), &pts, 4096).unwrap()));
     }
 
     #[test]
