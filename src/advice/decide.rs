@@ -1219,17 +1219,20 @@ pub(crate) mod tests {
             m("sendfile", 4.24e9, 0.02),
             m("read-write", 3.3e9, 0.01),
         );
-        let opts = vec![
-            ("copy-file-range".to_string(), Opt::new(&a, 0.3)),
-            ("sendfile".to_string(), Opt::new(&b, 0.2)),
-            ("read-write".to_string(), Opt::new(&c, 0.5)),
-        ];
         // Whole passes (file copies): a rerun may move each by 5%.
-        let w = Words {
-            rerun_noise: RERUN_NOISE_PASS,
-            ..words()
+        let choose = |sendfile: &Measurement| {
+            let opts = vec![
+                ("copy-file-range".to_string(), Opt::new(&a, 0.3)),
+                ("sendfile".to_string(), Opt::new(sendfile, 0.2)),
+                ("read-write".to_string(), Opt::new(&c, 0.5)),
+            ];
+            let w = Words {
+                rerun_noise: RERUN_NOISE_PASS,
+                ..words()
+            };
+            methods(w, &opts, Some("read-write")).unwrap()
         };
-        let r = methods(w, &opts, Some("read-write")).unwrap();
+        let r = choose(&b);
         assert_eq!(
             r.choice,
             Choice::Method {
@@ -1244,22 +1247,12 @@ pub(crate) mod tests {
         );
         // Tied and doing the same work: the cheaper is chosen while its median is within
         // twice the rerun floor (10%) of the best's, whichever is lower, so a rerun's
-        // noise does not swap them (twin runs here swapped copy-file-range and sendfile 4 times
-        // in 9 when the 3% line decided).
+        // noise does not swap them (twin runs here swapped copy-file-range and sendfile
+        // 4 times in 9 when the 3% line decided).
         assert_eq!(r.confidence.level, Level::High, "{:?}", r.confidence);
         // 11% behind the best, it is no longer chosen, and a rerun's 5% moves it across
         // the line: not high.
-        let far = m("sendfile", 3.82e9, 0.02);
-        let opts = vec![
-            ("copy-file-range".to_string(), Opt::new(&a, 0.3)),
-            ("sendfile".to_string(), Opt::new(&far, 0.2)),
-            ("read-write".to_string(), Opt::new(&c, 0.5)),
-        ];
-        let w = Words {
-            rerun_noise: RERUN_NOISE_PASS,
-            ..words()
-        };
-        let r = methods(w, &opts, Some("read-write")).unwrap();
+        let r = choose(&m("sendfile", 3.82e9, 0.02));
         assert_eq!(r.action, "use copy-file-range");
         assert_ne!(r.confidence.level, Level::High, "{:?}", r.confidence);
         assert!(
