@@ -7,7 +7,6 @@
 use crate::names::Named;
 use crate::sys::os::Event;
 use crate::sys::os::Memory;
-use crate::sys::os::trace::exec_note;
 use crate::sys::syscall::{Family, Syscall};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -646,7 +645,7 @@ impl Profile {
                 "pid {pid} ran the 32-bit program {}: its system calls were not traced",
                 comm.unwrap_or("?")
             ));
-        } else if let Some(n) = note.or_else(|| exec_note(pid, self.traced)) {
+        } else if let Some(n) = note {
             self.notes.insert(n);
         }
         // The new program keeps the descriptors without close-on-exec: learn

@@ -173,11 +173,6 @@ pub mod trace {
         Vec::new()
     }
 
-    /// Nothing to say here: tracing is Linux-only.
-    pub fn exec_note(_pid: i32, _ptrace: bool) -> Option<String> {
-        None
-    }
-
     /// The eBPF tracer: Linux-only.
     pub mod bpf {
         use super::{Ended, Event, WHY};

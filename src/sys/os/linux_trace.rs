@@ -701,7 +701,7 @@ impl Tracer {
                     p.first = Some(Seen::now(pid));
                     p.loading.insert(pid);
                 }
-                t.first_note = exec_note(pid, true);
+                t.first_note = exec_note(pid);
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
                 return Ok(t);
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
@@ -933,7 +933,7 @@ impl Tracer {
             };
             // Looked at while the task is stopped: a short program (a 32-bit one runs
             // untraced to its end) may have left /proc by the time the event is read.
-            let note = exec_note(tid, true);
+            let note = exec_note(tid);
             self.resume(libc::PTRACE_CONT, tid, 0)?;
             return Ok(Some(Event::Exec {
                 tid,
@@ -1097,9 +1097,9 @@ fn forward_signals() -> io::Result<()> {
 }
 
 /// What the program process `pid` has just started means for its trace: a 32-bit
-/// program (its calls pass the filter unseen), or, under `ptrace`, one that is setuid,
-/// setgid or has file capabilities (the kernel runs it without them).
-pub fn exec_note(pid: i32, ptrace: bool) -> Option<String> {
+/// program (its calls pass the filter unseen), or one that is setuid,
+/// setgid or has file capabilities (under ptrace the kernel runs it without them).
+fn exec_note(pid: i32) -> Option<String> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
@@ -1112,9 +1112,6 @@ pub fn exec_note(pid: i32, ptrace: bool) -> Option<String> {
             "pid {pid} ran the 32-bit program {}: its system calls were not traced",
             exe.display()
         ));
-    }
-    if !ptrace {
-        return None;
     }
     let m = std::fs::metadata(&exe).ok()?;
     let caps = rustix::fs::getxattr(&exe, "security.capability", &mut [0u8; 64]).is_ok();
