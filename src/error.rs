@@ -9,7 +9,8 @@ use thiserror::Error;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// The run was stopped by SIGINT, SIGTERM or SIGHUP; `main` maps it to exit status 130.
+/// The run was stopped by SIGINT, SIGTERM or SIGHUP; once it is cleaned up `main` ends
+/// the process by that signal (`interrupt::end_by_signal`), else with status 130.
 #[derive(Debug, Error)]
 #[error("interrupted")]
 pub struct Interrupted;

@@ -1,6 +1,6 @@
 //! Entry point: parse flags, build settings, run the command once, print one format on
-//! stdout, map errors to exit statuses (2 usage, 1 run time, 130 interrupted). A closed
-//! stdout is not an error.
+//! stdout, map errors to exit statuses (2 usage, 1 run time; interrupted: killed by the
+//! same signal once scratch is removed, 130 without one). A closed stdout is not an error.
 
 #![forbid(unsafe_code)]
 
@@ -34,7 +34,15 @@ fn main() {
     }
     let code = match execute(&cli, &settings, &matches) {
         Ok(()) => 0,
-        Err(e) => failure(&cli.command, &e),
+        Err(e) => {
+            let code = failure(&cli.command, &e);
+            if e.chain().any(|c| c.is::<error::Interrupted>()) {
+                // Scratch and unfinished copies are gone: end as the signal would have.
+                let _ = std::io::stderr().flush();
+                ioprobe::interrupt::end_by_signal();
+            }
+            code
+        }
     };
     std::process::exit(code);
 }

@@ -220,6 +220,23 @@ fn default_stop_signals() {
     });
 }
 
+/// Asserts that ioprobe ended by `signal` (as kill(1) names it: "-INT", "-TERM",
+/// "-HUP"): after cleaning up it dies by the same signal, so a shell reports 128+N.
+fn assert_killed_by(status: std::process::ExitStatus, signal: &str, context: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let n = match signal {
+        "-INT" => libc::SIGINT,
+        "-TERM" => libc::SIGTERM,
+        "-HUP" => libc::SIGHUP,
+        other => panic!("no such stop signal {other}"),
+    };
+    assert_eq!(
+        (status.code(), status.signal()),
+        (None, Some(n)),
+        "not ended by {signal}: {context}"
+    );
+}
+
 fn spawn_measuring(args: &[&str], dir: &Path, out: Stdio) -> std::process::Child {
     default_stop_signals();
     let child = std::process::Command::new(BIN)
