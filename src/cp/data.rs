@@ -17,7 +17,22 @@ thread_local! {
     static PENDING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// Test hook `cp-slow` (`IOPROBE_FAULT`): every call that moves data moves at most
+/// 1 MiB ([`Path::for_tests`]) and is followed by a pause, so that a test can watch, or
+/// change, a copy while it is under way.
+static SLOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns the `cp-slow` test hook on when `IOPROBE_FAULT` names it.
+pub fn hook_slow_for_tests() {
+    if crate::fault::enabled("cp-slow") {
+        SLOW.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 fn moved(n: u64) {
+    if SLOW.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let p = PENDING.get() + n;
     if p >= 8 << 20 {
         MOVED.fetch_add(p, std::sync::atomic::Ordering::Relaxed);
@@ -34,6 +49,17 @@ pub fn flush_moved() {
 
 /// Set when FICLONE failed once in this run: later files skip it (`--reflink=auto`).
 static REFLINK_OFF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl Path {
+    /// Under the `cp-slow` test hook, calls of at most 1 MiB.
+    pub fn for_tests(mut self) -> Path {
+        if SLOW.load(std::sync::atomic::Ordering::Relaxed) {
+            self.chunk = self.chunk.min(1 << 20);
+            self.buffer = self.buffer.min(1 << 20);
+        }
+        self
+    }
+}
 
 /// What to try.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

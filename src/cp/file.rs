@@ -751,24 +751,37 @@ fn copy_error(e: anyhow::Error, srcp: &Path, dstp: &Path) -> anyhow::Error {
     anyhow!("error copying {} to {}: {e:#}", q(srcp), q(dstp))
 }
 
-/// A regular source must come out whole: a short copy reported as success is a
-/// failure here (the size check GNU cp makes).
-fn whole_or_fail(srcp: &Path, meta: &Metadata, dst: &OwnedFd, used: &data::Used) -> Result<()> {
+/// A regular source must come out whole: a method that stopped before the end it was
+/// given (a copy_file_range that returns 0 early) is a failure here, not a short copy
+/// reported as success. A source that shrank while it was copied is not: at the offset
+/// the copy reached it now ends, so the copy holds what was there to read, and GNU cp
+/// keeps such a copy and exits 0 too. A source that grew is copied as it was opened
+/// (copy_file_range) or to its new end (read/write), as GNU's.
+fn whole_or_fail(
+    srcp: &Path,
+    (src, meta): (&OwnedFd, &Metadata),
+    dst: &OwnedFd,
+    used: &data::Used,
+) -> Result<()> {
     let got = if used.method == "reflink" || used.sparse.contains("holes kept") {
         rustix::fs::fstat(dst)?.st_size as u64
     } else {
         used.bytes
     };
-    if meta.size() > 0 && got != meta.size() {
-        bail!(
-            "short copy of {}: {} of {} bytes ({})",
-            q(srcp),
-            got,
-            meta.size(),
-            used.method
-        );
+    if meta.size() == 0 || got >= meta.size() {
+        return Ok(());
     }
-    Ok(())
+    let mut probe = [0u8; 1];
+    if crate::sys::calls::pread(src, &mut probe, got)? == 0 {
+        return Ok(()); // the source ends where the copy did: it shrank
+    }
+    bail!(
+        "short copy of {}: {} of {} bytes ({})",
+        q(srcp),
+        got,
+        meta.size(),
+        used.method
+    )
 }
 
 /// A regular file's bytes (or, read like one, a FIFO's or a device's) into a new file,
@@ -822,7 +835,7 @@ fn copy_reg(
     }
     .map_err(|e| copy_error(e, srcp, dstp))?;
     if trusted && dst_regular && !o.attributes_only {
-        whole_or_fail(srcp, meta, &dst, &used)?;
+        whole_or_fail(srcp, (&src, meta), &dst, &used)?;
     }
     if dst_regular {
         fd_attributes(

@@ -9,6 +9,7 @@ pub mod backup;
 pub mod data;
 mod file;
 mod pool;
+mod progress;
 pub mod tuning;
 mod walk;
 
@@ -250,12 +251,8 @@ struct Shared {
     errors: std::sync::atomic::AtomicU64,
     /// -i asks one question at a time.
     asking: Mutex<()>,
-    /// Files and bytes found so far by the walk, and files done.
-    planned_files: std::sync::atomic::AtomicU64,
-    planned_bytes: std::sync::atomic::AtomicU64,
-    done_files: std::sync::atomic::AtomicU64,
-    /// The walk is over: the totals are final.
-    planned: std::sync::atomic::AtomicBool,
+    /// What the progress display shows.
+    counters: progress::Counters,
 }
 
 impl Shared {
@@ -270,17 +267,15 @@ impl Shared {
                 buffer: tuning.buffer,
                 chunk: 64 << 20,
                 offload_first: tuning.offload_first,
-            },
+            }
+            .for_tests(),
             pipe_capacity: tuning.pipe_capacity,
             umask: umask(),
             links: Links::default(),
             dest_info: several.then(|| Mutex::new(HashSet::new())),
             errors: Default::default(),
             asking: Mutex::new(()),
-            planned_files: Default::default(),
-            planned_bytes: Default::default(),
-            done_files: Default::default(),
-            planned: Default::default(),
+            counters: Default::default(),
             opts,
         }
     }
@@ -433,6 +428,7 @@ fn operands(o: &Options) -> Result<(Vec<OsString>, Dest)> {
 /// happen and make the exit status 1, as cp does.
 pub fn run(mut opts: Options) -> Result<i32> {
     crate::interrupt::install()?;
+    data::hook_slow_for_tests();
     // A write past `ulimit -f` fails with EFBIG (and the file is removed) instead of
     // killing ioprobe with SIGXFSZ.
     crate::sys::signals::install().map_err(|e| anyhow!("cannot set signal dispositions: {e}"))?;
@@ -446,10 +442,9 @@ pub fn run(mut opts: Options) -> Result<i32> {
     }
     let several = sources.len() >= 2 && matches!(dest, Dest::Into(_));
     let shared = Arc::new(Shared::new(opts, &tuning, several));
-    let progress = walk::progress(Arc::clone(&shared));
+    let progress = progress::start(Arc::clone(&shared), sources.clone());
     copy_operands(&shared, &sources, &dest, several);
-    shared.planned.store(true, Relaxed);
-    shared.done_files.store(u64::MAX, Relaxed);
+    shared.counters.done_files.store(u64::MAX, Relaxed);
     if let Some(p) = progress {
         let _ = p.join();
     }

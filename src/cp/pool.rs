@@ -72,13 +72,11 @@ fn worker(sh: &Shared, rx: &Mutex<mpsc::Receiver<Batch>>) {
             Err(_) => return,
         };
         let Ok(Batch::Dir(b)) = batch else { return };
-        let mut bytes = 0;
-        let n = copy_dir_batch(sh, b, &mut bytes);
-        // The shared counters once a batch, not per file: two workers updating them
-        // per file keep passing their cache line around.
-        sh.planned_bytes.fetch_add(bytes, Relaxed);
+        let n = copy_dir_batch(sh, b);
+        // The shared counters once a batch (or a large file), not per file: two
+        // workers updating them per file keep passing their cache line around.
         super::data::flush_moved();
-        sh.done_files.fetch_add(n as u64, Relaxed);
+        sh.counters.done_files.fetch_add(n, Relaxed);
     }
 }
 
@@ -132,11 +130,9 @@ impl Queue {
     pub fn send_dir(&mut self, b: DirBatch) -> Result<()> {
         let b = Arc::new(b);
         if let Some(sh) = &self.inline {
-            let mut bytes = 0;
-            let n = copy_dir_batch(sh, b, &mut bytes);
-            sh.planned_bytes.fetch_add(bytes, Relaxed);
+            let n = copy_dir_batch(sh, b);
             super::data::flush_moved();
-            sh.done_files.fetch_add(n as u64, Relaxed);
+            sh.counters.done_files.fetch_add(n, Relaxed);
             return Ok(());
         }
         if self.sent.len() >= 64 {
@@ -167,7 +163,7 @@ impl DirBatch {
 /// Copies the entries of a directory batch that no other worker has taken; returns
 /// how many it copied. The directories are opened once for the batch; where one cannot
 /// be, whole paths are used.
-fn copy_dir_batch(sh: &Shared, b: Arc<DirBatch>, bytes: &mut u64) -> usize {
+fn copy_dir_batch(sh: &Shared, b: Arc<DirBatch>) -> u64 {
     if b.finished() {
         return 0;
     }
@@ -181,7 +177,7 @@ fn copy_dir_batch(sh: &Shared, b: Arc<DirBatch>, bytes: &mut u64) -> usize {
         rustix::fs::open(p, os::dir_handle_flags(), Mode::empty()).ok()
     };
     let fds = open(src).zip(open(dst));
-    let mut copied = 0;
+    let (mut copied, mut published, mut bytes) = (0, 0, 0);
     loop {
         let i = b.next.fetch_add(1, Relaxed);
         let Some(&(end, regular)) = b.ends.get(i) else {
@@ -196,12 +192,25 @@ fn copy_dir_batch(sh: &Shared, b: Arc<DirBatch>, bytes: &mut u64) -> usize {
             name,
         });
         let (s, d) = (joined(src, name), joined(dst, name));
-        if let Err(e) = copy_entry(sh, &s, &d, b.fresh, regular, at, bytes) {
+        let before = bytes;
+        if let Err(e) = copy_entry(sh, &s, &d, b.fresh, regular, at, &mut bytes) {
             fail(sh, format!("{e:#}"));
         }
+        // A large file is counted done at once (its copy outlasts a counter update
+        // by far), so the display moves within a batch of large files.
+        if bytes - before >= LARGE {
+            super::data::flush_moved();
+            sh.counters
+                .done_files
+                .fetch_add(copied - published, Relaxed);
+            published = copied;
+        }
     }
-    copied
+    copied - published
 }
+
+/// A file this large is counted done on its own, not with its batch.
+const LARGE: u64 = 1 << 20;
 
 /// Reads a queued file's metadata (a regular file's from the descriptor it is then
 /// copied from), then copies it.

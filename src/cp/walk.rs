@@ -8,6 +8,7 @@ use super::pool::{DirBatch, Pool, Queue};
 use super::{Shared, fail, q, say};
 use crate::sys::os;
 use anyhow::{Result, anyhow, bail};
+use rustix::fd::AsFd;
 use rustix::fs::{Mode, OFlags};
 use std::ffi::{OsStr, OsString};
 use std::fs::Metadata;
@@ -37,8 +38,11 @@ struct Walk {
 }
 
 /// Refuses a destination that is the source directory or inside it, by device and
-/// inode of the destination and each of its ancestors, as GNU does (a path comparison
-/// misses a bind mount of the source).
+/// inode of the destination and each of its ancestors, before anything is made (GNU
+/// finds it only once the walk meets its own copy, after making files inside the
+/// source). A path comparison would miss a bind mount; so would `..` alone, which
+/// leaves a bind mount of part of the source at its mount point: at the root of such a
+/// mount the walk also climbs the directory's real ancestors (`mounts::bind_source`).
 fn not_into_itself(src: &Path, meta: &Metadata, dst: &Path) -> Result<()> {
     let start = match std::fs::metadata(dst) {
         Ok(m) if m.is_dir() => dst.to_path_buf(),
@@ -47,24 +51,42 @@ fn not_into_itself(src: &Path, meta: &Metadata, dst: &Path) -> Result<()> {
             _ => PathBuf::from("."),
         },
     };
-    let Ok(mut fd) = rustix::fs::open(&start, os::dir_handle_flags(), Mode::empty()) else {
+    let Ok(fd) = rustix::fs::open(&start, os::dir_handle_flags(), Mode::empty()) else {
         return Ok(()); // making the copy fails, and says why
     };
-    for _ in 0..4096 {
-        let st = rustix::fs::fstat(&fd)?;
-        if (st.st_dev as u64, st.st_ino as u64) == (meta.dev(), meta.ino()) {
-            bail!(
-                "cannot copy a directory, {}, into itself, {}",
-                q(src),
-                q(dst)
-            );
+    let mut todo = vec![fd];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(mut fd) = todo.pop() {
+        while seen.len() < 4096 {
+            let st = rustix::fs::fstat(&fd)?;
+            let here = (st.st_dev as u64, st.st_ino as u64);
+            if here == (meta.dev(), meta.ino()) {
+                bail!(
+                    "cannot copy a directory, {}, into itself, {}",
+                    q(src),
+                    q(dst)
+                );
+            }
+            if !seen.insert(here) {
+                break;
+            }
+            // The same directory seen through its filesystem: its real parent is
+            // climbed next (the directory itself is already looked at).
+            if let Some(real) = crate::sys::mounts::bind_source(fd.as_fd()) {
+                todo.push(rustix::fs::openat(
+                    &real,
+                    "..",
+                    os::dir_handle_flags(),
+                    Mode::empty(),
+                )?);
+            }
+            let up = rustix::fs::openat(&fd, "..", os::dir_handle_flags(), Mode::empty())?;
+            let ust = rustix::fs::fstat(&up)?;
+            if (ust.st_dev, ust.st_ino) == (st.st_dev, st.st_ino) {
+                break;
+            }
+            fd = up;
         }
-        let up = rustix::fs::openat(&fd, "..", os::dir_handle_flags(), Mode::empty())?;
-        let ust = rustix::fs::fstat(&up)?;
-        if (ust.st_dev, ust.st_ino) == (st.st_dev, st.st_ino) {
-            break;
-        }
-        fd = up;
     }
     Ok(())
 }
@@ -214,7 +236,7 @@ fn plan(
     }
     .map_err(|e| anyhow!("cannot stat {}: {}", q(src), crate::error::plain(&e)))?;
     if !meta.is_dir() {
-        sh.planned_files.fetch_add(1, Relaxed);
+        sh.counters.planned_files.fetch_add(1, Relaxed);
         let mut b = DirBatch {
             dirs: Arc::new((
                 src.parent().unwrap_or(Path::new("")).to_path_buf(),
@@ -319,7 +341,9 @@ fn walk_dir(
                 batch.names.extend_from_slice(name.as_bytes());
                 batch.ends.push((batch.names.len(), t.is_file()));
                 if batch.ends.len() >= Queue::BATCH {
-                    sh.planned_files.fetch_add(batch.ends.len() as u64, Relaxed);
+                    sh.counters
+                        .planned_files
+                        .fetch_add(batch.ends.len() as u64, Relaxed);
                     tx.send_dir(std::mem::replace(&mut batch, new_batch()))?;
                 }
             }
@@ -327,7 +351,9 @@ fn walk_dir(
         }
     }
     if !batch.ends.is_empty() {
-        sh.planned_files.fetch_add(batch.ends.len() as u64, Relaxed);
+        sh.counters
+            .planned_files
+            .fetch_add(batch.ends.len() as u64, Relaxed);
         tx.send_dir(batch)?;
     }
     for name in subdirs {
@@ -386,50 +412,4 @@ fn dir_xattrs(src: &Path, dst: &Path) -> Result<()> {
         Err(e) if !e.is_missing() => Err(e.into()),
         _ => Ok(()),
     }
-}
-
-/// The progress display: on stderr, only when it is a terminal and the copy lasts more
-/// than about a second: bytes and files done, the rate and (once the walk is over) the
-/// time left. Ends when `done_files` is set to u64::MAX.
-pub(super) fn progress(sh: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr())
-        || sh.opts.debug
-        || sh.opts.interactive == super::Interactive::Ask
-    {
-        return None;
-    }
-    Some(std::thread::spawn(move || {
-        let start = std::time::Instant::now();
-        let mut bar: Option<indicatif::ProgressBar> = None;
-        loop {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            let done = sh.done_files.load(Relaxed);
-            if done == u64::MAX {
-                if let Some(b) = bar {
-                    b.finish_and_clear();
-                }
-                return;
-            }
-            if start.elapsed() < std::time::Duration::from_secs(1) {
-                continue;
-            }
-            let b = bar.get_or_insert_with(|| {
-                let b = indicatif::ProgressBar::new(0);
-                if let Ok(s) = indicatif::ProgressStyle::with_template(
-                    "cp [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} eta {eta}",
-                ) {
-                    b.set_style(s.progress_chars("=> "));
-                }
-                b
-            });
-            let total = sh.planned_bytes.load(Relaxed);
-            b.set_length(total.max(1));
-            b.set_position(super::data::MOVED.load(Relaxed).min(total));
-            b.set_message(format!(
-                "{done}/{}{} files",
-                sh.planned_files.load(Relaxed),
-                if sh.planned.load(Relaxed) { "" } else { "+" }
-            ));
-        }
-    }))
 }

@@ -389,46 +389,16 @@ fn mitigations() -> BTreeMap<String, String> {
     m
 }
 
-/// Decodes the octal escapes (`\040` for space) that /proc/self/mountinfo uses.
-fn unescape_mount(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 4 <= b.len()
-            && let Ok(v) =
-                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8)
-        {
-            out.push(v);
-            i += 4;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Finds the mount holding `dir` in /proc/self/mountinfo (longest mount point that is a
 /// path prefix of the canonical directory).
 pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
     let canon = fs::canonicalize(dir).ok()?;
-    let info = read("/proc/self/mountinfo");
     let mut best: Option<Filesystem> = None;
-    for line in info.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let pre: Vec<&str> = pre.split(' ').collect();
-        let post: Vec<&str> = post.split(' ').collect();
-        if pre.len() < 6 || post.len() < 3 {
+    for m in super::mounts::table() {
+        if !canon.starts_with(&m.point) {
             continue;
         }
-        let mount_point = unescape_mount(pre[4]);
-        if !canon.starts_with(&mount_point) {
-            continue;
-        }
+        let mount_point = m.point.display().to_string();
         if best
             .as_ref()
             .is_some_and(|b| b.mount_point.len() > mount_point.len())
@@ -438,10 +408,10 @@ pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
         best = Some(Filesystem {
             path: canon.display().to_string(),
             mount_point,
-            fs_type: post[0].to_string(),
-            source: unescape_mount(post[1]),
-            mount_options: format!("{} ({})", pre[5], post[2]),
-            compression: Some(compression(post[0], post[2])),
+            compression: Some(compression(&m.fs_type, &m.super_options)),
+            fs_type: m.fs_type,
+            source: m.source,
+            mount_options: format!("{} ({})", m.options, m.super_options),
             read_ahead_kb: None,
         });
     }
@@ -526,12 +496,6 @@ mod tests {
         assert_eq!(parse_sysfs_size("32M"), Some(32 << 20));
         assert_eq!(parse_sysfs_size("512"), Some(512));
         assert_eq!(parse_sysfs_size("x"), None);
-    }
-
-    #[test]
-    fn mount_escapes() {
-        assert_eq!(unescape_mount("/a\\040b"), "/a b");
-        assert_eq!(unescape_mount("/plain"), "/plain");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod copyfile;
 pub mod load;
 pub mod machine;
 pub mod mapping;
+pub mod mounts;
 pub mod os;
 pub mod pipes;
 pub mod process;

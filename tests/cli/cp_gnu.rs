@@ -128,6 +128,25 @@ fn cases() -> Vec<Case> {
             )
         },
         Case {
+            // E is D/s: the destination E/D is D/s/D. `..` from E leaves the mount at
+            // its mount point, so the check must climb D/s's own ancestors too.
+            expect: Expect::Differs {
+                why: "refused before anything is made (GNU makes D/s/D and D/s/D/s, and with another inode order copies D/f into D/s/D)",
+                check: |d, st| {
+                    refused_into_itself(d, st, "D/s/D")?;
+                    refused_into_itself(d, st, "D/s/t/D")
+                },
+            },
+            ..optional(
+                case(
+                    "a directory into a bind mount of its own subdirectory",
+                    "mkdir -p D/s/t E; echo x >D/f; echo y >D/s/g; mount --bind D/s E",
+                    "$CP -r D E; $CP -r D E/t",
+                ),
+                "umount E",
+            )
+        },
+        Case {
             expect: Expect::Differs {
                 why: "refused before anything is made (GNU makes D/sub/D and copies into it first)",
                 check: |d, st| refused_into_itself(d, st, "D/sub/D"),

@@ -111,6 +111,11 @@ pub fn sysctl_string(name: &str) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
+/// Mount ids (and so the bind-mount look-through) are Linux's.
+pub fn mount_id(_fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
+    None
+}
+
 /// The mount holding `dir` from statfs(2): (mount point, fs type, source, flags).
 pub fn mount_of(dir: &std::path::Path) -> Option<(String, String, String, String)> {
     let st = rustix::fs::statfs(dir).ok()?;

@@ -2,7 +2,7 @@
 //! capacity control; copy_file_range(2) from FreeBSD 13.
 
 pub use super::bsd::{
-    copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_of,
+    copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_id, mount_of,
     own_fd_table, pipe_capacity, pseudo_fs, seek_data, seek_hole, sendfile, set_pipe_capacity,
     splice, vmsplice,
 };

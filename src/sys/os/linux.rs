@@ -143,6 +143,13 @@ pub fn for_each_dirent(fd: libc::c_int, buf: &mut [u8], each: &mut dyn FnMut(&CS
     true
 }
 
+/// The id of the mount `fd` is on (statx's STATX_MNT_ID, Linux 5.8+), as
+/// /proc/self/mountinfo numbers mounts.
+pub fn mount_id(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
+    let s = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?;
+    (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
+}
+
 /// The mount holding a directory: read from /proc/self/mountinfo by the caller here.
 pub fn mount_of(_dir: &std::path::Path) -> Option<(String, String, String, String)> {
     None
