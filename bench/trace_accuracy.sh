@@ -14,7 +14,7 @@
 # on a machine with nothing saved), unless STORE=path names a store to price with.
 # Everything, ioprobe included, runs on one CPU (PIN=0; PIN=none to let it float), as
 # both sides of a comparison must.
-#   ROUNDS=7 bench/trace_accuracy.sh          (about 5 min here)
+#   ROUNDS=7 bench/trace_accuracy.sh          (about 6 min here)
 #   CASES=dd-512,lseek-read bench/trace_accuracy.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,9 @@ def sh(cmd):
 for name, mib in [("f200", 200), ("f100", 100), ("f30", 30)]:
     sh(f"head -c {mib}M /dev/urandom | dd of={name} bs=1M iflag=fullblock status=none")
     sh(f"cat {name} > /dev/null")
+# Many sources into one destination: 200 files of 256 KiB for tar.
+sh("mkdir -p src && for i in $(seq 1 200); do "
+   "dd if=f30 of=src/f$i bs=256K skip=$((i % 120)) count=1 status=none; done && cat src/* > /dev/null")
 
 # A sender and its reader (a forked child reading 1 MiB at a time), over loopback TCP,
 # or a unix socket when the third argument is `unix`:
@@ -95,14 +98,18 @@ os.waitpid(pid, 0)
 """)
 
 SIZE = re.compile(r"with ([\d.]+) (B|KiB|MiB|GiB) (?:reads|writes) \(")
+RECORD = re.compile(r"in ([\d.]+) (B|KiB|MiB|GiB) records \(")
 UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
-def suggested(found, default):
+def suggested(found, default, pattern=SIZE):
     for f in found:
-        m = SIZE.search(f["text"])
+        m = pattern.search(f["text"])
         if m:
             return int(float(m.group(1)) * UNIT[m.group(2)])
     return default
+
+def tar(record):
+    return ["tar", "-cf", "out.tar", "-b", str(max(1, record // 512)), "src"]
 
 # 2,000 inserts, each its own transaction (the mistake) or all in one.
 with open(f"{W}/rows.sql", "w") as f:
@@ -141,6 +148,13 @@ CASES = [
      lambda f: [PY, SOCK, "send", str(suggested(f, 1 << 20))], None),
     ("unix-read-send-file", ["read_write_copy"], [PY, SOCK, "read-send", "65536", "unix"],
      lambda f: [PY, SOCK, "sendfile", "0", "unix"], None),
+    # Many sources into one destination: the archive's writes and the files' reads are
+    # one finding, whose record size is the fix (tar's blocking factor).
+    ("tar-512B-records", ["relay"], tar(512), lambda f: tar(suggested(f, 1 << 20, RECORD)),
+     "rm -f out.tar"),
+    # One source into many destinations: the reads and the four outputs' writes.
+    ("fan-out-512B", ["small_requests"], [MIST, "fan-out", "f30", "512"],
+     lambda f: [MIST, "fan-out", "f30", str(suggested(f, 1 << 20))], "rm -f out0 out1 out2 out3"),
 ]
 CLEAN = [
     ("dd-1M", ["dd", "if=f200", "of=/dev/null", "bs=1M"], None),

@@ -13,6 +13,8 @@
  *   mistakes reread FILE N         read FILE whole N times (1 MiB reads)
  *   mistakes read-once FILE N      read FILE once into memory, go over it N times
  *   mistakes map-once FILE N       map FILE once (mmap), go over the mapping N times
+ *   mistakes fan-out FILE N        read FILE in N-byte records, each written to out0..out3
+ *                                  (one source into many destinations; the fix: larger N)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +58,32 @@ int main(int argc, char **argv) {
         }
         if (fsync(fd) && !strcmp(mode, "fsync-once")) die("fsync");
         if (close(fd)) die("close");
+        return 0;
+    }
+    if (!strcmp(mode, "fan-out")) {
+        if (n < 1 || n > (long)sizeof buf) {
+            fprintf(stderr, "mistakes: fan-out takes a record size of 1 to 1 MiB\n");
+            return 2;
+        }
+        int in = open(path, O_RDONLY), out[4];
+        if (in < 0) die("open");
+        for (int i = 0; i < 4; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "out%d", i);
+            if ((out[i] = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0) die("open");
+        }
+        for (;;) {
+            ssize_t r = read(in, buf, (size_t)n);
+            if (r < 0) die("read");
+            if (r == 0) break;
+            s += sum(buf, r);
+            for (int i = 0; i < 4; i++)
+                if (write(out[i], buf, (size_t)r) != r) die("write");
+        }
+        for (int i = 0; i < 4; i++)
+            if (close(out[i])) die("close");
+        if (close(in)) die("close");
+        printf("%lu\n", s);
         return 0;
     }
     if (!strcmp(mode, "stat-storm") || !strcmp(mode, "stat-once")) {

@@ -3,9 +3,11 @@
 //! what to change ([`price`]). CMD keeps its stdin, stdout and stderr; the report goes
 //! to stderr or `--output`; ioprobe exits with CMD's status.
 
+mod claims;
 pub mod overhead;
 pub mod price;
 pub mod profile;
+mod relays;
 mod report;
 mod uring;
 

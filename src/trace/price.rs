@@ -3,7 +3,9 @@
 //! probe's fsync cost and the copy probe's copy_file_range throughput, each from the
 //! newest saved run on this host. Traced durations are never used: tracing inflates them.
 
+pub use super::claims::{Alternative, Claim};
 use super::profile::{Kind, OpStats, Profile, Target};
+use super::relays::{Relays, relayed_writes};
 use crate::names::Named;
 use crate::probes::syscalls::Case;
 use crate::results::Run;
@@ -173,7 +175,7 @@ impl Figures {
 
     /// What one data call costs here at the least, however few bytes it moves: the
     /// syscalls probe's small pread or pwrite (else its null call), in seconds.
-    fn floor_s(&self, reading: bool) -> Option<f64> {
+    pub(super) fn floor_s(&self, reading: bool) -> Option<f64> {
         let case = if reading { Case::Pread } else { Case::Pwrite };
         self.ns(case)
             .or_else(|| self.ns(Case::Null))
@@ -183,7 +185,7 @@ impl Figures {
     /// `calls` data calls moving `bytes` in requests of `size` along `c`: the bytes at
     /// the curve's rate, but never less than each call's floor (a 1-byte write costs a
     /// system call, not a 4-KiB write's 1/4096th).
-    fn data_time(
+    pub(super) fn data_time(
         &self,
         c: &Curve,
         reading: bool,
@@ -203,74 +205,15 @@ impl Figures {
 }
 
 /// The rows of process `pid` on target `t`.
-fn rows_of(p: &Profile, pid: i32, t: usize) -> impl Iterator<Item = (&'static str, &OpStats)> {
+pub(super) fn rows_of(
+    p: &Profile,
+    pid: i32,
+    t: usize,
+) -> impl Iterator<Item = (&'static str, &OpStats)> {
     p.ops
         .range((pid, t, "")..)
         .take_while(move |&(&(q, x, _), _)| q == pid && x == t)
         .map(|(&(_, _, op), s)| (op, s))
-}
-
-/// Relays (a process writing what it read, in the same request size, as dd does):
-/// their writes are priced with the reads' finding, since one change (the request
-/// size) changes both. The (pid, destination) of each.
-fn relayed_destinations(p: &Profile) -> std::collections::BTreeSet<(i32, usize)> {
-    let size = |pid: i32, t: usize, reading: bool| {
-        rows_of(p, pid, t)
-            .filter(|&(op, _)| direction(op) == Some(reading))
-            .find_map(|(_, s)| s.typical_size())
-    };
-    p.copies
-        .iter()
-        .filter(|&(_, &(pairs, _))| pairs >= 16)
-        .filter(|&(&(pid, src, dst), _)| {
-            size(pid, src, true).is_some() && size(pid, src, true) == size(pid, dst, false)
-        })
-        .map(|(&(pid, _, dst), _)| (pid, dst))
-        .collect()
-}
-
-/// The writes that `pid` relays from `src`, at their request size now and at `best`:
-/// (time now, time then, the finding's words for them).
-fn relayed_writes(
-    p: &Profile,
-    f: &Figures,
-    (pid, src): (i32, usize),
-    (size, best): (u64, u64),
-    relayed: &std::collections::BTreeSet<(i32, usize)>,
-) -> (f64, f64, String) {
-    let (mut now, mut then, mut text) = (0.0, 0.0, String::new());
-    for (&(_, _, dst), _) in p.copies.range((pid, src, 0)..=(pid, src, usize::MAX)) {
-        if !relayed.contains(&(pid, dst)) {
-            continue;
-        }
-        let dst_t = &p.targets[dst];
-        for (wop, w) in rows_of(p, pid, dst).filter(|&(op, _)| direction(op) == Some(false)) {
-            let cost = |calls: u64, sz: u64| match curve_for(
-                f,
-                (dst_t.kind, dst_t.family.as_deref()),
-                false,
-                false,
-            ) {
-                Some((wc, _)) => f.data_time(wc, false, w.bytes, calls, sz),
-                None => f.floor_s(false).map(|x| x * calls as f64),
-            };
-            let wsize = w.typical_size().unwrap_or(size);
-            if let (Some(a), Some(b)) = (
-                cost(w.calls, wsize),
-                cost(w.bytes.div_ceil(best).max(1), best),
-            ) {
-                now += a;
-                then += b;
-                text.push_str(&format!(
-                    ", and its {} {wop}s to {} with them (≈{} here)",
-                    super::thousands(w.calls),
-                    dst_t.label(),
-                    secs(a)
-                ));
-            }
-        }
-    }
-    (now, then, text)
 }
 
 /// `pid` as a `cat f | prog` relay from file `src` into pipe `dst`: its relay's priced
@@ -323,7 +266,7 @@ fn fsync_source(f: &Figures) -> String {
 }
 
 /// Whether `op` moves data from the target (true) or to it (false); None: not data.
-fn direction(op: &str) -> Option<bool> {
+pub(super) fn direction(op: &str) -> Option<bool> {
     match op {
         "read" | "pread64" | "readv" | "preadv" | "preadv2" | "uring read" | "uring readv" => {
             Some(true)
@@ -339,7 +282,7 @@ fn direction(op: &str) -> Option<bool> {
 
 /// The throughput curve that prices data calls on a target of `kind` (a socket of
 /// `family`, where the trace found it), and its name.
-fn curve_for<'f>(
+pub(super) fn curve_for<'f>(
     f: &'f Figures,
     (kind, family): (Kind, Option<&str>),
     reading: bool,
@@ -402,28 +345,40 @@ pub struct Finding {
     pub share: Option<f64>,
     /// False when the saving is under 1% of the run: it does not matter here.
     pub matters: bool,
+    /// Other changes to calls this finding claimed first (not added to the savings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
+    /// The sentence without its price, and the calls it would change.
+    #[serde(skip)]
+    pub what: String,
+    #[serde(skip)]
+    pub claims: Vec<Claim>,
 }
 
-fn secs(s: f64) -> String {
+pub(super) fn secs(s: f64) -> String {
     format_ns(s * 1e9)
 }
 
-/// Every finding of `p`, largest saving first. `work` is the run's work here (seconds),
-/// which savings are compared with. One rule per method of [`Finder`].
+/// Every finding of `p`, largest saving first, each call claimed by one finding only.
+/// `work` is the run's work here (seconds), which savings are compared with. One rule
+/// per method of [`Finder`].
 pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
     let mut x = Finder {
         p,
         f,
-        work,
-        relayed: relayed_destinations(p),
+        relays: Relays::of(p),
         out: Vec::new(),
     };
+    x.relay_groups();
     for (&(pid, t, op), s) in &p.ops {
         let Some(reading) = direction(op) else {
             continue;
         };
-        if !reading && x.relayed.contains(&(pid, t)) {
+        if !reading && x.relays.dsts.contains(&(pid, t)) {
             continue; // priced with the reads it relays
+        }
+        if reading && x.relays.grouped.contains(&(pid, t)) {
+            continue; // priced with its group (relay_groups)
         }
         for rule in Finder::PER_DATA_OPERATION {
             rule(&mut x, (pid, t, op), s, reading);
@@ -432,27 +387,19 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
     for rule in Finder::WHOLE_RUN {
         rule(&mut x);
     }
-    let mut out = x.out;
-    out.sort_by(|a, b| {
-        b.saving_s
-            .unwrap_or(-1.0)
-            .total_cmp(&a.saving_s.unwrap_or(-1.0))
-    });
-    out
+    super::claims::settle(x.out, p, f, work)
 }
 
 /// The process's name as the report shows it.
-fn comm_of(p: &Profile, pid: i32) -> String {
+pub(super) fn comm_of(p: &Profile, pid: i32) -> String {
     p.processes.get(&pid).map_or("?".into(), |x| x.comm.clone())
 }
 
-/// The findings being made: the profile, the figures, the run's work, the (process,
-/// destination) pairs that only relay what the process reads, and the list.
-struct Finder<'a> {
-    p: &'a Profile,
-    f: &'a Figures,
-    work: f64,
-    relayed: std::collections::BTreeSet<(i32, usize)>,
+/// The findings being made: the profile, the figures, the relays, and the list.
+pub(super) struct Finder<'a> {
+    pub p: &'a Profile,
+    pub f: &'a Figures,
+    pub relays: Relays,
     out: Vec<Finding>,
 }
 
@@ -481,45 +428,41 @@ impl<'a> Finder<'a> {
 }
 
 impl Finder<'_> {
-    /// Adds a finding: what it is, what it costs now and would cost done better.
-    fn push(
+    /// Adds a finding: what it is, what it costs now and would cost done better
+    /// (`priced`), and the calls it would change. Its price and share are settled once
+    /// every rule has run ([`super::claims::settle`]).
+    pub(super) fn push(
         &mut self,
         kind: &'static str,
         pid: i32,
         target: String,
         what: String,
-        time: Option<f64>,
-        better: Option<f64>,
+        (time, better): (Option<f64>, Option<f64>),
+        claims: Vec<Claim>,
     ) {
-        let saving = time.zip(better).map(|(t, b)| (t - b).max(0.0));
-        let share = saving.map(|s| s / self.work.max(1e-9));
-        let matters = share.is_some_and(|s| s >= 0.01);
-        let tail = match (saving, share) {
-            (Some(s), Some(sh)) => format!(
-                ": saves ≈{} of ≈{} of work ({}%){}",
-                secs(s),
-                secs(self.work),
-                crate::units::sig3(sh * 100.0),
-                if matters {
-                    ""
-                } else {
-                    "; does not matter here"
-                }
-            ),
-            _ => ": not priced (no saved figures for it on this host)".into(),
-        };
         self.out.push(Finding {
             kind,
             pid,
             process: comm_of(self.p, pid),
             target,
-            text: format!("{}{tail}", what),
+            text: String::new(),
             time_s: time,
             better_s: better,
-            saving_s: saving,
-            share,
-            matters,
+            saving_s: None,
+            share: None,
+            matters: false,
+            alternatives: Vec::new(),
+            what,
+            claims,
         });
+    }
+
+    /// The data rows of `pid` on `t` in one direction, as claims.
+    fn data_rows(&self, pid: i32, t: usize, reading: bool) -> Vec<Claim> {
+        rows_of(self.p, pid, t)
+            .filter(|&(op, _)| direction(op) == Some(reading))
+            .map(|(op, _)| Claim::Row(pid, t, op))
+            .collect()
     }
 
     fn small_requests(
@@ -553,9 +496,11 @@ impl Finder<'_> {
             // The writes this process relays from here change with the reads.
             let (mut now, mut then) = (now, then);
             let mut relay = String::new();
+            let mut claims = vec![Claim::Row(pid, t, op)];
             if reading {
-                let (a, b, text) = relayed_writes(p, f, (pid, t), (size, best), &self.relayed);
+                let (a, b, text, more) = relayed_writes(p, f, (pid, t), (size, best), &self.relays);
                 (now, then, relay) = (now + a, then + b, text);
+                claims.extend(more);
             }
             let how = if reading { "reads" } else { "writes" };
             let priced = match (target.kind, curve_name) {
@@ -591,8 +536,8 @@ impl Finder<'_> {
                     super::thousands(calls_then),
                     secs(then)
                 ),
-                Some(now),
-                Some(then),
+                (Some(now), Some(then)),
+                claims,
             );
         }
     }
@@ -622,13 +567,13 @@ impl Finder<'_> {
                     super::thousands(s.after_lseek),
                     if reading { "pread" } else { "pwrite" }
                 ),
-                per.map(|x| x * s.after_lseek as f64),
-                per.map(|_| 0.0),
+                (per.map(|x| x * s.after_lseek as f64), per.map(|_| 0.0)),
+                vec![Claim::Row(pid, t, "lseek")],
             );
         }
     }
 
-    fn reread(&mut self, (pid, t, _): (i32, usize, &'static str), s: &OpStats, reading: bool) {
+    fn reread(&mut self, (pid, t, op): (i32, usize, &'static str), s: &OpStats, reading: bool) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
         // Reading the same bytes again.
@@ -644,15 +589,15 @@ impl Finder<'_> {
                     format_size(s.reread_bytes),
                     target.label()
                 ),
-                rate.map(|r| s.reread_bytes as f64 / r),
-                rate.map(|_| 0.0),
+                (rate.map(|r| s.reread_bytes as f64 / r), rate.map(|_| 0.0)),
+                vec![Claim::Row(pid, t, op)],
             );
         }
     }
 
     fn pipe_capacity(
         &mut self,
-        (pid, t, _): (i32, usize, &'static str),
+        (pid, t, op): (i32, usize, &'static str),
         s: &OpStats,
         reading: bool,
     ) {
@@ -682,8 +627,8 @@ impl Finder<'_> {
                     crate::units::format_gbps(l),
                     crate::units::format_gbps(d)
                 ),
-                Some(s.bytes as f64 / d),
-                Some(s.bytes as f64 / l),
+                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l)),
+                vec![Claim::Row(pid, t, op)],
             );
         }
     }
@@ -724,8 +669,8 @@ impl Finder<'_> {
                     crate::units::format_gbps(l),
                     crate::units::format_gbps(d)
                 ),
-                Some(s.bytes as f64 / d),
-                Some(s.bytes as f64 / l),
+                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l)),
+                vec![Claim::Row(pid, t, op)],
             );
         }
     }
@@ -744,8 +689,8 @@ impl Finder<'_> {
                         comm_of(p, *pid),
                         super::thousands(n)
                     ),
-                    per.map(|x| x * n as f64),
-                    per,
+                    (per.map(|x| x * n as f64), per),
+                    vec![Claim::Path(*pid, path.clone(), "open")],
                 );
             }
         }
@@ -765,8 +710,8 @@ impl Finder<'_> {
                         comm_of(p, *pid),
                         super::thousands(n)
                     ),
-                    per.map(|x| x * n as f64),
-                    per,
+                    (per.map(|x| x * n as f64), per),
+                    vec![Claim::Path(*pid, path.clone(), "stat")],
                 );
             }
         }
@@ -798,8 +743,8 @@ impl Finder<'_> {
                     s_t.name,
                     s_t.name
                 ),
-                time,
-                time.map(|_| 0.0),
+                (time, time.map(|_| 0.0)),
+                [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
             );
         }
     }
@@ -821,8 +766,11 @@ impl Finder<'_> {
                         format_size(y.bytes / y.syncs.max(1)),
                         fsync_source(f)
                     ),
-                    f.fsync_s.map(|c| c * y.syncs as f64),
-                    f.fsync_s,
+                    (f.fsync_s.map(|c| c * y.syncs as f64), f.fsync_s),
+                    rows_of(p, pid, t)
+                        .filter(|&(op, _)| matches!(op, "fsync" | "fdatasync"))
+                        .map(|(op, _)| Claim::Row(pid, t, op))
+                        .collect(),
                 );
             }
         }
@@ -874,8 +822,8 @@ impl Finder<'_> {
                         super::thousands(pairs),
                         format_size(size)
                     ),
-                    through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w),
-                    better,
+                    (through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w), better),
+                    [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
                 );
             }
         }
@@ -937,6 +885,42 @@ mod tests {
         }
     }
 
+    /// The kinds of the findings, then of their alternatives (other ways to change the
+    /// same calls, which a larger finding claimed first).
+    fn all_kinds(found: &[Finding]) -> Vec<&'static str> {
+        let mut k: Vec<&'static str> = found.iter().map(|x| x.kind).collect();
+        k.extend(
+            found
+                .iter()
+                .flat_map(|x| x.alternatives.iter().map(|a| a.kind)),
+        );
+        k
+    }
+
+    /// No call is claimed by two findings, and the savings add up to at most the time
+    /// the claimed calls take here.
+    fn each_call_once(p: &Profile, f: &Figures, found: &[Finding]) {
+        let mut seen = std::collections::BTreeSet::new();
+        for x in found {
+            for c in &x.claims {
+                assert!(seen.insert(c.clone()), "{c:?} claimed twice: {found:?}");
+            }
+        }
+        let priced: f64 = p
+            .ops
+            .iter()
+            .filter_map(|(&(_, t, op), s)| time_here(f, &p.targets[t], op, s, false))
+            .sum::<f64>()
+            + f.extra(Case::OpenReadClose, Case::Pread).unwrap_or(0.0)
+                * p.opens.values().sum::<u64>() as f64
+            + f.ns(Case::Stat).unwrap_or(0.0) * 1e-9 * p.stats.values().sum::<u64>() as f64;
+        let saved: f64 = found.iter().filter_map(|x| x.saving_s).sum();
+        assert!(
+            saved <= priced * (1.0 + 1e-9),
+            "{saved} > {priced}: {found:?}"
+        );
+    }
+
     fn stats(calls: u64, bytes: u64, size: u64) -> OpStats {
         OpStats {
             calls,
@@ -983,12 +967,7 @@ mod tests {
     /// A profile with one process, "app".
     fn app() -> Profile {
         let mut p = Profile::default();
-        let process = Process {
-            pid: 1,
-            comm: "app".into(),
-            execs: 0,
-        };
-        p.processes.insert(1, process);
+        p.processes.insert(1, Process::new(1, "app".into()));
         p
     }
 
@@ -1032,13 +1011,17 @@ mod tests {
             p
         };
         let kinds = |p: &Profile, f: &Figures| -> Vec<&'static str> {
-            findings(p, f, 1.0).iter().map(|x| x.kind).collect()
+            let found = findings(p, f, 1.0);
+            each_call_once(p, f, &found);
+            all_kinds(&found)
         };
-        // Sent from memory in 64 KiB sends: larger sends, larger buffers.
+        // Sent from memory in 64 KiB sends: larger sends, or larger buffers, for the
+        // same calls (one finding, the other its alternative).
         assert_eq!(
             kinds(&socket(false, false), &f),
             ["small_requests", "socket_buffer"]
         );
+        assert_eq!(findings(&socket(false, false), &f, 1.0).len(), 1);
         assert_eq!(kinds(&socket(true, false), &f), ["small_requests"]);
         // A file's bytes relayed: sendfile (the sends are priced with the reads).
         let found = findings(&socket(false, true), &f, 1.0);
@@ -1049,10 +1032,15 @@ mod tests {
         assert!((copy.time_s.unwrap() - now).abs() < 1e-9);
         assert!((copy.better_s.unwrap() - bytes / 6e9).abs() < 1e-9);
         let sent = findings(&socket(false, false), &f, 1.0);
-        for kind in ["socket_buffer", "small_requests"] {
-            let x = sent.iter().find(|x| x.kind == kind).unwrap();
-            assert!(x.text.contains("loopback unix figures"), "{}", x.text);
-        }
+        assert_eq!(sent[0].alternatives.len(), 1, "{sent:?}");
+        assert!(
+            sent[0].text.contains("loopback unix figures")
+                && sent[0].alternatives[0]
+                    .text
+                    .contains("loopback unix figures"),
+            "{}",
+            sent[0].text
+        );
         // Without socket figures, the pipe's price them, and the finding says so.
         let mut p = socket(false, false);
         p.ops
@@ -1065,6 +1053,72 @@ mod tests {
             s.is_some_and(|x| x.text.contains("pipe figures")),
             "{small:?}"
         );
+    }
+
+    /// A profile of `app` relaying `srcs` files into `dsts` outputs in 512 B records:
+    /// each source 64 KiB, each output getting every source's bytes.
+    fn relaying(srcs: usize, dsts: usize) -> Profile {
+        let mut p = app();
+        for i in 0..srcs + dsts {
+            p.targets.push(Target {
+                name: format!("/{}{i}", if i < srcs { "in" } else { "out" }),
+                kind: Kind::File,
+                fs: None,
+                family: None,
+            });
+        }
+        for s in 0..srcs {
+            p.ops.insert((1, s, "read"), stats(128, 65536, 512));
+            for d in srcs..srcs + dsts {
+                p.copies.insert((1, s, d), (128, 65536));
+            }
+        }
+        for d in srcs..srcs + dsts {
+            let n = 128 * srcs as u64;
+            p.ops.insert((1, d, "write"), stats(n, n * 512, 512));
+        }
+        p
+    }
+
+    /// tar -b 1: fifty files into one archive in 512 B records is one finding, about
+    /// the pair, naming the record size; no source claims the archive's writes.
+    #[test]
+    fn many_sources_into_one_destination_are_one_relay_finding() {
+        let (p, f) = (relaying(50, 1), figures());
+        let found = findings(&p, &f, 1.0);
+        each_call_once(&p, &f, &found);
+        assert_eq!(all_kinds(&found), ["relay"], "{found:?}");
+        let x = &found[0];
+        assert_eq!(x.target, "/out50");
+        assert!(
+            x.text.starts_with(
+                "app copies 50 files into /out50 in 512 B records: 6,400 reads and 6,400 writes"
+            ) && x.text.contains(
+                "in 64 KiB records (a larger buffer, blocking factor or bs=) 50 reads and 50 writes"
+            ),
+            "{}",
+            x.text
+        );
+        assert_eq!(x.claims.len(), 51);
+        assert!(x.saving_s.unwrap() > 0.0);
+    }
+
+    /// tee-like: one source into three outputs is the source's finding, with every
+    /// output's writes in it once.
+    #[test]
+    fn one_source_into_many_destinations_is_priced_once() {
+        let (p, f) = (relaying(1, 3), figures());
+        let found = findings(&p, &f, 1.0);
+        each_call_once(&p, &f, &found);
+        assert_eq!(all_kinds(&found), ["small_requests"], "{found:?}");
+        assert_eq!(found[0].claims.len(), 4, "{found:?}");
+        for d in 1..4 {
+            assert!(
+                found[0].text.contains(&format!("writes to /out{d}")),
+                "{}",
+                found[0].text
+            );
+        }
     }
 
     /// dd bs=512: the request size changes its reads and the writes that relay them,
@@ -1174,10 +1228,14 @@ mod tests {
                 bytes: 2000,
             },
         );
+        p.ops.insert((1, 2, "fsync"), stats(20, 0, 0));
         p.copies.insert((1, 0, 2), (100, 100 * 65536));
         let f = figures();
         let found = findings(&p, &f, 0.05);
-        let kinds: Vec<&str> = found.iter().map(|x| x.kind).collect();
+        each_call_once(&p, &f, &found);
+        // Bigger reads, mapping the file, copy_file_range: three ways to change the
+        // same reads, one finding and two alternatives.
+        let kinds = all_kinds(&found);
         for k in [
             "small_requests",
             "lseek_then_io",
@@ -1186,7 +1244,6 @@ mod tests {
             "reopen",
             "stat_storm",
             "fsync_per_write",
-            "read_write_copy",
         ] {
             assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
         }
@@ -1194,6 +1251,14 @@ mod tests {
             kinds.iter().filter(|k| **k == "small_requests").count(),
             1,
             "{kinds:?}"
+        );
+        let reads = found.iter().find(|x| x.kind == "small_requests").unwrap();
+        let alt: Vec<&str> = reads.alternatives.iter().map(|a| a.kind).collect();
+        assert_eq!(alt, ["reread"], "{found:?}");
+        assert!(
+            reads.text.contains("(the same calls another way: "),
+            "{}",
+            reads.text
         );
         // Ranked by saving, each priced with the figures given.
         let savings: Vec<f64> = found.iter().map(|x| x.saving_s.unwrap()).collect();

@@ -103,12 +103,42 @@ impl OpStats {
     }
 }
 
+impl Process {
+    pub fn new(pid: i32, comm: String) -> Process {
+        Process {
+            pid,
+            first: comm.clone(),
+            last: comm.clone(),
+            comm,
+            execs: 0,
+        }
+    }
+
+    /// The label after `execs` execs from `first` to `last` (the names in between are
+    /// not kept: what the process is, and where it came from, are).
+    fn label(first: &str, last: &str, execs: u32) -> String {
+        match execs {
+            0 => last.to_string(),
+            _ if first == last => format!("{last} ({execs} execs)"),
+            1 => format!("{first} → {last}"),
+            _ => format!("{first} → … → {last}"),
+        }
+    }
+}
+
 /// A process seen in the trace.
 #[derive(Debug, Clone, Serialize)]
 pub struct Process {
     pub pid: i32,
-    /// The command name, or the programs it ran ("sh → cat", "a → (2 more) → b").
+    /// The label: the program's name, or the programs it ran ("sh → cat", "make → … →
+    /// cc"); a chain that comes back to its first name is that name with its count of
+    /// execs ("python3 (6 execs)": a pyenv shim, `env`, bash and pyenv before Python).
     pub comm: String,
+    /// The first and the last program's names (the label is made from them).
+    #[serde(skip)]
+    first: String,
+    #[serde(skip)]
+    last: String,
     /// Programs it changed to (execve).
     pub execs: u32,
 }
@@ -367,12 +397,10 @@ impl Profile {
             crate::sys::os::proc_field(&format!("/proc/{tid}/status"), "Tgid:").unwrap_or(tid);
         self.tgid.insert(tid, pid);
         self.processes.entry(pid).or_insert_with(|| {
-            let comm = crate::sys::os::comm_of(pid).unwrap_or_else(|| "?".into());
-            Process {
+            Process::new(
                 pid,
-                comm,
-                execs: 0,
-            }
+                crate::sys::os::comm_of(pid).unwrap_or_else(|| "?".into()),
+            )
         });
         pid
     }
@@ -632,11 +660,9 @@ impl Profile {
     ) {
         if let Some(c) = comm {
             // Seen in the kernel: the process may be gone from /proc by now.
-            self.processes.entry(tid).or_insert_with(|| Process {
-                pid: tid,
-                comm: c.to_string(),
-                execs: 0,
-            });
+            self.processes
+                .entry(tid)
+                .or_insert_with(|| Process::new(tid, c.to_string()));
             self.tgid.insert(tid, tid);
         }
         let pid = self.pid_of(tid);
@@ -672,15 +698,11 @@ impl Profile {
             .or_else(|| crate::sys::os::comm_of(pid));
         if let Some(c) = now
             && let Some(p) = self.processes.get_mut(&pid)
-            && !p.comm.ends_with(&c)
+            && p.last != c
         {
-            // The first and last programs, and how many between.
-            let first = p.comm.split(" → ").next().unwrap_or("?").to_string();
             p.execs += 1;
-            p.comm = match p.execs {
-                1 => format!("{first} → {c}"),
-                n => format!("{first} → ({} more) → {c}", n - 1),
-            };
+            p.comm = Process::label(&p.first, &c, p.execs);
+            p.last = c;
         }
     }
 
@@ -702,11 +724,9 @@ impl Profile {
             }
         }
         let comm = comm.unwrap_or("?").to_string();
-        self.processes.entry(pid).or_insert(Process {
-            pid,
-            comm,
-            execs: 0,
-        });
+        self.processes
+            .entry(pid)
+            .or_insert_with(|| Process::new(pid, comm));
     }
 
     fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
@@ -1285,6 +1305,15 @@ pub fn overlap_then_merge(ranges: &mut Vec<(u64, u64)>, start: u64, len: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_is_labelled_by_its_program_and_its_exec_chain() {
+        assert_eq!(Process::label("dd", "dd", 0), "dd");
+        assert_eq!(Process::label("sh", "cat", 1), "sh → cat");
+        assert_eq!(Process::label("make", "cc", 4), "make → … → cc");
+        // A pyenv shim: python3 → env's bash → pyenv → … → python3.
+        assert_eq!(Process::label("python3", "python3", 6), "python3 (6 execs)");
+    }
 
     #[test]
     fn ranges_count_bytes_read_again() {

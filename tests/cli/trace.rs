@@ -1344,3 +1344,47 @@ fn preload_here() -> bool {
     }
     here
 }
+
+/// tar -b 1 over 50 files: many small reads feed one archive in 512 B records. The
+/// savings of all findings add up to at most the run's work, no call is claimed twice,
+/// and the largest finding is about the archive's writes with the reads that feed them
+/// (before: 50 findings each claiming all of the archive's writes).
+#[test]
+fn many_sources_into_one_output_are_priced_once_and_name_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("src")).unwrap();
+    for i in 0..50u32 {
+        let data: Vec<u8> = (0..64 * 1024).map(|j| (i * 31 + j) as u8).collect();
+        std::fs::write(d.join(format!("src/f{i:02}")), data).unwrap();
+    }
+    let cmd = ["tar", "-cf", "out.tar", "-b", "1", "src"];
+    let (doc, code, err) = trace(d, &cmd);
+    assert_eq!(code, 0, "{err}");
+    let found = doc["findings"].as_array().unwrap();
+    let work = doc["work"]["estimate_s"].as_f64().unwrap();
+    let saved: f64 = found.iter().filter_map(|f| f["saving_s"].as_f64()).sum();
+    assert!(
+        saved <= work,
+        "savings {saved} s > work {work} s: {found:?}"
+    );
+    let largest = &found[0];
+    assert_eq!(largest["kind"], "relay", "{found:?}");
+    assert!(
+        largest["target"].as_str().unwrap().contains("out.tar"),
+        "{largest}"
+    );
+    let text = largest["text"].as_str().unwrap();
+    assert!(
+        text.contains("tar copies 50 files into") && text.contains("in 512 B records"),
+        "{text}"
+    );
+    // No source file has a finding of its own about the same reads.
+    assert!(
+        !found
+            .iter()
+            .any(|f| f["kind"] == "small_requests"
+                && f["target"].as_str().unwrap().contains("/src/f")),
+        "{found:?}"
+    );
+}

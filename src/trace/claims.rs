@@ -1,0 +1,122 @@
+//! Each traced call is counted once. Every finding names the calls it would change
+//! (its claims); findings are settled largest saving first, and one whose calls an
+//! earlier finding already claimed is not a finding of its own but that finding's
+//! alternative (another way to change the same calls, not added to the savings). A
+//! finding's time is at most what its calls take here, so the savings of a run add up
+//! to at most its work.
+
+use super::price::{Figures, Finding, secs, time_here};
+use super::profile::Profile;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Calls a finding would change.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Claim {
+    /// Every call of one (process, target, operation) row.
+    Row(i32, usize, &'static str),
+    /// One process's opens or stats naming one path.
+    Path(i32, String, &'static str),
+}
+
+/// Another way to change calls that a larger finding claimed first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Alternative {
+    pub kind: &'static str,
+    pub text: String,
+    /// What it would save on its own (not added to the run's savings).
+    pub saving_s: Option<f64>,
+}
+
+fn saving(x: &Finding) -> Option<f64> {
+    x.time_s.zip(x.better_s).map(|(t, b)| (t - b).max(0.0))
+}
+
+fn largest_first(found: &mut [Finding]) {
+    found.sort_by(|a, b| {
+        saving(b)
+            .unwrap_or(-1.0)
+            .total_cmp(&saving(a).unwrap_or(-1.0))
+    });
+}
+
+/// What the claimed rows take here, when every claim is a priced row.
+fn claimed_time(claims: &[Claim], p: &Profile, f: &Figures) -> Option<f64> {
+    let mut sum = 0.0;
+    for c in claims {
+        let Claim::Row(pid, t, op) = c else {
+            return None;
+        };
+        let s = p.ops.get(&(*pid, *t, *op))?;
+        sum += time_here(f, &p.targets[*t], op, s, p.pipe_sizes.contains_key(t))?;
+    }
+    (!claims.is_empty()).then_some(sum)
+}
+
+/// The findings as reported: each call claimed once, time capped at what the claimed
+/// calls take here, savings and shares of `work` computed, largest saving first.
+pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
+    largest_first(&mut found);
+    let mut kept: Vec<Finding> = Vec::new();
+    let mut owner: BTreeMap<Claim, usize> = BTreeMap::new();
+    for mut x in found {
+        if let Some(&i) = x.claims.iter().find_map(|c| owner.get(c)) {
+            // Another way that would save nothing here is not worth a mention.
+            if saving(&x).is_none_or(|s| s > 0.0) {
+                kept[i].alternatives.push(Alternative {
+                    kind: x.kind,
+                    saving_s: saving(&x),
+                    text: x.what,
+                });
+            }
+            continue;
+        }
+        if let (Some(t), Some(cap)) = (x.time_s, claimed_time(&x.claims, p, f)) {
+            x.time_s = Some(t.min(cap));
+            x.better_s = x.better_s.map(|b| b.min(cap));
+        }
+        for c in &x.claims {
+            owner.insert(c.clone(), kept.len());
+        }
+        kept.push(x);
+    }
+    for x in &mut kept {
+        finish(x, work);
+    }
+    largest_first(&mut kept);
+    kept
+}
+
+/// The saving, its share of `work`, whether it matters and the sentence.
+fn finish(x: &mut Finding, work: f64) {
+    x.saving_s = saving(x);
+    x.share = x.saving_s.map(|s| s / work.max(1e-9));
+    x.matters = x.share.is_some_and(|s| s >= 0.01);
+    let tail = match (x.saving_s, x.share) {
+        (Some(s), Some(sh)) => format!(
+            ": saves ≈{} of ≈{} of work ({}%){}",
+            secs(s),
+            secs(work),
+            crate::units::sig3(sh * 100.0),
+            if x.matters {
+                ""
+            } else {
+                "; does not matter here"
+            }
+        ),
+        _ => ": not priced (no saved figures for it on this host)".into(),
+    };
+    let others: String = x
+        .alternatives
+        .iter()
+        .map(|a| match a.saving_s {
+            Some(s) => format!(
+                " (the same calls another way: {}, saving ≈{} instead)",
+                a.text,
+                secs(s)
+            ),
+            None => format!(" (the same calls another way: {})", a.text),
+        })
+        .collect();
+    x.text = format!("{}{tail}{others}", x.what);
+}
