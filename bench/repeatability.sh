@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Does advice repeat? Twin `ioprobe run`s back to back, idle and under two
-# `yes > /dev/null`, compared by recommendation id: a topic repeated when the twin run
-# gives the same action. Prints, per condition and per confidence level of the first
+# `yes > /dev/null`, compared by recommendation id: a topic repeated when the twin's
+# answer keeps the first's statement: a size answer when the twin's knee lies inside the
+# first's plateau ("use 64 KiB or larger: 64 KiB–1 MiB within 5%"), a method answer
+# when the twin names the same first option (the tie set's others may differ), and the
+# knee's move between twins is counted too (the guard against a trivial plateau: by at
+# most one of run's size steps, ×4, in 90% of twins). Prints, per condition and per confidence level of the first
 # run of each pair: topics, the share that repeated, and every high-confidence topic
 # that changed. The goal: high ≥ 95%, medium ≥ 80%, idle or loaded.
 #   PAIRS=3 bench/repeatability.sh            (CONDITIONS="idle load" by default;
@@ -42,7 +46,26 @@ import json, sys
 work, pairs, conds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 print(f"advice repeatability: twin `ioprobe run`s, {pairs} pairs per condition, by recommendation id")
 print(f"{'condition':<10} {'level':<7} {'topics':>6} {'repeated':>9}  {'busy runs':>9}")
-flips = []
+flips, steps = [], []
+
+def keeps(r, other):
+    c, o = r["choice"], other["choice"]
+    if c["kind"] == "size" and r.get("plateau"):
+        return r["plateau"]["from"] <= o["bytes"] <= r["plateau"]["to"]
+    if c["kind"] == "method":
+        return c["name"] == o["name"]
+    return r["action"] == other["action"]
+
+def knee_steps(r, other):
+    # How many doublings apart the twins' knees are (run's sweeps step by 4 or less).
+    a, b = r["choice"]["bytes"], other["choice"]["bytes"]
+    lo, hi = min(a, b), max(a, b)
+    n = 0
+    while lo < hi:
+        lo *= 2
+        n += 1
+    return n
+
 for cond in conds:
     stats, busy = {}, 0
     for p in range(1, pairs + 1):
@@ -54,14 +77,19 @@ for cond in conds:
             s = stats.setdefault(lvl, [0, 0])
             s[0] += 1
             other = twin.get(r["id"])
-            same = other is not None and other["action"] == r["action"]
+            same = other is not None and keeps(r, other)
             s[1] += same
+            if other is not None and r["choice"]["kind"] == "size":
+                steps.append(knee_steps(r, other))
             if not same:
                 flips.append((lvl, f"{cond} pair {p}: {r['id']}: {r['action']} → {other['action'] if other else 'absent'}"))
     for lvl in ("high", "medium", "low"):
         if lvl in stats:
             n, k = stats[lvl]
             print(f"{cond:<10} {lvl:<7} {n:>6} {100 * k / n:>8.0f}%  {busy:>6}/{2 * pairs}")
+if steps:
+    within = sum(1 for n in steps if n <= 2)
+    print(f"size knees: {within} of {len(steps)} moved by at most x4 (one step of run's sweeps) between twins")
 for lvl, f in flips:
     print(f"{lvl}-confidence change: {f}")
 if not any(l == "high" for l, _ in flips):

@@ -533,8 +533,17 @@ pub fn measure(
     let mut store = store_for_saving(settings)?;
     let run = run_probes(settings, probes, name, scale)?;
     let id = save(store.as_mut(), &run)?;
-    let mut text = report::render(&run, id, settings.format, &settings.style)?;
     let mut where_to = Vec::new();
+    // `run`'s advice pools this machine's saved runs, as `advise` does (not --fresh).
+    let recs = match (id, &store) {
+        (Some(id), Some(store)) if name == "run" && !settings.fresh => {
+            let (recs, line) = crate::advice::run_advice(store.path(), &run, id)?;
+            where_to.push(line);
+            recs
+        }
+        _ => crate::advice::recommendations(&run, id),
+    };
+    let mut text = report::render_with(&run, &recs, settings.format, &settings.style)?;
     if let (Some(id), Some(store)) = (id, &store) {
         where_to.push(format!("saved as run {id} in {}", store.path().display()));
         if html_report {

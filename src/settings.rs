@@ -40,6 +40,8 @@ pub struct Settings {
     pub format: Format,
     pub store: Option<PathBuf>,
     pub no_save: bool,
+    /// `run --fresh`: advice from the run alone, no saved runs pooled with it.
+    pub fresh: bool,
     pub quiet: bool,
     pub verbose: bool,
     /// How text output is laid out (width, colour, verbose warnings).

@@ -381,3 +381,110 @@ pub fn advice_of_run(run: &Run, id: Option<i64>) -> Vec<MachineAdvice> {
     }
     vec![m]
 }
+
+/// What differs between two runs' environments that keeps them from pooling
+/// ([`super::pool::same_environment`]): "kernel 6.17.1 → 6.18.0", "filesystem ext4 →
+/// xfs", …
+fn environment_change(before: &Run, now: &Run) -> String {
+    let (a, b) = (&before.environment, &now.environment);
+    let fs = |e: &crate::sys::machine::Environment| {
+        e.filesystem.as_ref().map_or("?".to_string(), |f| {
+            format!("{} on {}", f.fs_type, f.source)
+        })
+    };
+    let mut out = Vec::new();
+    let mut differ = |what: &str, x: String, y: String| {
+        if x != y {
+            out.push(format!("{what} {x} → {y}"));
+        }
+    };
+    differ("kernel", a.kernel.clone(), b.kernel.clone());
+    differ("filesystem", fs(a), fs(b));
+    differ("CPU", a.cpu_model.clone(), b.cpu_model.clone());
+    differ(
+        "CPUs",
+        a.logical_cpus.to_string(),
+        b.logical_cpus.to_string(),
+    );
+    differ("build", a.build_profile.clone(), b.build_profile.clone());
+    if a.tuning != b.tuning {
+        out.push("kernel tuning settings".into());
+    }
+    if out.is_empty() {
+        "the host".into()
+    } else {
+        out.join(", ")
+    }
+}
+
+/// `ioprobe run`'s advice: each probe's rows of the run just saved as `id`, pooled with
+/// the newest saved runs of this machine in the same environment, as `advise` pools
+/// them, and the line that says so ("pooled from 3 runs (this one and 2 since …)"), or
+/// why the run stands alone (a new pool after a changed kernel, say).
+pub fn run_advice(
+    path: &std::path::Path,
+    run: &Run,
+    id: i64,
+) -> Result<(Vec<Recommendation>, String)> {
+    let Some(store) = Store::open_read_only_if_any(path)? else {
+        return Ok((
+            recommendations(run, Some(id)),
+            "this run stands alone".into(),
+        ));
+    };
+    let host = run.environment.hostname.as_str();
+    let newest = store.newest_with(&Evidence::of(host, &[], 4 * super::pool::POOL_MAX))?;
+    let mut loaded = std::collections::HashMap::from([(id, run.clone())]);
+    let (mut same, mut other) = (Vec::new(), None);
+    for r in newest.iter().filter(|r| r.id != id) {
+        load_once(&store, &mut loaded, r.id)?;
+        if super::pool::same_environment(run, &loaded[&r.id]) {
+            same.push(r.id);
+        } else if other.is_none() {
+            other = Some((r.id, environment_change(&loaded[&r.id], run)));
+        }
+    }
+    let mut m = MachineAdvice {
+        machine: newest
+            .iter()
+            .find(|r| r.id == id)
+            .map_or(String::new(), |r| {
+                machine_of(host, &r.filesystem, &r.kernel)
+            }),
+        sources: Vec::new(),
+        recs: Vec::new(),
+        observations: Vec::new(),
+    };
+    for kind in kinds_of(run) {
+        let with: Vec<i64> = same
+            .iter()
+            .copied()
+            .filter(|i| loaded[i].of_probe(kind.name()).next().is_some())
+            .collect();
+        let rows = pooled_rows(kind, id, &with, &loaded);
+        add_probe(&mut m, (run, Some(id)), kind, &rows);
+    }
+    let mut pooled: Vec<i64> = m.sources.iter().flat_map(|s| s.pooled.clone()).collect();
+    pooled.sort_unstable();
+    pooled.dedup();
+    let line = match (pooled.len(), other) {
+        (n, _) if n > 1 => {
+            let since = pooled
+                .iter()
+                .filter(|&&i| i != id)
+                .map(|i| loaded[i].started_at.as_str())
+                .min()
+                .unwrap_or("");
+            format!(
+                "advice pooled from {n} runs (this one and {} since {}); --fresh for this run alone",
+                n - 1,
+                since.get(..16).unwrap_or(since).replace('T', " ")
+            )
+        }
+        (_, Some((rid, what))) => {
+            format!("this run stands alone: a new pool, as {what} since run {rid}")
+        }
+        _ => "this run stands alone: no saved run of this machine to pool with".into(),
+    };
+    Ok((m.recs, line))
+}

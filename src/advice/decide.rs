@@ -8,16 +8,15 @@
 //! the best's interval: a difference that small is within this
 //! kind of machine's run-to-run drift and not worth a less portable method. A method
 //! choice names the tied option doing the least work, then the cheapest whose median is
-//! within twice the rows' rerun floor of the best's (at least [`PICK_MARGIN`], 3%). A size choice rests on the whole sweep
-//! instead of one size's lead: the smallest size where a call's fixed cost is at most
-//! [`FIXED_SHARE`] (5%) of its time, from a fit of every size up to the fastest; its
-//! confidence is the share of simulated reruns, each moving every size within its noise,
-//! that choose the same size.
+//! within twice the rows' rerun floor of the best's (at least [`PICK_MARGIN`], 3%). A size
+//! answer is a knee and a plateau ([`super::sizes`]); both kinds of confidence are the
+//! share of simulated reruns, each moving every row within its noise, that keep the
+//! answer ([`reruns`]).
 
 use super::model::*;
 use crate::harness::stats::{Modes, Rng, bimodal};
 use crate::results::Measurement;
-use crate::units::{format_gbps, format_ns, format_size, sig3};
+use crate::units::{format_gbps, format_ns, sig3};
 
 /// How close to the best (relative) an option's interval must reach to tie with it.
 pub const MARGIN: f64 = 0.05;
@@ -287,7 +286,7 @@ pub const RERUN_NOISE_DISK: f64 = 0.15;
 /// between the halves of its rounds, the distance between its two regimes, or the
 /// rerun floor `floor` ([`RERUN_NOISE_LOOP`], [`RERUN_NOISE_PASS`]), whichever is
 /// largest.
-fn noise(m: &Measurement, floor: f64) -> f64 {
+pub(super) fn noise(m: &Measurement, floor: f64) -> f64 {
     let half = (m.ci95[1] - m.ci95[0]) / 2.0 / m.median;
     let modes = bimodal(&m.raw).map_or(0.0, |x| (x.high - x.low) / m.median);
     half.max(split_half_drift(&m.raw).unwrap_or(0.0))
@@ -333,7 +332,7 @@ pub struct Words<'a> {
 
 /// Assembles a recommendation; `support` is the reason given when nothing lowered the
 /// confidence.
-fn finish(
+pub(super) fn finish(
     w: Words,
     action: String,
     choice: Choice,
@@ -353,6 +352,7 @@ fn finish(
         action,
         choice,
         context: Default::default(),
+        plateau: None,
         effect,
         evidence: Evidence {
             rows,
@@ -364,94 +364,23 @@ fn finish(
     }
 }
 
-/// The share of a call's time its fixed cost (the system call, a wake-up, per-chunk
-/// bookkeeping) may take at the chosen size. A size sweep is read as one call's time
-/// t(b) = fixed + per_byte × b, fitted over the sizes up to the fastest; the choice is
-/// the smallest size measured at or above the size where the fixed cost is this share,
-/// so larger sizes can gain at most about this much. Twin `ioprobe run`s here moved
-/// single sizes by 10–45% (memory regimes, the host's disk), and "the smallest size
-/// within 3% of the best" repeated in 1–6 of 12 twin pairs on read buffers, fsync
-/// blocks and pipe write-read chunks;
-/// the fit rests on every size at once, and its choice repeated in 130 of 144 (topic,
-/// idle twin pair) cases where the 3% rule repeated in 89 (docs/method.md).
-pub const FIXED_SHARE: f64 = 0.05;
-
-/// Simulated reruns per size choice, and how far each moves a row: a normal draw on
-/// the log scale whose standard deviation is this share of the row's [`noise`]. The
-/// confidence is the share of reruns that choose the same size: high from
-/// [`HIGH_REPEAT`], medium from [`MEDIUM_REPEAT`]. Calibrated on the figures of 24
-/// twin-run pairs of this machine, idle and loaded: with [`misfit`], choices these
-/// levels called high repeated in 98% of the twins idle (48 cases) and 100% loaded (28),
-/// medium in 93% idle and 87% loaded.
-const RERUNS: usize = 400;
-const RERUN_SPREAD: f64 = 0.75;
-const HIGH_REPEAT: f64 = 0.95;
-const MEDIUM_REPEAT: f64 = 0.80;
-
-/// A size sweep's choice by the fixed cost per call ([`FIXED_SHARE`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Knee {
-    /// Index of the fastest size and of the chosen one.
-    best: usize,
-    pick: usize,
-    /// Seconds of fixed cost per call and seconds per byte, when the figures fit one.
-    fit: Option<(f64, f64)>,
-}
-
-/// Seconds one call takes at size `b` whose figure is `v` (bytes/s, or ns per call).
-fn call_seconds(b: u64, v: f64, higher: bool) -> f64 {
-    if higher { b as f64 / v } else { v * 1e-9 }
-}
-
-/// The choice of the sizes `pts` (ascending, with their figures): weighted least
-/// squares of t(b) = fixed + per_byte × b with relative errors, over the sizes up to
-/// the fastest (past it caches or the pipe's capacity change the cost per byte). No
-/// fixed cost seen: the smallest size; no cost per byte: the fastest.
-fn knee(pts: &[(u64, f64)], higher: bool) -> Knee {
-    let better = |a: f64, b: f64| if higher { a > b } else { a < b };
-    let best = (0..pts.len())
-        .reduce(|b, i| if better(pts[i].1, pts[b].1) { i } else { b })
-        .unwrap_or(0);
-    let mut sum = [0.0f64; 5];
-    for &(b, v) in &pts[..=best] {
-        let (x, y) = (b as f64, call_seconds(b, v, higher));
-        let w = 1.0 / (y * y);
-        for (acc, add) in sum.iter_mut().zip([w, w * x, w * y, w * x * x, w * x * y]) {
-            *acc += add;
-        }
-    }
-    let [w, sx, sy, sxx, sxy] = sum;
-    let per_byte = (w * sxy - sx * sy) / (w * sxx - sx * sx);
-    let fixed = (sy - per_byte * sx) / w;
-    if best == 0 || per_byte.is_nan() || per_byte <= 0.0 || !fixed.is_finite() {
-        return Knee {
-            best,
-            pick: best,
-            fit: None,
-        };
-    }
-    if fixed <= 0.0 {
-        return Knee {
-            best,
-            pick: 0,
-            fit: Some((0.0, per_byte)),
-        };
-    }
-    let at = fixed / per_byte * (1.0 - FIXED_SHARE) / FIXED_SHARE;
-    let pick = (0..=best).find(|&i| pts[i].0 as f64 >= at).unwrap_or(best);
-    Knee {
-        best,
-        pick,
-        fit: Some((fixed, per_byte)),
-    }
-}
+/// Simulated reruns per choice, and how far each moves a row: a normal draw on the log
+/// scale whose standard deviation is this share of the row's [`noise`]. The confidence
+/// is the share of reruns whose choice keeps the answer: high from [`HIGH_REPEAT`],
+/// medium from [`MEDIUM_REPEAT`]. Calibrated on the figures of 24 twin-run pairs of this
+/// machine, idle and loaded (size choices these levels called high repeated in 98% of
+/// the twins idle and 100% loaded).
+pub(super) const RERUNS: usize = 400;
+pub(super) const RERUN_SPREAD: f64 = 0.75;
+pub(super) const HIGH_REPEAT: f64 = 0.95;
+pub(super) const MEDIUM_REPEAT: f64 = 0.80;
 
 /// [`RERUNS`] simulated reruns of a choice among figures whose noises are `noise`:
 /// each rerun moves every figure by a factor drawn on the log scale ([`RERUN_SPREAD`]
 /// × its noise) and `choose` chooses from the factors. Returns the share of reruns
 /// that chose `pick` and the index chosen most often otherwise. Fixed seed: the same
 /// figures give the same answer.
-fn reruns(
+pub(super) fn reruns(
     noise: &[f64],
     pick: usize,
     mut choose: impl FnMut(&[f64]) -> usize,
@@ -473,13 +402,15 @@ fn reruns(
 
 /// Lowers `c` by the share `repeat` of simulated reruns that chose the same option
 /// (high from [`HIGH_REPEAT`], medium from [`MEDIUM_REPEAT`]); `other` names the one
-/// chosen most often otherwise, `rows` are the figures moved with their noises.
-fn repeat_confidence(
+/// chosen most often otherwise, `rows` are the figures moved with their noises; `kind`
+/// what moves ("option", "size") and `outcome` what the other reruns did ("chooses
+/// another").
+pub(super) fn repeat_confidence(
     c: &mut Confidence,
     repeat: f64,
     other: Option<String>,
     rows: &[(&Measurement, f64)],
-    kind: &str,
+    (kind, outcome): (&str, &str),
 ) {
     if repeat >= HIGH_REPEAT {
         return;
@@ -500,232 +431,13 @@ fn repeat_confidence(
     c.cap(
         if repeat < MEDIUM_REPEAT { Level::Low } else { Level::Medium },
         format!(
-            "borderline: a rerun moving each {kind} within its noise (±{}–{}%{why}) chooses another in {}% of {RERUNS} simulated reruns{}",
+            "borderline: a rerun moving each {kind} within its noise (±{}–{}%{why}) {outcome} in {}% of {RERUNS} simulated reruns{}",
             sig3(lo * 100.0),
             sig3(hi * 100.0),
             sig3((1.0 - repeat) * 100.0),
             other.map_or(String::new(), |o| format!(" (most often {o})"))
         ),
     );
-}
-
-/// The confidence a size sweep allows before the figures are looked at: too few sizes,
-/// the best at an edge of the sweep (the largest size is no edge when the next one is
-/// `unsupported`: a datagram over the family's maximum), the choice at the smallest size.
-fn sweep_confidence(pts: &[(u64, &Measurement)], k: &Knee, last: bool) -> Confidence {
-    let (pick_b, _) = pts[k.pick];
-    let (best_b, _) = pts[k.best];
-    let mut conf = Confidence::new();
-    let n = pts.len();
-    if n < 3 {
-        conf.cap(
-            Level::Low,
-            format!(
-                "only {n} size{} measured: a sweep needs three to bracket the best",
-                if n == 1 { "" } else { "s" }
-            ),
-        );
-    } else if k.best == n - 1 && !last {
-        // Past the choice, the fit already says what larger sizes gain; at it, nothing
-        // does.
-        conf.cap(
-            if k.pick == k.best {
-                Level::Low
-            } else {
-                Level::Medium
-            },
-            format!(
-                "the best is the largest size measured ({}): larger ones may be faster",
-                format_size(best_b)
-            ),
-        );
-    } else if k.best == 0 {
-        conf.cap(
-            Level::Low,
-            format!(
-                "the best is the smallest size measured ({}): smaller ones may be as fast",
-                format_size(best_b)
-            ),
-        );
-    }
-    if k.pick == 0 && n >= 3 && k.best != 0 {
-        conf.cap(
-            Level::Medium,
-            format!(
-                "a call's fixed cost is under {}% of its time already at the smallest size measured ({}): smaller ones may do as well",
-                sig3(FIXED_SHARE * 100.0),
-                format_size(pick_b)
-            ),
-        );
-    }
-    conf
-}
-
-/// The choice against the baseline size ("×3.34 against 4 KiB (…)"), or its figure
-/// alone when it is the baseline.
-fn size_effect((pick_b, pick): (u64, &Measurement), base: Option<(u64, &Measurement)>) -> String {
-    match base {
-        Some((bb, bm)) if bb != pick_b => format!(
-            "×{} against {} ({} vs {})",
-            sig3(gain(pick, bm)),
-            format_size(bb),
-            figure(pick, pick.median),
-            figure(bm, bm.median)
-        ),
-        _ => format!(
-            "{} at {}, the smallest size measured",
-            figure(pick, pick.median),
-            format_size(pick_b)
-        ),
-    }
-}
-
-/// What the fit says, for the effect: "a call's fixed cost is about 2.1 µs: 4% of a
-/// 256 KiB call, 15% of a 64 KiB one".
-fn fit_effect(pts: &[(u64, &Measurement)], k: &Knee) -> Option<String> {
-    let (fixed, per_byte) = k.fit.filter(|f| f.0 > 0.0)?;
-    let share = |b: u64| fixed / (fixed + per_byte * b as f64) * 100.0;
-    let (pick_b, _) = pts[k.pick];
-    let below = k
-        .pick
-        .checked_sub(1)
-        .map(|i| {
-            format!(
-                ", {}% of a {} one",
-                sig3(share(pts[i].0)),
-                format_size(pts[i].0)
-            )
-        })
-        .unwrap_or_default();
-    Some(format!(
-        "a call's fixed cost is about {}: {}% of a {} call{below}",
-        format_ns(fixed * 1e9),
-        sig3(share(pick_b)),
-        format_size(pick_b)
-    ))
-}
-
-/// A size sweep's recommendation: the smallest size where a call's fixed cost is at
-/// most [`FIXED_SHARE`] of its time ([`knee`]). Needs three measured sizes to bracket
-/// the knee; with fewer, or with the best at either end of the sweep, the confidence is
-/// lower and says why. `points` may hold `unsupported` rows (they say where sizes end);
-/// `baseline` is the size the effect is quoted against (4 KiB, a common default); the
-/// smallest size measured when absent.
-pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<Recommendation> {
-    let mut pts: Vec<(u64, &Measurement)> = points
-        .iter()
-        .copied()
-        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
-        .collect();
-    pts.sort_by_key(|p| p.0);
-    // Rows given as unsupported past the largest measured size: nothing larger exists.
-    let last = pts.last().is_some_and(|&(top, _)| {
-        points
-            .iter()
-            .any(|(b, m)| *b > top && m.status == crate::results::Status::Unsupported)
-    });
-    let options: Vec<Opt> = pts.iter().map(|&(b, m)| Opt::new(m, b as f64)).collect();
-    let r = rank(&options)?;
-    let higher = higher_is_better(pts[0].1);
-    let figures: Vec<(u64, f64)> = pts.iter().map(|&(b, m)| (b, m.median)).collect();
-    let k = knee(&figures, higher);
-    let (pick_b, pick) = pts[k.pick];
-    let best = pts[k.best].1;
-    let tied: Vec<u64> = r.tied.iter().map(|&i| pts[i].0).collect();
-    let mut conf = sweep_confidence(&pts, &k, last);
-    let mut rows = vec![row(pick, "choice")];
-    if k.best != k.pick {
-        rows.push(row(best, "best"));
-    }
-    let repeat = knee_confidence(&mut conf, &pts, &k, w.rerun_noise, higher);
-    misfit(&mut conf, &pts, &k, w.rerun_noise);
-    if k.pick > 0 {
-        rows.push(row(pts[k.pick - 1].1, "next"));
-    }
-    let base = pts
-        .iter()
-        .find(|p| p.0 == baseline)
-        .or(pts.first())
-        .copied();
-    let mut effect = size_effect((pick_b, pick), base);
-    if let Some(fit) = fit_effect(&pts, &k) {
-        effect = format!("{effect}; {fit}");
-    }
-    if let Some((_, bm)) = base
-        && !rows.iter().any(|r| r.case == bm.case)
-    {
-        rows.push(row(bm, "baseline"));
-    }
-    let range = [tied[0], tied[tied.len() - 1]];
-    let support = format!(
-        "{} sizes bracket the best; a rerun moving each size within its noise chooses {} in {}% of {RERUNS} simulated reruns",
-        pts.len(),
-        format_size(pick_b),
-        sig3(repeat * 100.0)
-    );
-    let action = format!("use {} {}", format_size(pick_b), w.noun);
-    let choice = Choice::Size {
-        bytes: pick_b,
-        label: format_size(pick_b),
-        tied,
-        range,
-    };
-    Some(finish(w, action, choice, effect, rows, conf, support))
-}
-
-/// Lowers `c` where the sweep `pts` does not follow the fit `k` (rows' rerun floor
-/// `fl`): its fastest size runs faster than the choice by more than both rows' noise
-/// (medium; twice: low), more than a fixed cost per call explains (a durable write's
-/// disk, a cache). The choice stays the fit's: switching to the fastest size there made
-/// twin runs disagree more often (simulated on this machine's pairs: high repeated in
-/// 92% instead of 98%).
-fn misfit(c: &mut Confidence, pts: &[(u64, &Measurement)], k: &Knee, fl: f64) {
-    let (pick, best) = (pts[k.pick].1, pts[k.best].1);
-    let (lead, both) = (
-        gain(best, pick) - 1.0,
-        noise(pick, fl).hypot(noise(best, fl)),
-    );
-    if k.best != k.pick && lead > both {
-        c.cap(
-            if lead > 2.0 * both { Level::Low } else { Level::Medium },
-            format!(
-                "{} runs {}% faster than the choice: more than a call's fixed cost explains, and more than the two rows' noise (±{}%)",
-                format_size(pts[k.best].0),
-                sig3(lead * 100.0),
-                sig3(both * 100.0)
-            ),
-        );
-    }
-}
-
-/// Lowers `c` where a rerun may choose another size of the sweep `pts` (chosen as `k`,
-/// rows' rerun floor `fl`): the figures fit no fixed cost per call, or simulated reruns
-/// within the rows' noise choose another size. Returns the share of simulated reruns
-/// that chose the same size.
-fn knee_confidence(
-    conf: &mut Confidence,
-    pts: &[(u64, &Measurement)],
-    k: &Knee,
-    fl: f64,
-    higher: bool,
-) -> f64 {
-    if k.fit.is_none() && k.best > 0 {
-        conf.cap(
-            Level::Low,
-            "the figures do not fit a fixed cost per call plus a cost per byte".into(),
-        );
-    }
-    let rows: Vec<(&Measurement, f64)> = pts.iter().map(|(_, m)| (*m, noise(m, fl))).collect();
-    let spread: Vec<f64> = rows.iter().map(|r| r.1).collect();
-    let mut moved: Vec<(u64, f64)> = Vec::with_capacity(pts.len());
-    let (repeat, other) = reruns(&spread, k.pick, |f| {
-        moved.clear();
-        moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
-        knee(&moved, higher).pick
-    });
-    let other = other.map(|i| format_size(pts[i].0));
-    repeat_confidence(conf, repeat, other, &rows, "size");
-    repeat
 }
 
 /// The best option outside the tie set (the "next" row a method choice cites).
@@ -800,7 +512,13 @@ fn method_reruns(
         .filter(|(o, _)| ok(o))
         .map(|(o, n)| (o.m, *n))
         .collect();
-    repeat_confidence(c, repeat, other.map(name), &rows, "option");
+    repeat_confidence(
+        c,
+        repeat,
+        other.map(name),
+        &rows,
+        ("option", "chooses another"),
+    );
     repeat
 }
 
@@ -864,7 +582,16 @@ pub fn methods(
         .map(|&i| name(i))
         .collect();
     let base = baseline.and_then(|b| options.iter().position(|o| o.0 == b && o.1.m.is_ok()));
-    let effect = method_effect(&opts, &r, (base, out), &mut rows, &name);
+    let mut effect = method_effect(&opts, &r, (base, out), &mut rows, &name);
+    // A tie won on physics says so first (the summary shows that part).
+    if let Some((other, why)) = r
+        .tied
+        .iter()
+        .filter(|&&i| i != r.pick)
+        .find_map(|&i| Some((name(i), opts[r.pick].work.less_than(&opts[i].work)?)))
+    {
+        effect = format!("tied with {other} within noise, and {why}; {effect}");
+    }
     let support = format!(
         "{measured} options measured; a rerun moving each within its noise chooses {} in {}% of {RERUNS} simulated reruns{}",
         name(r.pick),
@@ -875,7 +602,29 @@ pub fn methods(
             sig3(n * 100.0)
         ))
     );
-    let action = format!("use {}", name(r.pick));
+    // Options tied within the tolerance are one answer, the first named by the work
+    // rule: "use copy-file-range, or sendfile: equal here" (the fastest other one named,
+    // the rest counted, so the summary's cell stays short).
+    let mut equal: Vec<usize> = r
+        .tied
+        .iter()
+        .copied()
+        .filter(|&i| {
+            i != r.pick && close(opts[i].m, pick, MARGIN) && close(pick, opts[i].m, MARGIN)
+        })
+        .collect();
+    equal.sort_by(|&a, &b| gain(opts[b].m, opts[a].m).total_cmp(&1.0));
+    let action = match equal.as_slice() {
+        [] => format!("use {}", name(r.pick)),
+        [one] => format!("use {}, or {}: equal here", name(r.pick), name(*one)),
+        [first, rest @ ..] => format!(
+            "use {}, or {} and {} other{}: equal here",
+            name(r.pick),
+            name(*first),
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    };
     let choice = Choice::Method {
         name: name(r.pick),
         tied,
@@ -1003,7 +752,7 @@ pub(crate) mod tests {
         m
     }
 
-    fn words() -> Words<'static> {
+    pub(crate) fn words() -> Words<'static> {
         Words {
             id: "buffer".into(),
             topic: "read loop buffer",
@@ -1012,203 +761,6 @@ pub(crate) mod tests {
             operation: None,
             noun: "buffers",
             caveats: Vec::new(),
-        }
-    }
-
-    /// The read sweep measured here (GB/s), 1 KiB … 8 MiB.
-    fn read_curve(scale: &[f64]) -> Vec<(u64, Measurement)> {
-        let gbs = [
-            5.8, 9.0, 14.6, 18.9, 22.2, 23.3, 24.7, 24.6, 24.8, 25.1, 21.0, 14.6, 14.4, 14.5,
-        ];
-        gbs.iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let f = scale.get(i).copied().unwrap_or(1.0);
-                (
-                    1024u64 << i,
-                    m(&format!("{}", 1024u64 << i), g * f * 1e9, 0.006),
-                )
-            })
-            .collect()
-    }
-
-    fn pick(curve: &[(u64, Measurement)]) -> (u64, Vec<u64>, Level) {
-        let pts: Vec<(u64, &Measurement)> = curve.iter().map(|(b, m)| (*b, m)).collect();
-        let r = sizes(words(), &pts, 4096).unwrap();
-        match r.choice {
-            Choice::Size { bytes, tied, .. } => (bytes, tied, r.confidence.level),
-            _ => unreachable!(),
-        }
-    }
-
-    /// A sweep that follows t(b) = fixed + b / rate exactly, 4 KiB … 4 MiB by fours,
-    /// then 16 MiB slower (past the caches).
-    fn model_curve(fixed: f64, rate: f64) -> Vec<(u64, Measurement)> {
-        (0..7)
-            .map(|i| {
-                let b = 4096u64 << (2 * i);
-                let v = if i == 6 {
-                    rate * 0.8
-                } else {
-                    b as f64 / (fixed + b as f64 / rate)
-                };
-                (b, m(&format!("{b}"), v, 0.005))
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_size_where_a_calls_fixed_cost_falls_to_5_percent_is_chosen() {
-        // 276 ns per call at 25 GB/s: the fixed cost is 5% of a call at 128 KiB, so
-        // 256 KiB is the smallest size measured past it, though 64 KiB and 1 MiB are
-        // within a few percent of it.
-        let curve = model_curve(276e-9, 25e9);
-        let pts: Vec<(u64, &Measurement)> = curve.iter().map(|(b, m)| (*b, m)).collect();
-        let r = sizes(words(), &pts, 4096).unwrap();
-        assert_eq!(r.action, "use 256 KiB buffers");
-        assert_eq!(r.confidence.level, Level::High, "{:?}", r.confidence);
-        assert!(
-            r.effect.contains("fixed cost is about 276 ns"),
-            "{}",
-            r.effect
-        );
-        assert!(
-            r.confidence.reasons[0].contains("simulated reruns"),
-            "{:?}",
-            r.confidence
-        );
-        // A rate 10% lower everywhere (a slower moment of the machine) changes nothing.
-        let slower: Vec<(u64, Measurement)> = curve
-            .iter()
-            .map(|(b, x)| (*b, m(&x.case, x.median * 0.9, 0.005)))
-            .collect();
-        assert_eq!(pick(&slower).0, 256 << 10);
-    }
-
-    #[test]
-    fn a_knee_on_a_measured_size_is_borderline() {
-        // The read sweep of an earlier machine, 1 KiB … 8 MiB by twos: the fixed cost
-        // reaches 5% at 66 KiB, just past 64 KiB; a rerun's 2% moves it either side.
-        let (b, _, level) = pick(&read_curve(&[]));
-        assert_eq!(b, 128 << 10);
-        assert_ne!(level, Level::High);
-    }
-
-    #[test]
-    fn twin_runs_that_straddle_a_size_are_not_high() {
-        // read populated by readahead, 16 KiB … 512 KiB, two back-to-back runs (GB/s:
-        // median, CI): the fit puts the 5% line at 29 KiB in one and 33 KiB in the other,
-        // either side of 32 KiB. Neither run may call its choice high.
-        let run = |v: &[(f64, f64, f64)]| -> Vec<(u64, Measurement)> {
-            v.iter()
-                .enumerate()
-                .map(|(i, &(med, lo, hi))| {
-                    let mut x = m("r", med * 1e9, 0.0);
-                    x.ci95 = [lo * 1e9, hi * 1e9];
-                    x.raw = vec![med * 1e9; 12];
-                    (16384u64 << i, x)
-                })
-                .collect()
-        };
-        let one = run(&[
-            (20.14, 20.04, 20.25),
-            (21.02, 20.76, 21.12),
-            (21.6, 21.47, 21.78),
-            (21.75, 21.47, 21.85),
-            (21.85, 21.72, 21.89),
-            (21.94, 21.73, 22.14),
-        ]);
-        let two = run(&[
-            (19.67, 19.59, 19.72),
-            (20.37, 20.18, 20.51),
-            (21.06, 20.8, 21.2),
-            (21.0, 20.79, 21.12),
-            (21.54, 21.2, 21.61),
-            (21.9, 21.66, 22.03),
-        ]);
-        // At a 2% rerun floor 512 KiB also runs faster than the choice by more than the
-        // noise: the sweep does not follow the fit there, which says so too.
-        for curve in [&one, &two] {
-            let pts: Vec<(u64, &Measurement)> = curve.iter().map(|(b, m)| (*b, m)).collect();
-            let r = sizes(words(), &pts, 4096).unwrap();
-            assert_ne!(r.confidence.level, Level::High, "{:?}", r.confidence);
-            assert!(
-                r.confidence.reasons.iter().any(|x| {
-                    x.contains("borderline") || x.contains("more than a call's fixed cost explains")
-                }),
-                "{:?}",
-                r.confidence
-            );
-        }
-    }
-
-    #[test]
-    fn one_size_or_the_best_at_the_edge_is_low_confidence() {
-        let one = [(1u64 << 20, m("1MiB", 3.3e9, 0.01))];
-        let pts: Vec<(u64, &Measurement)> = one.iter().map(|(b, m)| (*b, m)).collect();
-        let r = sizes(words(), &pts, 4096).unwrap();
-        assert_eq!(r.confidence.level, Level::Low);
-        assert!(
-            r.confidence.reasons[0].contains("only 1 size"),
-            "{:?}",
-            r.confidence
-        );
-        let rising = [
-            (4096u64, m("4K", 4.7e9, 0.01)),
-            (65536, m("64K", 7.0e9, 0.01)),
-            (1 << 20, m("1M", 9.5e9, 0.01)),
-        ];
-        let pts: Vec<(u64, &Measurement)> = rising.iter().map(|(b, m)| (*b, m)).collect();
-        let r = sizes(words(), &pts, 4096).unwrap();
-        assert_eq!(r.confidence.level, Level::Low);
-        assert!(
-            r.confidence
-                .reasons
-                .iter()
-                .any(|x| x.contains("largest size measured"))
-        );
-    }
-
-    #[test]
-    fn a_sweep_that_ends_where_sizes_end_is_not_at_the_edge() {
-        // UDP: 64 KiB is over the datagram maximum, so 16 KiB is the largest size that
-        // exists, not merely the largest measured.
-        let mut over = m("64K", 0.0, 0.0);
-        over.status = crate::results::Status::Unsupported;
-        let rows = [
-            (1024u64, m("1K", 0.4e9, 0.01)),
-            (4096, m("4K", 1.2e9, 0.01)),
-            (16384, m("16K", 2.9e9, 0.01)),
-        ];
-        let mut pts: Vec<(u64, &Measurement)> = rows.iter().map(|(b, m)| (*b, m)).collect();
-        let edge = |r: &Recommendation| {
-            r.confidence
-                .reasons
-                .iter()
-                .any(|x| x.contains("largest size measured"))
-        };
-        assert!(edge(&sizes(words(), &pts, 4096).unwrap()));
-        pts.push((65536, &over));
-        assert!(!edge(&sizes(words(), &pts, 4096).unwrap()));
-    }
-
-    #[test]
-    fn a_noisy_point_ties_but_is_not_chosen() {
-        // pipe --quick's case: 4 KiB at 6 GB/s with a CI of 3.2–9.1 against 9.5 GB/s.
-        let pts_owned = [
-            (4096u64, m("4K", 6.0e9, 0.5)),
-            (65536, m("64K", 9.3e9, 0.01)),
-            (1 << 20, m("1M", 9.5e9, 0.01)),
-            (4 << 20, m("4M", 9.0e9, 0.01)),
-        ];
-        let pts: Vec<(u64, &Measurement)> = pts_owned.iter().map(|(b, m)| (*b, m)).collect();
-        let r = sizes(words(), &pts, 4096).unwrap();
-        match &r.choice {
-            Choice::Size { bytes, tied, .. } => {
-                assert_eq!(*bytes, 65536);
-                assert!(tied.contains(&4096), "its interval reaches the best");
-            }
-            _ => unreachable!(),
         }
     }
 
@@ -1240,6 +792,7 @@ pub(crate) mod tests {
                 tied: vec!["copy-file-range".into()]
             }
         );
+        assert_eq!(r.action, "use sendfile, or copy-file-range: equal here");
         assert!(
             r.effect.starts_with("×1.28 against read-write"),
             "{}",
@@ -1323,7 +876,18 @@ pub(crate) mod tests {
             ];
             let opts = [all[order[0]].clone(), all[order[1]].clone()];
             let r = methods(words(), &opts, Some("lseek+write")).unwrap();
-            assert_eq!(r.action, "use pwrite", "{order:?}");
+            assert_eq!(
+                r.action, "use pwrite, or lseek+write: equal here",
+                "{order:?}"
+            );
+            // The why cell (the effect's first part) says the tie was won on work.
+            assert!(
+                r.effect.starts_with(
+                    "tied with lseek+write within noise, and 1 system call per operation instead of 2; "
+                ),
+                "{}",
+                r.effect
+            );
             assert!(
                 r.confidence.reasons.iter().any(|x| x
                     == "tie broken by the work done: pwrite does less than lseek+write (1 system call per operation instead of 2)"),

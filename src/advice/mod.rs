@@ -13,8 +13,10 @@ pub mod decide;
 pub mod model;
 pub mod pool;
 pub mod render;
+pub mod sizes;
 
 pub use collect::*;
 pub use decide::*;
 pub use model::*;
 pub use render::*;
+pub use sizes::{PLATEAU, Plateau, sizes};

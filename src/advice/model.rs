@@ -141,6 +141,10 @@ pub struct Recommendation {
     /// (`{"capacity": "1 MiB"}` for a pipe chunk): fields, not part of the scope.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub context: std::collections::BTreeMap<String, String>,
+    /// A size answer's plateau: the sizes whose figures are all within `within` of the
+    /// best's (the choice is the knee, the size to use, inside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plateau: Option<super::sizes::Plateau>,
     /// What it buys, e.g. "×1.8 against 4 KiB".
     pub effect: String,
     pub evidence: Evidence,

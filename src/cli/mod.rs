@@ -36,7 +36,9 @@ use crate::present::Style;
 pub use crate::settings::{ExportFormat, Format, Scale, Settings};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 pub use probes::{ProbeArgs, ProbeCommand};
-pub use shared::{Before, MeasureFlags, Measuring, OutputFlags, StoreFlags, parse_percent};
+pub use shared::{
+    Before, MeasureFlags, Measuring, OutputFlags, RunArgs, StoreFlags, parse_percent,
+};
 use std::path::PathBuf;
 
 /// ioprobe: what I/O system calls really cost on this machine, and which buffer size
@@ -98,15 +100,17 @@ impl ColorWhen {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run every probe (syscalls, read, write, pipe, copy) with short defaults behind
-    /// one progress display, save the run and write its HTML report.
+    /// Run every probe (syscalls, read, write, pipe, socket, copy) with short defaults
+    /// behind one progress display, save the run and write its HTML report; its advice
+    /// pools this machine's saved runs (--fresh: this run alone).
     #[command(after_help = examples!(
         "ioprobe run                       every probe and what to do (≈60 s)",
         "ioprobe run --json > run.json     one JSON document",
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
+        "ioprobe run --fresh               advice from this run alone, no saved runs pooled",
     ))]
-    Run(Measuring),
-    /// The probes' own commands (syscalls, read, write, pipe, copy).
+    Run(RunArgs),
+    /// The probes' own commands (syscalls, read, write, pipe, socket, copy).
     #[command(flatten)]
     Probe(ProbeCommand),
     /// Run a command traced and price its I/O system calls with this machine's saved
@@ -389,7 +393,8 @@ impl Command {
             (Some(x.measure.clone()), Some(&x.output), Some(&x.store))
         }
         match self {
-            Command::Run(x) | Command::Advise(x) => m(x),
+            Command::Run(x) => m(&x.shared),
+            Command::Advise(x) => m(x),
             Command::Probe(p) => m(p.args().shared()),
             Command::Sysinfo { dir, output } => (
                 Some(MeasureFlags {
@@ -502,6 +507,7 @@ impl Cli {
             format,
             store,
             no_save: m.no_save,
+            fresh: matches!(&self.command, Command::Run(r) if r.fresh),
             quiet: self.quiet,
             verbose: self.verbose,
             style: output_style(self, o.wide),

@@ -78,6 +78,16 @@ pub struct Measuring {
     pub store: StoreFlags,
 }
 
+/// `ioprobe run`'s flags: the measuring commands' and its own.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub shared: Measuring,
+    /// Advise from this run alone: do not pool this machine's saved runs with it
+    #[arg(long)]
+    pub fresh: bool,
+}
+
 /// Every shared flag, as given before the command: the measuring commands' set.
 pub type Before = Measuring;
 

@@ -22,7 +22,17 @@ pub use crate::settings::Format;
 /// Renders a run in `format`; stdout gets exactly this text. `id` is the run's id in
 /// the store (evidence cites it), None for a run that was not saved.
 pub fn render(run: &Run, id: Option<i64>, format: Format, st: &Style) -> Result<String> {
-    let recs = crate::advice::recommendations(run, id);
+    render_with(run, &crate::advice::recommendations(run, id), format, st)
+}
+
+/// [`render`] with the recommendations given (`run`'s advice pooled with saved runs).
+pub fn render_with(
+    run: &Run,
+    recs: &[crate::advice::Recommendation],
+    format: Format,
+    st: &Style,
+) -> Result<String> {
+    let recs = recs.to_vec();
     let obs = crate::advice::observations(run);
     Ok(match format {
         Format::Table => table::render_run(run, &recs, &obs, st),

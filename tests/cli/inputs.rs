@@ -446,6 +446,15 @@ fn readme_and_help_quote_the_same_run_duration() {
     let a = quoted(&readme, "cargo run --release -- run");
     let b = quoted(&help, "every probe and what to do");
     assert_eq!(a, b, "README {a:?}, --help {b:?}");
+    // `run --help` names every probe it runs.
+    let listed = help.split(')').next().unwrap_or("").replace('\n', " ");
+    for kind in ioprobe::probes::REGISTRY {
+        assert!(
+            listed.contains(kind.name()),
+            "run --help does not name {}: {help}",
+            kind.name()
+        );
+    }
 }
 
 /// A run file whose rows lack a field their probe's typed params need is refused with

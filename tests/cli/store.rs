@@ -141,6 +141,10 @@ fn run_saves_and_writes_its_html_report() {
         "{out}"
     );
     assert!(
+        out.contains("this run stands alone: no saved run of this machine to pool with"),
+        "{out}"
+    );
+    assert!(
         out.contains(&format!("HTML report: {}", report.display())),
         "{out}"
     );
@@ -157,16 +161,61 @@ fn run_saves_and_writes_its_html_report() {
             "the report must load nothing, found {load}"
         );
     }
-    with_store(&store)
+    // The second run's advice pools the first (as advise does), and cites both.
+    let second = stdout_of(
+        &with_store(&store)
+            .arg("run")
+            .arg("--dir")
+            .arg(&scratch)
+            .args(small)
+            .arg("--json")
+            .assert()
+            .success(),
+    );
+    let doc = json_of(second.as_bytes());
+    let pooled = doc["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["evidence"]["runs"] == serde_json::json!([1, 2]));
+    assert!(pooled, "no recommendation cites runs 1 and 2: {doc}");
+    let said = with_store(&store)
         .arg("run")
         .arg("--dir")
         .arg(&scratch)
         .args(small)
         .assert()
         .success();
+    assert!(
+        stdout_of(&said).contains("advice pooled from 3 runs (this one and 2 since "),
+        "{}",
+        stdout_of(&said)
+    );
+    // --fresh: this run alone.
+    let fresh = json_of(
+        &with_store(&store)
+            .arg("run")
+            .arg("--fresh")
+            .arg("--dir")
+            .arg(&scratch)
+            .args(small)
+            .arg("--json")
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert!(
+        fresh["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["evidence"]["runs"] == serde_json::json!([4])),
+        "{fresh}"
+    );
     let cmp = stdout_of(
         &with_store(&store)
-            .args(["compare", "last~1", "last"])
+            .args(["compare", "1", "2"])
             .assert()
             .success(),
     );

@@ -1,0 +1,536 @@
+//! A size answer (a buffer, a block, a chunk): the question a programmer asks is "from
+//! which size on does it stop mattering, and what does going smaller cost?", as GNU
+//! coreutils' `ioblksize.h` answers it ("the minimum blksize to best minimize system
+//! call overhead"), here on the user's own machine with its uncertainty stated.
+//!
+//! - The *plateau*: the measured sizes around the fastest whose medians are all within
+//!   [`PLATEAU`] (5%) of its median. A size measured worse than that is never in it.
+//! - The *knee*, the size to use: the plateau's smallest size, coreutils' rule. A fit of
+//!   one call's time t(b) = fixed + per_byte × b over the sizes up to the fastest is
+//!   quoted beside it: what a call costs besides its bytes, and its share at the knee.
+//! - The *confidence* is about the statement "use the knee or larger; the plateau's
+//!   sizes are all within 5% of the best": the share of simulated reruns, each moving
+//!   every size within its noise, whose knee stays inside the stated plateau.
+
+use super::decide::{
+    Opt, RERUNS, Words, figure, finish, gain, higher_is_better, noise, rank, repeat_confidence,
+    reruns, row,
+};
+use super::model::*;
+use crate::results::Measurement;
+use crate::units::{format_ns, format_size, sig3};
+use serde::{Deserialize, Serialize};
+
+/// How far from the best median a size of the plateau may be (relative): within this,
+/// a larger size buys at most a few percent, the size of this machine's run-to-run
+/// drift on memory-bound rows.
+pub const PLATEAU: f64 = 0.05;
+
+/// The sizes of a size answer's plateau, in the recommendation's JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Plateau {
+    /// The smallest and the largest size of the plateau (bytes).
+    pub from: u64,
+    pub to: u64,
+    /// The tolerance: every size from `from` to `to` has a median within this share
+    /// of the best's.
+    pub within: f64,
+    /// The plateau reaches the largest size measured: larger sizes were not measured.
+    pub open_ended: bool,
+}
+
+/// A size sweep's answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Knee {
+    /// Index of the fastest size and of the chosen one.
+    best: usize,
+    pick: usize,
+    /// The plateau: indices `from..=to`.
+    from: usize,
+    to: usize,
+    /// Seconds of fixed cost per call and seconds per byte, when the figures fit one.
+    fit: Option<(f64, f64)>,
+}
+
+/// Seconds one call takes at size `b` whose figure is `v` (bytes/s, or ns per call).
+fn call_seconds(b: u64, v: f64, higher: bool) -> f64 {
+    if higher { b as f64 / v } else { v * 1e-9 }
+}
+
+/// Weighted least squares of t(b) = fixed + per_byte × b with relative errors over
+/// `pts[..=best]`: (fixed, per_byte), or None when they do not fit (no cost per byte).
+fn fit(pts: &[(u64, f64)], best: usize, higher: bool) -> Option<(f64, f64)> {
+    let mut sum = [0.0f64; 5];
+    for &(b, v) in &pts[..=best] {
+        let (x, y) = (b as f64, call_seconds(b, v, higher));
+        let w = 1.0 / (y * y);
+        for (acc, add) in sum.iter_mut().zip([w, w * x, w * y, w * x * x, w * x * y]) {
+            *acc += add;
+        }
+    }
+    let [w, sx, sy, sxx, sxy] = sum;
+    let per_byte = (w * sxy - sx * sy) / (w * sxx - sx * sx);
+    let fixed = (sy - per_byte * sx) / w;
+    (best > 0 && per_byte.is_finite() && per_byte > 0.0 && fixed.is_finite())
+        .then_some((fixed.max(0.0), per_byte))
+}
+
+/// The answer for the sizes `pts` (ascending, with their figures).
+fn knee(pts: &[(u64, f64)], higher: bool) -> Knee {
+    let better = |a: f64, b: f64| if higher { a > b } else { a < b };
+    let best = (0..pts.len())
+        .reduce(|b, i| if better(pts[i].1, pts[b].1) { i } else { b })
+        .unwrap_or(0);
+    let within = |i: usize| {
+        if higher {
+            pts[i].1 >= pts[best].1 * (1.0 - PLATEAU)
+        } else {
+            pts[i].1 <= pts[best].1 * (1.0 + PLATEAU)
+        }
+    };
+    let from = (0..=best)
+        .rev()
+        .take_while(|&i| within(i))
+        .last()
+        .unwrap_or(best);
+    let to = (best..pts.len())
+        .take_while(|&i| within(i))
+        .last()
+        .unwrap_or(best);
+    Knee {
+        best,
+        pick: from,
+        from,
+        to,
+        fit: fit(pts, best, higher),
+    }
+}
+
+/// The confidence a size sweep allows before the figures are looked at: too few sizes,
+/// the best at an edge of the sweep (the largest size is no edge when the next one is
+/// `unsupported`: a datagram over the family's maximum), the plateau starting at the
+/// smallest size.
+fn sweep_confidence(pts: &[(u64, &Measurement)], k: &Knee, last: bool) -> Confidence {
+    let mut conf = Confidence::new();
+    let n = pts.len();
+    if n < 3 {
+        conf.cap(
+            Level::Low,
+            format!(
+                "only {n} size{} measured: a sweep needs three to bracket the best",
+                if n == 1 { "" } else { "s" }
+            ),
+        );
+        return conf;
+    }
+    if k.best == n - 1 && !last {
+        conf.cap(
+            if k.from < k.best {
+                Level::Medium
+            } else {
+                Level::Low
+            },
+            format!(
+                "the best is the largest size measured ({}): larger ones may be faster",
+                format_size(pts[k.best].0)
+            ),
+        );
+    }
+    if k.from == 0 {
+        conf.cap(
+            Level::Medium,
+            format!(
+                "the plateau starts at the smallest size measured ({}): smaller ones may do as well",
+                format_size(pts[0].0)
+            ),
+        );
+    }
+    conf
+}
+
+/// The effect: the plateau and what the baseline size costs against the knee ("64
+/// KiB–1 MiB all within 5% of the best, 4 KiB costs ×3.20", what the summary shows),
+/// then the two figures, then what the fit found.
+fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement)>) -> String {
+    let (pick_b, pick) = pts[k.pick];
+    let end = if k.to == pts.len() - 1 {
+        " (the largest measured)"
+    } else {
+        ""
+    };
+    let pct = (PLATEAU * 100.0).round();
+    let mut out = if k.from == k.to {
+        format!(
+            "{}{end} is the best, no other size within {pct}%",
+            format_size(pts[k.from].0)
+        )
+    } else {
+        format!(
+            "{}–{}{end} all within {pct}% of the best",
+            format_size(pts[k.from].0),
+            format_size(pts[k.to].0)
+        )
+    };
+    match base {
+        Some((bb, bm)) if bb != pick_b => out.push_str(&format!(
+            ", {} costs ×{}; {} at {} against {} at {}",
+            format_size(bb),
+            sig3(gain(pick, bm)),
+            figure(bm, bm.median),
+            format_size(bb),
+            figure(pick, pick.median),
+            format_size(pick_b)
+        )),
+        _ => out.push_str(&format!(
+            "; {} at {}",
+            figure(pick, pick.median),
+            format_size(pick_b)
+        )),
+    }
+    if let Some(fit) = fit_effect(pts, k) {
+        out.push_str("; ");
+        out.push_str(&fit);
+    }
+    out
+}
+
+/// What the fit says, for the effect: "a call's fixed cost is about 2.1 µs: 4% of a
+/// 256 KiB call, 15% of a 64 KiB one". Not said where the fit does not describe the
+/// sweep at the knee (a fixed cost of over twice the plateau's tolerance there: the
+/// curve rises in a step, not as a fixed cost spread over more bytes).
+fn fit_effect(pts: &[(u64, &Measurement)], k: &Knee) -> Option<String> {
+    let (fixed, per_byte) = k.fit.filter(|f| f.0 > 0.0)?;
+    let share = |b: u64| fixed / (fixed + per_byte * b as f64) * 100.0;
+    let (pick_b, _) = pts[k.pick];
+    if share(pick_b) > 2.0 * PLATEAU * 100.0 {
+        return None;
+    }
+    let below = k
+        .pick
+        .checked_sub(1)
+        .map(|i| {
+            format!(
+                ", {}% of a {} one",
+                sig3(share(pts[i].0)),
+                format_size(pts[i].0)
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "a call's fixed cost is about {}: {}% of a {} call{below}",
+        format_ns(fixed * 1e9),
+        sig3(share(pick_b)),
+        format_size(pick_b)
+    ))
+}
+
+/// A size sweep's recommendation: the knee and its plateau ([`knee`]). Needs three
+/// measured sizes to bracket the best; with fewer, or with the best at the end of the
+/// sweep, the confidence is lower and says why. `points` may hold `unsupported` rows
+/// (they say where sizes end); `baseline` is the size the effect is quoted against (4
+/// KiB, a common default); the smallest size measured when absent.
+pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<Recommendation> {
+    let mut pts: Vec<(u64, &Measurement)> = points
+        .iter()
+        .copied()
+        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    // Rows given as unsupported past the largest measured size: nothing larger exists.
+    let last = pts.last().is_some_and(|&(top, _)| {
+        points
+            .iter()
+            .any(|(b, m)| *b > top && m.status == crate::results::Status::Unsupported)
+    });
+    let options: Vec<Opt> = pts.iter().map(|&(b, m)| Opt::new(m, b as f64)).collect();
+    let r = rank(&options)?;
+    let higher = higher_is_better(pts[0].1);
+    let figures: Vec<(u64, f64)> = pts.iter().map(|&(b, m)| (b, m.median)).collect();
+    let k = knee(&figures, higher);
+    let (pick_b, pick) = pts[k.pick];
+    let mut conf = sweep_confidence(&pts, &k, last);
+    let mut rows = vec![row(pick, "choice")];
+    if k.best != k.pick {
+        rows.push(row(pts[k.best].1, "best"));
+    }
+    let repeat = plateau_confidence(&mut conf, &pts, &k, w.rerun_noise, higher);
+    if k.pick > 0 {
+        rows.push(row(pts[k.pick - 1].1, "next"));
+    }
+    let base = pts
+        .iter()
+        .find(|p| p.0 == baseline)
+        .or(pts.first())
+        .copied();
+    if let Some((_, bm)) = base
+        && !rows.iter().any(|r| r.case == bm.case)
+    {
+        rows.push(row(bm, "baseline"));
+    }
+    let plateau = Plateau {
+        from: pts[k.from].0,
+        to: pts[k.to].0,
+        within: PLATEAU,
+        open_ended: k.to == pts.len() - 1 && !last,
+    };
+    let support = format!(
+        "{} sizes bracket the best; a rerun moving each size within its noise keeps the knee ({}) inside the plateau in {}% of {RERUNS} simulated reruns",
+        pts.len(),
+        format_size(pick_b),
+        sig3(repeat * 100.0)
+    );
+    let action = if k.to == pts.len() - 1 {
+        format!("use {} {} or larger", format_size(pick_b), w.noun)
+    } else if k.pick == k.to {
+        format!("use {} {}", format_size(pick_b), w.noun)
+    } else {
+        format!(
+            "use {} {} (up to {})",
+            format_size(pick_b),
+            w.noun,
+            format_size(pts[k.to].0)
+        )
+    };
+    let tied: Vec<u64> = r.tied.iter().map(|&i| pts[i].0).collect();
+    let choice = Choice::Size {
+        bytes: pick_b,
+        label: format_size(pick_b),
+        range: [tied[0], tied[tied.len() - 1]],
+        tied,
+    };
+    let effect = effect(&pts, &k, base);
+    let mut rec = finish(w, action, choice, effect, rows, conf, support);
+    rec.plateau = Some(plateau);
+    Some(rec)
+}
+
+/// Lowers `conf` by the share of simulated reruns (each moving every size of `pts`
+/// within its noise, rows' rerun floor `fl`) whose knee falls outside the stated
+/// plateau of `k`. Returns that share kept.
+fn plateau_confidence(
+    conf: &mut Confidence,
+    pts: &[(u64, &Measurement)],
+    k: &Knee,
+    fl: f64,
+    higher: bool,
+) -> f64 {
+    let rows: Vec<(&Measurement, f64)> = pts.iter().map(|(_, m)| (*m, noise(m, fl))).collect();
+    let spread: Vec<f64> = rows.iter().map(|r| r.1).collect();
+    let mut moved: Vec<(u64, f64)> = Vec::with_capacity(pts.len());
+    let (repeat, other) = reruns(&spread, k.pick, |f| {
+        moved.clear();
+        moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
+        let again = knee(&moved, higher).pick;
+        // Inside the stated plateau: the statement holds (counted as the knee).
+        if (k.from..=k.to).contains(&again) {
+            k.pick
+        } else {
+            again
+        }
+    });
+    let stated = if k.from == k.to {
+        format_size(pts[k.from].0)
+    } else {
+        format!(
+            "{}–{}",
+            format_size(pts[k.from].0),
+            format_size(pts[k.to].0)
+        )
+    };
+    let other = other.map(|i| format!("{}, outside {stated}", format_size(pts[i].0)));
+    repeat_confidence(
+        conf,
+        repeat,
+        other,
+        &rows,
+        ("size", "puts the knee outside the stated plateau"),
+    );
+    repeat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advice::decide::tests::{m, words};
+
+    /// The answer for `(size, GB/s)` rows measured to ±`spread`.
+    fn answer(rows: &[(u64, f64)], spread: f64) -> Recommendation {
+        let owned: Vec<(u64, Measurement)> = rows
+            .iter()
+            .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, spread)))
+            .collect();
+        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+        sizes(words(), &pts, 4096).unwrap()
+    }
+
+    fn knee_of(r: &Recommendation) -> u64 {
+        match r.choice {
+            Choice::Size { bytes, .. } => bytes,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_flat_plateau_gives_its_smallest_size_at_high() {
+        let r = answer(
+            &[
+                (4096, 5.0),
+                (16384, 12.0),
+                (65536, 20.0),
+                (262144, 20.4),
+                (1 << 20, 20.2),
+                (4 << 20, 20.3),
+                (16 << 20, 14.0),
+            ],
+            0.005,
+        );
+        assert_eq!(knee_of(&r), 65536);
+        assert_eq!(r.action, "use 64 KiB buffers (up to 4 MiB)");
+        let p = r.plateau.unwrap();
+        assert_eq!(
+            (p.from, p.to, p.within, p.open_ended),
+            (65536, 4 << 20, 0.05, false)
+        );
+        assert!(
+            r.effect.starts_with(
+                "64 KiB–4 MiB all within 5% of the best, 4 KiB costs ×4.00; 5.00 GB/s at 4 KiB against 20.0 GB/s at 64 KiB"
+            ),
+            "{}",
+            r.effect
+        );
+        assert_eq!(r.confidence.level, Level::High, "{:?}", r.confidence);
+        assert!(
+            r.confidence.reasons[0].contains("keeps the knee (64 KiB) inside the plateau"),
+            "{:?}",
+            r.confidence
+        );
+    }
+
+    #[test]
+    fn a_curve_with_a_clear_knee_gives_the_knee_and_leaves_out_slower_sizes() {
+        // t(b) = 276 ns + b / 25 GB/s, 4 KiB … 4 MiB by fours: 64 KiB runs at 22.6 GB/s,
+        // 9% below the best, 256 KiB at 24.4, within 5%.
+        let rows: Vec<(u64, f64)> = (0..6)
+            .map(|i| {
+                let b = 4096u64 << (2 * i);
+                (b, b as f64 / (276e-9 + b as f64 / 25e9) / 1e9)
+            })
+            .collect();
+        let r = answer(&rows, 0.005);
+        assert_eq!(knee_of(&r), 256 << 10);
+        assert_eq!(r.action, "use 256 KiB buffers or larger");
+        let p = r.plateau.unwrap();
+        assert_eq!((p.from, p.to), (256 << 10, 4 << 20));
+        // Every size of the plateau within 5% of the best; every size left out worse.
+        for (b, g) in &rows {
+            assert_eq!(
+                (p.from..=p.to).contains(b),
+                *g >= rows[5].1 * 0.95,
+                "{b}: {g}"
+            );
+        }
+        assert!(
+            r.effect.contains("fixed cost is about 276 ns"),
+            "{}",
+            r.effect
+        );
+        // A rate 10% lower everywhere (a slower moment of the machine) changes nothing.
+        let slower: Vec<(u64, f64)> = rows.iter().map(|&(b, g)| (b, g * 0.9)).collect();
+        assert_eq!(knee_of(&answer(&slower, 0.005)), 256 << 10);
+    }
+
+    #[test]
+    fn a_size_near_the_line_is_borderline() {
+        // 64 KiB 5.5% below the best with rows moving ±10% between runs: reruns often
+        // put it inside the plateau, below the stated knee.
+        let rows = [
+            (4096, 5.0),
+            (16384, 14.0),
+            (65536, 18.9),
+            (262144, 20.0),
+            (1 << 20, 19.9),
+            (4 << 20, 19.8),
+        ];
+        let owned: Vec<(u64, Measurement)> = rows
+            .iter()
+            .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, 0.005)))
+            .collect();
+        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+        let w = Words {
+            rerun_noise: super::super::decide::RERUN_NOISE_MEMORY,
+            ..words()
+        };
+        let r = sizes(w, &pts, 4096).unwrap();
+        assert_eq!(knee_of(&r), 256 << 10);
+        assert_ne!(r.confidence.level, Level::High, "{:?}", r.confidence);
+        assert!(
+            r.confidence
+                .reasons
+                .iter()
+                .any(|x| x.contains("outside the stated plateau")
+                    && x.contains("most often 64 KiB, outside 256 KiB–4 MiB")),
+            "{:?}",
+            r.confidence
+        );
+    }
+
+    #[test]
+    fn a_sweep_whose_best_is_at_the_edge_says_so() {
+        let r = answer(&[(4096, 4.7), (65536, 7.0), (1 << 20, 9.5)], 0.01);
+        assert_eq!(knee_of(&r), 1 << 20);
+        assert_eq!(r.confidence.level, Level::Low);
+        assert!(r.plateau.unwrap().open_ended);
+        assert!(
+            r.confidence
+                .reasons
+                .iter()
+                .any(|x| x.contains("the best is the largest size measured (1 MiB)"))
+        );
+        assert!(
+            r.effect
+                .starts_with("1 MiB (the largest measured) is the best, no other size within 5%, 4 KiB costs ×2.02;"),
+            "{}",
+            r.effect
+        );
+        let one = answer(&[(1 << 20, 3.3)], 0.01);
+        assert_eq!(one.confidence.level, Level::Low);
+        assert!(one.confidence.reasons[0].contains("only 1 size"));
+    }
+
+    #[test]
+    fn a_sweep_that_ends_where_sizes_end_is_not_at_the_edge() {
+        // UDP: 64 KiB is over the datagram maximum, so 16 KiB is the largest size that
+        // exists, not merely the largest measured.
+        let mut over = m("64K", 0.0, 0.0);
+        over.status = crate::results::Status::Unsupported;
+        let rows = [
+            (1024u64, m("1K", 0.4e9, 0.01)),
+            (4096, m("4K", 1.2e9, 0.01)),
+            (16384, m("16K", 2.9e9, 0.01)),
+        ];
+        let mut pts: Vec<(u64, &Measurement)> = rows.iter().map(|(b, m)| (*b, m)).collect();
+        let edge = |r: &Recommendation| {
+            r.confidence
+                .reasons
+                .iter()
+                .any(|x| x.contains("largest size measured"))
+        };
+        assert!(edge(&sizes(words(), &pts, 4096).unwrap()));
+        pts.push((65536, &over));
+        let r = sizes(words(), &pts, 4096).unwrap();
+        assert!(!edge(&r));
+        assert!(!r.plateau.unwrap().open_ended);
+    }
+
+    #[test]
+    fn a_plateau_from_the_smallest_size_says_smaller_may_do() {
+        let r = answer(&[(65536, 20.0), (262144, 20.3), (1 << 20, 20.1)], 0.005);
+        assert_eq!(knee_of(&r), 65536);
+        assert_eq!(r.confidence.level, Level::Medium);
+        assert!(
+            r.confidence.reasons[0].contains("starts at the smallest size measured"),
+            "{:?}",
+            r.confidence
+        );
+    }
+}
