@@ -411,13 +411,28 @@ impl Point {
     }
 }
 
+/// A size answer drawn on its series: the plateau (`from`–`to`, bytes) as a wide pale
+/// band along the curve, the knee (the size to use) as a ring labelled "knee".
+pub struct Span {
+    pub series: String,
+    pub from: u64,
+    pub to: u64,
+    pub knee: u64,
+}
+
 /// Width of the legend panel right of a line plot: the legend never covers data.
 const LEGEND_W: u32 = 250;
 
 /// Throughput (GB/s) against a size on a log2 axis: one line per series, each point
-/// with its 95% CI as a whisker, vertical marks (e.g. cache sizes) labelled, and the
-/// legend in its own panel on the right.
-pub fn lines(title: &str, x_desc: &str, pts: &[Point], marks: &[(String, u64)]) -> Result<String> {
+/// with its 95% CI as a whisker, vertical marks (e.g. cache sizes) labelled, each
+/// series' size answer (`spans`: plateau and knee) marked on it, and the legend in its
+/// own panel on the right.
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    pts: &[Point],
+    (marks, spans): (&[(String, u64)], &[Span]),
+) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900 + LEGEND_W, 480)).into_drawing_area();
@@ -469,6 +484,28 @@ pub fn lines(title: &str, x_desc: &str, pts: &[Point], marks: &[(String, u64)]) 
         for (k, name) in series_names(pts).iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
             let series: Vec<&Point> = pts.iter().filter(|p| p.series == *name).collect();
+            for sp in spans.iter().filter(|sp| sp.series == *name) {
+                let on = |p: &&&Point| (sp.from as f64..=sp.to as f64).contains(&p.x);
+                chart
+                    .draw_series(LineSeries::new(
+                        series.iter().filter(on).map(|p| (p.x, p.y)),
+                        color.mix(0.3).stroke_width(12),
+                    ))
+                    .map_err(e)?;
+                if let Some(p) = series.iter().find(|p| p.x == sp.knee as f64) {
+                    chart
+                        .draw_series([
+                            Circle::new((p.x, p.y), 8, color.stroke_width(2)).into_dyn(),
+                            Text::new(
+                                "knee",
+                                (p.x * 0.8, p.y + ymax * 0.05),
+                                ("sans-serif", 13).into_font().color(&color),
+                            )
+                            .into_dyn(),
+                        ])
+                        .map_err(e)?;
+                }
+            }
             chart
                 .draw_series(LineSeries::new(
                     series.iter().map(|p| (p.x, p.y)),

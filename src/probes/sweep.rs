@@ -194,14 +194,55 @@ pub fn cells(m: &Measurement, cpu: bool, paired: bool) -> Vec<String> {
     out
 }
 
-/// Throughput against block size, one line per series, the caches marked.
-/// `pts` = (series, block size, its row).
+/// Each series' size answer (`advice::sizes`: its plateau and knee), for its plot.
+/// `pts` = (series, size, its row).
+pub fn spans(pts: &[(String, u64, &Measurement)], rerun_noise: f64) -> Vec<plot::Span> {
+    let mut names: Vec<&String> = Vec::new();
+    for (s, _, _) in pts {
+        if !names.contains(&s) {
+            names.push(s);
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let rows: Vec<(u64, &Measurement)> = pts
+                .iter()
+                .filter(|(s, _, _)| s == name)
+                .map(|&(_, b, m)| (b, m))
+                .collect();
+            let w = Words {
+                id: String::new(),
+                topic: "",
+                rerun_noise,
+                scope: String::new(),
+                operation: None,
+                noun: "",
+                caveats: Vec::new(),
+            };
+            let r = advice::sizes(w, &rows, 4096)?;
+            let (p, advice::Choice::Size { bytes, .. }) = (r.plateau?, r.choice) else {
+                return None;
+            };
+            Some(plot::Span {
+                series: name.clone(),
+                from: p.from,
+                to: p.to,
+                knee: bytes,
+            })
+        })
+        .collect()
+}
+
+/// Throughput against block size, one line per series, the caches marked and each
+/// series' plateau and knee drawn on it. `pts` = (series, block size, its row).
 pub fn plot(
     name: &str,
     title: &str,
     pts: Vec<(String, u64, &Measurement)>,
     env: &Environment,
 ) -> Result<Plot> {
+    let spans = spans(&pts, advice::RERUN_NOISE_LOOP);
     let pts: Vec<plot::Point> = pts
         .into_iter()
         .filter(|(_, _, m)| m.is_ok())
@@ -215,8 +256,8 @@ pub fn plot(
     Ok(Plot {
         probe: String::new(),
         name: name.into(),
-        title: format!("{title}, caches marked"),
-        svg: plot::lines(title, "block size (log2 scale)", &pts, &marks)?,
+        title: format!("{title}, caches marked, each curve's plateau (pale band) and knee"),
+        svg: plot::lines(title, "block size (log2 scale)", &pts, (&marks, &spans))?,
     })
 }
 

@@ -130,21 +130,27 @@ pub fn grids(rows: &[&Measurement], st: &Style) -> Vec<Grid> {
         .collect()
 }
 
-/// Throughput against chunk size, one line per method, placement and capacity.
+/// Throughput against chunk size, one line per method, placement and capacity, each
+/// with its plateau and knee.
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
-    let pts: Vec<plot::Point> = with_params::<Params>(rows)
+    let series: Vec<(String, u64, &Measurement)> = with_params::<Params>(rows)
         .into_iter()
         .filter(|(m, _)| m.is_ok())
         .map(|(m, p)| {
             let cap = p
                 .pipe_size
                 .map_or("?".into(), |b| format_size(b).replace(' ', ""));
-            plot::Point::of(
+            (
                 format!("{} {} pipe {cap}", p.method.name(), p.placement.name()),
                 p.chunk_size,
                 m,
             )
         })
+        .collect();
+    let spans = crate::probes::sweep::spans(&series, advice::RERUN_NOISE_PASS);
+    let pts: Vec<plot::Point> = series
+        .into_iter()
+        .map(|(s, b, m)| plot::Point::of(s, b, m))
         .collect();
     Ok(vec![Plot {
         probe: String::new(),
@@ -154,7 +160,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
             "pipe: throughput by chunk size",
             "chunk size (log2 scale)",
             &pts,
-            &[],
+            (&[], &spans),
         )?,
     }])
 }
@@ -238,45 +244,92 @@ fn cap_label(c: Option<u64>, req: &str) -> String {
     }
 }
 
-/// Each requested capacity's best row at `placement`, as an option costing the
+/// Each requested capacity's row at `placement` and `chunk`, as an option costing the
 /// capacity it was granted, with the capacity's request.
 fn capacity_options<'a>(
     ok: &[&'a Typed<'a>],
-    placement: Placement,
+    (placement, chunk): (Placement, u64),
     caps: &[String],
 ) -> Vec<(String, Opt<'a>, String)> {
     caps.iter()
         .filter_map(|c| {
-            let b = best(
-                ok.iter()
-                    .filter(|t| t.1.placement == placement && t.1.pipe_size_requested == *c),
-            )?;
+            let b = ok.iter().find(|t| {
+                t.1.placement == placement && t.1.pipe_size_requested == *c && t.1.chunk_size == chunk
+            })?;
             let cost = b.1.pipe_size.unwrap_or(u64::MAX) as f64;
             Some((cap_label(b.1.pipe_size, c), Opt::new(b.0, cost), c.clone()))
         })
         .collect()
 }
 
-/// Whether raising the pipe's capacity pays, for `method` at `placement` (each
-/// capacity at its best chunk), and the capacity the chunk advice is given at: the
-/// recommended one, or the only one measured.
+/// The one chunk size capacities are compared at: a chunk measured at every capacity,
+/// the smallest of them from the knee of the chunk answer at the first capacity (the
+/// default where it was measured) on, else the largest (comparing each capacity at its
+/// own best chunk compared the noise's picks: the best of a noisy curve moves from run
+/// to run).
+fn common_chunk(ok: &[&Typed], placement: Placement, caps: &[String]) -> Option<u64> {
+    let at = |c: &String| -> Vec<u64> {
+        let mut v: Vec<u64> = ok
+            .iter()
+            .filter(|t| t.1.placement == placement && t.1.pipe_size_requested == *c)
+            .map(|t| t.1.chunk_size)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let first = caps.iter().find(|c| *c == "default").or(caps.first())?;
+    let common: Vec<u64> = at(first)
+        .into_iter()
+        .filter(|b| caps.iter().all(|c| at(c).contains(b)))
+        .collect();
+    let rows: Vec<(u64, &Measurement)> = ok
+        .iter()
+        .filter(|t| t.1.placement == placement && t.1.pipe_size_requested == *first)
+        .map(|t| (t.1.chunk_size, t.0))
+        .collect();
+    let words = Words {
+        id: String::new(),
+        topic: "",
+        rerun_noise: advice::RERUN_NOISE_PASS,
+        scope: String::new(),
+        operation: None,
+        noun: "",
+        caveats: Vec::new(),
+    };
+    let knee = advice::sizes(words, &rows, 4096).and_then(|r| match r.choice {
+        advice::Choice::Size { bytes, .. } => Some(bytes),
+        _ => None,
+    });
+    knee.and_then(|k| common.iter().copied().find(|&b| b >= k))
+        .or_else(|| common.last().copied())
+}
+
+/// Whether raising the pipe's capacity pays, for `method` at `placement` (every
+/// capacity at one chunk size, [`common_chunk`]), and the capacity the chunk advice is
+/// given at: the recommended one, or the only one measured.
 fn capacity(method: Method, placement: Placement, ok: &[&Typed]) -> (Option<Recommendation>, String) {
     let caps = distinct(
         ok.iter()
             .filter(|t| t.1.placement == placement)
             .map(|t| t.1.pipe_size_requested.clone()),
     );
-    let options = capacity_options(ok, placement, &caps);
+    let chunk = common_chunk(ok, placement, &caps);
+    let options = chunk.map_or(Vec::new(), |c| capacity_options(ok, (placement, c), &caps));
     let baseline = options.iter().find(|o| o.0.starts_with("default")).map(|o| o.0.clone());
     let named: Vec<(String, Opt)> = options.iter().map(|o| (o.0.clone(), o.1)).collect();
-    let rec = (caps.len() >= 2)
+    let rec = (caps.len() >= 2 && options.len() >= 2)
         .then(|| {
             advice::methods(
                 Words {
                     id: advice::id(&["capacity", method.name(), placement.name()]),
                     topic: "pipe capacity",
                     rerun_noise: advice::RERUN_NOISE_PASS,
-                    scope: format!("{}, placement {}, each capacity at its best chunk", method.name(), placement.name()),
+                    scope: format!(
+                        "{}, placement {}, every capacity at {} chunks",
+                        method.name(),
+                        placement.name(),
+                        chunk.map_or("?".into(), format_size)
+                    ),
                     operation: None,
                     noun: "",
                     caveats: vec![
@@ -348,6 +401,18 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
             out.extend(chunk.map(|mut r| {
                 r.action = format!("{} in a pipe of {cap_text}", r.action);
                 r.context.insert("capacity".into(), cap_text.clone());
+                // Given at the recommended capacity: no surer than that pick.
+                if let Some(c) = &cap_rec
+                    && c.confidence.level < r.confidence.level
+                {
+                    r.confidence.cap(
+                        c.confidence.level,
+                        format!(
+                            "given at the recommended capacity ({cap_text}), itself at {} confidence",
+                            c.confidence.level.name()
+                        ),
+                    );
+                }
                 r
             }));
             out.extend(cap_rec);

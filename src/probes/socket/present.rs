@@ -165,18 +165,24 @@ pub fn grids(rows: &[&Measurement], st: &Style) -> Vec<Grid> {
         .collect()
 }
 
-/// Throughput against chunk size, one line per family and method (kernel buffers).
+/// Throughput against chunk size, one line per family and method (kernel buffers),
+/// each with its plateau and knee.
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
-    let pts: Vec<plot::Point> = with_params::<Params>(rows)
+    let series: Vec<(String, u64, &Measurement)> = with_params::<Params>(rows)
         .into_iter()
         .filter(|(m, p)| m.is_ok() && p.is_base())
         .map(|(m, p)| {
-            plot::Point::of(
+            (
                 format!("{} {} {}", p.family.name(), p.method.name(), p.placement.name()),
                 p.chunk_size,
                 m,
             )
         })
+        .collect();
+    let spans = crate::probes::sweep::spans(&series, advice::RERUN_NOISE_PASS);
+    let pts: Vec<plot::Point> = series
+        .into_iter()
+        .map(|(s, b, m)| plot::Point::of(s, b, m))
         .collect();
     Ok(vec![Plot {
         probe: String::new(),
@@ -186,7 +192,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
             "socket: throughput by chunk size",
             "chunk size (log2 scale)",
             &pts,
-            &[],
+            (&[], &spans),
         )?,
     }])
 }
