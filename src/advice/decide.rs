@@ -539,33 +539,16 @@ pub fn methods(
     let wide = widened(&opts, fl);
     let r = rank_within(&with_rows(&opts, &wide), margin)?;
     let name = |i: usize| options[i].0.clone();
-    let (pick, best) = (opts[r.pick].m, opts[r.best].m);
+    let pick = opts[r.pick].m;
     let measured = opts.iter().filter(|o| o.m.is_ok()).count();
     let mut conf = Confidence::new();
     if measured < 2 {
-        conf.cap(
-            Level::Low,
-            "only one option measured: nothing to choose between".into(),
-        );
+        let why = "only one option measured: nothing to choose between";
+        conf.cap(Level::Low, why.into());
     }
     let out = best_ruled_out(&opts, &r);
     let mut rows = method_rows(&opts, &r, out);
-    // An option doing strictly less of the best's work, slower beyond both rows' noise:
-    // the machine changed between the two measurements.
-    if r.pick != r.best
-        && opts[r.pick].work.surely_less(&opts[r.best].work)
-        && !ties(&wide[r.pick], &wide[r.best])
-    {
-        conf.cap(
-            Level::Low,
-            format!(
-                "{} measured ×{} faster than {}, which does less of the same work: impossible by construction, so the machine changed between the two measurements; rerun",
-                name(r.best),
-                sig3(gain(best, pick)),
-                name(r.pick)
-            ),
-        );
-    }
+    impossible_lead(&mut conf, (&opts, &wide), &r, &name);
     let lead = out
         .map(|i| {
             (
@@ -582,16 +565,12 @@ pub fn methods(
         .map(|&i| name(i))
         .collect();
     let base = baseline.and_then(|b| options.iter().position(|o| o.0 == b && o.1.m.is_ok()));
-    let mut effect = method_effect(&opts, &r, (base, out), &mut rows, &name);
-    // A tie won on physics says so first (the summary shows that part).
-    if let Some((other, why)) = r
-        .tied
-        .iter()
-        .filter(|&&i| i != r.pick)
-        .find_map(|&i| Some((name(i), opts[r.pick].work.less_than(&opts[i].work)?)))
-    {
-        effect = format!("tied with {other} within noise, and {why}; {effect}");
-    }
+    let effect = physics_first(
+        &opts,
+        &r,
+        &name,
+        method_effect(&opts, &r, (base, out), &mut rows, &name),
+    );
     let support = format!(
         "{measured} options measured; a rerun moving each within its noise chooses {} in {}% of {RERUNS} simulated reruns{}",
         name(r.pick),
@@ -602,29 +581,7 @@ pub fn methods(
             sig3(n * 100.0)
         ))
     );
-    // Options tied within the tolerance are one answer, the first named by the work
-    // rule: "use copy-file-range, or sendfile: equal here" (the fastest other one named,
-    // the rest counted, so the summary's cell stays short).
-    let mut equal: Vec<usize> = r
-        .tied
-        .iter()
-        .copied()
-        .filter(|&i| {
-            i != r.pick && close(opts[i].m, pick, MARGIN) && close(pick, opts[i].m, MARGIN)
-        })
-        .collect();
-    equal.sort_by(|&a, &b| gain(opts[b].m, opts[a].m).total_cmp(&1.0));
-    let action = match equal.as_slice() {
-        [] => format!("use {}", name(r.pick)),
-        [one] => format!("use {}, or {}: equal here", name(r.pick), name(*one)),
-        [first, rest @ ..] => format!(
-            "use {}, or {} and {} other{}: equal here",
-            name(r.pick),
-            name(*first),
-            rest.len(),
-            if rest.len() == 1 { "" } else { "s" }
-        ),
-    };
+    let action = method_action(&opts, &r, &name);
     let choice = Choice::Method {
         name: name(r.pick),
         tied,
@@ -634,6 +591,78 @@ pub fn methods(
         .reasons
         .extend(tie_broken_by_work(&opts, &r, &name));
     Some(rec)
+}
+
+/// An option doing strictly less of the best's work, slower beyond both rows' noise:
+/// the machine changed between the two measurements, which lowers `conf`.
+fn impossible_lead(
+    conf: &mut Confidence,
+    (opts, wide): (&[Opt], &[Measurement]),
+    r: &Ranking,
+    name: &dyn Fn(usize) -> String,
+) {
+    let (pick, best) = (opts[r.pick].m, opts[r.best].m);
+    if r.pick != r.best
+        && opts[r.pick].work.surely_less(&opts[r.best].work)
+        && !ties(&wide[r.pick], &wide[r.best])
+    {
+        conf.cap(
+            Level::Low,
+            format!(
+                "{} measured ×{} faster than {}, which does less of the same work: impossible by construction, so the machine changed between the two measurements; rerun",
+                name(r.best),
+                sig3(gain(best, pick)),
+                name(r.pick)
+            ),
+        );
+    }
+}
+
+/// A tie won on physics says so first, as the summary shows the effect's first part:
+/// "tied with lseek+write within noise, and 1 system call per operation instead of 2;
+/// …".
+fn physics_first(
+    opts: &[Opt],
+    r: &Ranking,
+    name: &dyn Fn(usize) -> String,
+    effect: String,
+) -> String {
+    match r
+        .tied
+        .iter()
+        .filter(|&&i| i != r.pick)
+        .find_map(|&i| Some((name(i), opts[r.pick].work.less_than(&opts[i].work)?)))
+    {
+        Some((other, why)) => format!("tied with {other} within noise, and {why}; {effect}"),
+        None => effect,
+    }
+}
+
+/// Options tied within the tolerance are one answer, the first named by the work rule:
+/// "use copy-file-range, or sendfile: equal here" (the fastest other one named, the
+/// rest counted, so the summary's cell stays short).
+fn method_action(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> String {
+    let pick = opts[r.pick].m;
+    let mut equal: Vec<usize> = r
+        .tied
+        .iter()
+        .copied()
+        .filter(|&i| {
+            i != r.pick && close(opts[i].m, pick, MARGIN) && close(pick, opts[i].m, MARGIN)
+        })
+        .collect();
+    equal.sort_by(|&a, &b| gain(opts[b].m, opts[a].m).total_cmp(&1.0));
+    match equal.as_slice() {
+        [] => format!("use {}", name(r.pick)),
+        [one] => format!("use {}, or {}: equal here", name(r.pick), name(*one)),
+        [first, rest @ ..] => format!(
+            "use {}, or {} and {} other{}: equal here",
+            name(r.pick),
+            name(*first),
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// The evidence rows of a method pick: the choice, the best if another, the rest of

@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 /// What the display reads, written by the walk, the workers and the scan.
 #[derive(Default)]
 pub(super) struct Counters {
-    /// Files handed to the workers so far, and files done (u64::MAX once the copy is
-    /// over: the display ends).
-    pub planned_files: AtomicU64,
+    /// Files done (u64::MAX once the copy is over: the display ends).
     pub done_files: AtomicU64,
     /// Regular files' bytes and all non-directories found by the scan so far.
     scanned_bytes: AtomicU64,

@@ -16,7 +16,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// A directory made or merged into, whose attributes are set once its contents are in.
 struct DirDone {
@@ -236,7 +235,6 @@ fn plan(
     }
     .map_err(|e| anyhow!("cannot stat {}: {}", q(src), crate::error::plain(&e)))?;
     if !meta.is_dir() {
-        sh.counters.planned_files.fetch_add(1, Relaxed);
         let mut b = DirBatch {
             dirs: Arc::new((
                 src.parent().unwrap_or(Path::new("")).to_path_buf(),
@@ -341,9 +339,6 @@ fn walk_dir(
                 batch.names.extend_from_slice(name.as_bytes());
                 batch.ends.push((batch.names.len(), t.is_file()));
                 if batch.ends.len() >= Queue::BATCH {
-                    sh.counters
-                        .planned_files
-                        .fetch_add(batch.ends.len() as u64, Relaxed);
                     tx.send_dir(std::mem::replace(&mut batch, new_batch()))?;
                 }
             }
@@ -351,9 +346,6 @@ fn walk_dir(
         }
     }
     if !batch.ends.is_empty() {
-        sh.counters
-            .planned_files
-            .fetch_add(batch.ends.len() as u64, Relaxed);
         tx.send_dir(batch)?;
     }
     for name in subdirs {

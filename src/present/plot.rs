@@ -6,6 +6,7 @@ use crate::results::Measurement;
 use crate::units::format_size;
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -420,6 +421,67 @@ pub struct Span {
     pub knee: u64,
 }
 
+/// A vertical mark at `x` (a cache size), labelled, when it falls on the axis.
+fn draw_mark<DB: DrawingBackend>(
+    chart: &mut ChartContext<DB, Cartesian2d<LogCoord<f64>, RangedCoordf64>>,
+    label: &str,
+    x: f64,
+    ymax: f64,
+) -> Result<()> {
+    let xs = chart.x_range();
+    if x < xs.start || x > xs.end {
+        return Ok(());
+    }
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(x, 0.0), (x, ymax)],
+            RGBColor(120, 120, 120).stroke_width(1),
+        )))
+        .map_err(e)?;
+    chart
+        .draw_series(std::iter::once(Text::new(
+            label.to_string(),
+            (x * 1.05, ymax * 0.97),
+            ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+        )))
+        .map_err(e)?;
+    Ok(())
+}
+
+/// A series' plateau as a wide pale band along its curve, and its knee as a ring
+/// labelled "knee".
+fn draw_span<DB: DrawingBackend>(
+    chart: &mut ChartContext<DB, Cartesian2d<LogCoord<f64>, RangedCoordf64>>,
+    (series, sp): (&[&Point], &Span),
+    color: RGBColor,
+    ymax: f64,
+) -> Result<()> {
+    let on = |p: &&&Point| (sp.from as f64..=sp.to as f64).contains(&p.x);
+    chart
+        .draw_series(LineSeries::new(
+            series.iter().filter(on).map(|p| (p.x, p.y)),
+            color.mix(0.3).stroke_width(12),
+        ))
+        .map_err(e)?;
+    if let Some(p) = series.iter().find(|p| p.x == sp.knee as f64) {
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (p.x, p.y),
+                8,
+                color.stroke_width(2),
+            )))
+            .map_err(e)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                "knee",
+                (p.x * 0.8, p.y + ymax * 0.05),
+                ("sans-serif", 13).into_font().color(&color),
+            )))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
 /// Width of the legend panel right of a line plot: the legend never covers data.
 const LEGEND_W: u32 = 250;
 
@@ -463,48 +525,13 @@ pub fn lines(
             .draw()
             .map_err(e)?;
         for (label, size) in marks {
-            let x = *size as f64;
-            if x < xmin || x > xmax {
-                continue;
-            }
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(x, 0.0), (x, ymax)],
-                    RGBColor(120, 120, 120).stroke_width(1),
-                )))
-                .map_err(e)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    label.clone(),
-                    (x * 1.05, ymax * 0.97),
-                    ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
-                )))
-                .map_err(e)?;
+            draw_mark(&mut chart, label, *size as f64, ymax)?;
         }
         for (k, name) in series_names(pts).iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
             let series: Vec<&Point> = pts.iter().filter(|p| p.series == *name).collect();
             for sp in spans.iter().filter(|sp| sp.series == *name) {
-                let on = |p: &&&Point| (sp.from as f64..=sp.to as f64).contains(&p.x);
-                chart
-                    .draw_series(LineSeries::new(
-                        series.iter().filter(on).map(|p| (p.x, p.y)),
-                        color.mix(0.3).stroke_width(12),
-                    ))
-                    .map_err(e)?;
-                if let Some(p) = series.iter().find(|p| p.x == sp.knee as f64) {
-                    chart
-                        .draw_series([
-                            Circle::new((p.x, p.y), 8, color.stroke_width(2)).into_dyn(),
-                            Text::new(
-                                "knee",
-                                (p.x * 0.8, p.y + ymax * 0.05),
-                                ("sans-serif", 13).into_font().color(&color),
-                            )
-                            .into_dyn(),
-                        ])
-                        .map_err(e)?;
-                }
+                draw_span(&mut chart, (&series, sp), color, ymax)?;
             }
             chart
                 .draw_series(LineSeries::new(
