@@ -19,4 +19,4 @@ pub use collect::*;
 pub use decide::*;
 pub use model::*;
 pub use render::*;
-pub use sizes::{PLATEAU, Plateau, sizes};
+pub use sizes::{PLATEAU, Plateau, knee_and_plateau, sizes};

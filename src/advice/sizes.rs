@@ -182,19 +182,12 @@ fn sweep_confidence(pts: &[(u64, &Measurement)], k: &Knee, last: bool) -> Confid
 /// size measured, and what the fit found.
 fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement)>) -> String {
     let (pick_b, pick) = pts[k.pick];
-    let pct = (PLATEAU * 100.0).round();
-    let mut out = if k.from == k.to {
-        format!(
-            "{} alone within {pct}% of the best",
-            format_size(pts[k.from].0)
-        )
-    } else {
-        format!(
-            "{}–{} within {pct}% of the best",
-            format_size(pts[k.from].0),
-            format_size(pts[k.to].0)
-        )
-    };
+    let mut out = format!(
+        "{}{} within {}% of the best",
+        stated(pts, k),
+        if k.from == k.to { " alone" } else { "" },
+        (PLATEAU * 100.0).round()
+    );
     match base {
         Some((bb, bm)) if bb != pick_b => out.push_str(&format!(
             ", {} costs ×{}; {} at {} against {} at {}",
@@ -219,6 +212,39 @@ fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement
         out.push_str(&fit);
     }
     out
+}
+
+/// The plateau in words: "64 KiB", or "64 KiB–1 MiB".
+fn stated(pts: &[(u64, &Measurement)], k: &Knee) -> String {
+    if k.from == k.to {
+        format_size(pts[k.from].0)
+    } else {
+        format!(
+            "{}–{}",
+            format_size(pts[k.from].0),
+            format_size(pts[k.to].0)
+        )
+    }
+}
+
+/// A sweep's knee and plateau alone, without the confidence (a plot's marks, the chunk
+/// pipe capacities are compared at): None when no size was measured.
+pub fn knee_and_plateau(points: &[(u64, &Measurement)]) -> Option<(u64, Plateau)> {
+    let mut pts: Vec<(u64, f64)> = points
+        .iter()
+        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
+        .map(|&(b, m)| (b, m.median))
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    let higher = higher_is_better(points.iter().find(|(_, m)| m.is_ok())?.1);
+    let k = knee(&pts, higher);
+    let plateau = Plateau {
+        from: pts[k.from].0,
+        to: pts[k.to].0,
+        within: PLATEAU,
+        open_ended: k.to == pts.len() - 1,
+    };
+    Some((pts[k.pick].0, plateau))
 }
 
 /// What the fit says, for the effect: "a call's fixed cost is about 2.1 µs: 4% of a
@@ -355,15 +381,7 @@ fn plateau_confidence(
             again
         }
     });
-    let stated = if k.from == k.to {
-        format_size(pts[k.from].0)
-    } else {
-        format!(
-            "{}–{}",
-            format_size(pts[k.from].0),
-            format_size(pts[k.to].0)
-        )
-    };
+    let stated = stated(pts, k);
     let other = other.map(|i| format!("{}, outside {stated}", format_size(pts[i].0)));
     repeat_confidence(
         conf,

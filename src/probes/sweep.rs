@@ -194,9 +194,9 @@ pub fn cells(m: &Measurement, cpu: bool, paired: bool) -> Vec<String> {
     out
 }
 
-/// Each series' size answer (`advice::sizes`: its plateau and knee), for its plot.
-/// `pts` = (series, size, its row).
-pub fn spans(pts: &[(String, u64, &Measurement)], rerun_noise: f64) -> Vec<plot::Span> {
+/// Each series' size answer (its plateau and knee, `advice::knee_and_plateau`), for its
+/// plot. `pts` = (series, size, its row).
+pub fn spans(pts: &[(String, u64, &Measurement)]) -> Vec<plot::Span> {
     let mut names: Vec<&String> = Vec::new();
     for (s, _, _) in pts {
         if !names.contains(&s) {
@@ -211,24 +211,12 @@ pub fn spans(pts: &[(String, u64, &Measurement)], rerun_noise: f64) -> Vec<plot:
                 .filter(|(s, _, _)| s == name)
                 .map(|&(_, b, m)| (b, m))
                 .collect();
-            let w = Words {
-                id: String::new(),
-                topic: "",
-                rerun_noise,
-                scope: String::new(),
-                operation: None,
-                noun: "",
-                caveats: Vec::new(),
-            };
-            let r = advice::sizes(w, &rows, 4096)?;
-            let (p, advice::Choice::Size { bytes, .. }) = (r.plateau?, r.choice) else {
-                return None;
-            };
+            let (knee, p) = advice::knee_and_plateau(&rows)?;
             Some(plot::Span {
                 series: name.clone(),
                 from: p.from,
                 to: p.to,
-                knee: bytes,
+                knee,
             })
         })
         .collect()
@@ -242,7 +230,7 @@ pub fn plot(
     pts: Vec<(String, u64, &Measurement)>,
     env: &Environment,
 ) -> Result<Plot> {
-    let spans = spans(&pts, advice::RERUN_NOISE_LOOP);
+    let spans = spans(&pts);
     let pts: Vec<plot::Point> = pts
         .into_iter()
         .filter(|(_, _, m)| m.is_ok())

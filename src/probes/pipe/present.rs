@@ -147,7 +147,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
             )
         })
         .collect();
-    let spans = crate::probes::sweep::spans(&series, advice::RERUN_NOISE_PASS);
+    let spans = crate::probes::sweep::spans(&series);
     let pts: Vec<plot::Point> = series
         .into_iter()
         .map(|(s, b, m)| plot::Point::of(s, b, m))
@@ -287,19 +287,7 @@ fn common_chunk(ok: &[&Typed], placement: Placement, caps: &[String]) -> Option<
         .filter(|t| t.1.placement == placement && t.1.pipe_size_requested == *first)
         .map(|t| (t.1.chunk_size, t.0))
         .collect();
-    let words = Words {
-        id: String::new(),
-        topic: "",
-        rerun_noise: advice::RERUN_NOISE_PASS,
-        scope: String::new(),
-        operation: None,
-        noun: "",
-        caveats: Vec::new(),
-    };
-    let knee = advice::sizes(words, &rows, 4096).and_then(|r| match r.choice {
-        advice::Choice::Size { bytes, .. } => Some(bytes),
-        _ => None,
-    });
+    let knee = advice::knee_and_plateau(&rows).map(|(k, _)| k);
     knee.and_then(|k| common.iter().copied().find(|&b| b >= k))
         .or_else(|| common.last().copied())
 }

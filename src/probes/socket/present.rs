@@ -179,7 +179,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
             )
         })
         .collect();
-    let spans = crate::probes::sweep::spans(&series, advice::RERUN_NOISE_PASS);
+    let spans = crate::probes::sweep::spans(&series);
     let pts: Vec<plot::Point> = series
         .into_iter()
         .map(|(s, b, m)| plot::Point::of(s, b, m))
