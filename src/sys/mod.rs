@@ -20,5 +20,5 @@ pub mod rusage;
 pub mod scratch;
 pub mod signals;
 pub mod sockets;
-pub mod syscall;
+pub mod trace;
 pub use os::uring;

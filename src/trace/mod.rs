@@ -1,4 +1,4 @@
-//! `ioprobe trace -- CMD`: runs CMD traced (see `sys::os::trace`), profiles its I/O
+//! `ioprobe trace -- CMD`: runs CMD traced (see `sys::trace`), profiles its I/O
 //! system calls ([`profile`]), prices them with this machine's saved figures and says
 //! what to change ([`price`]). CMD keeps its stdin, stdout and stderr; the report goes
 //! to stderr or `--output`; ioprobe exits with CMD's status.
@@ -15,8 +15,8 @@ use crate::error::Exit;
 use crate::present::Style;
 use crate::results::Run;
 use crate::settings::Settings;
-use crate::sys::os::Ended;
-use crate::sys::os::trace::{Tracer, preload};
+use crate::sys::trace::Ended;
+use crate::sys::trace::{Tracer, preload};
 use anyhow::Result;
 use price::Figures;
 use profile::Profile;
@@ -69,13 +69,13 @@ pub struct Tracing {
 /// The tracer, running.
 enum Running {
     Ptrace(Tracer),
-    Ebpf(crate::sys::os::trace::bpf::Tracer),
+    Ebpf(crate::sys::trace::bpf::Tracer),
 }
 
 impl Running {
     /// Starts the command under the tracer `via` chooses.
     fn spawn(via: Via, command: &[OsString], closed: &[i32]) -> Result<(Running, Tracing)> {
-        use crate::sys::os::trace::bpf;
+        use crate::sys::trace::bpf;
         let mut tracing = Tracing {
             path: "ebpf",
             ebpf_unavailable: None,
@@ -129,7 +129,7 @@ impl Running {
         Ok((Running::Ptrace(t), tracing))
     }
 
-    fn next_event(&mut self) -> std::io::Result<Option<crate::sys::os::Event>> {
+    fn next_event(&mut self) -> std::io::Result<Option<crate::sys::trace::Event>> {
         match self {
             Running::Ptrace(t) => t.next_event(),
             Running::Ebpf(t) => t.next_event(),
@@ -177,7 +177,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     // Everything that could fail after the command is checked before it runs: the
     // standard descriptors it was given, the report's destination, the program (a
     // 32-bit one is refused), and the figures (measured first when none are saved).
-    let closed = crate::sys::os::trace::stdio_closed_at_start();
+    let closed = crate::sys::trace::stdio_closed_at_start();
     let mut out = match &opts.output {
         Some(path) => Some(open_output(path)?),
         None => None,

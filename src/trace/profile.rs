@@ -5,9 +5,9 @@
 //! copies, pipe capacities). Built from [`Event`]s; names no probe.
 
 use crate::names::Named;
-use crate::sys::os::Event;
-use crate::sys::os::Memory;
-use crate::sys::syscall::{Family, Syscall};
+use crate::sys::trace::Event;
+use crate::sys::trace::Memory;
+use crate::sys::trace::calls::{Family, Syscall};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -394,12 +394,12 @@ impl Profile {
             return p;
         }
         let pid =
-            crate::sys::os::proc_field(&format!("/proc/{tid}/status"), "Tgid:").unwrap_or(tid);
+            crate::sys::trace::proc_field(&format!("/proc/{tid}/status"), "Tgid:").unwrap_or(tid);
         self.tgid.insert(tid, pid);
         self.processes.entry(pid).or_insert_with(|| {
             Process::new(
                 pid,
-                crate::sys::os::comm_of(pid).unwrap_or_else(|| "?".into()),
+                crate::sys::trace::comm_of(pid).unwrap_or_else(|| "?".into()),
             )
         });
         pid
@@ -502,10 +502,10 @@ impl Profile {
         &mut self,
         tid: i32,
         fds: &[i32],
-        what: crate::sys::os::Created,
+        what: crate::sys::trace::Created,
         names: &[Option<String>],
     ) {
-        use crate::sys::os::Created;
+        use crate::sys::trace::Created;
         let pid = self.pid_of(tid);
         self.made += 1;
         let (prefix, family) = match what {
@@ -538,7 +538,7 @@ impl Profile {
 
     /// The descriptors and working directory `pid` had when its program started (the
     /// eBPF tracer's view, taken as soon as it started).
-    fn learn_process(&mut self, pid: i32, seen: &crate::sys::os::Seen) {
+    fn learn_process(&mut self, pid: i32, seen: &crate::sys::trace::Seen) {
         if let Some(cwd) = &seen.cwd {
             self.cwd.insert(pid, cwd.clone());
         }
@@ -563,7 +563,7 @@ impl Profile {
         let early = self.early.get(&pid).and_then(|e| e.get(&fd)).cloned();
         let (name, pos) = match early {
             Some(seen) if !self.ptrace => seen,
-            _ => crate::sys::os::Seen::fd(pid, fd)?,
+            _ => crate::sys::trace::Seen::fd(pid, fd)?,
         };
         let target = self.target(&name);
         let f = Fd {
@@ -656,7 +656,7 @@ impl Profile {
         tid: i32,
         comm: Option<&str>,
         (program32, note): (Option<bool>, Option<String>),
-        seen: Option<&crate::sys::os::Seen>,
+        seen: Option<&crate::sys::trace::Seen>,
     ) {
         if let Some(c) = comm {
             // Seen in the kernel: the process may be gone from /proc by now.
@@ -695,7 +695,7 @@ impl Profile {
         }
         let now = comm
             .map(str::to_string)
-            .or_else(|| crate::sys::os::comm_of(pid));
+            .or_else(|| crate::sys::trace::comm_of(pid));
         if let Some(c) = now
             && let Some(p) = self.processes.get_mut(&pid)
             && p.last != c

@@ -5,7 +5,7 @@ use super::price::{self, Figures, Finding};
 use super::profile::{self, Profile};
 use super::{Work, overhead};
 use crate::present::{Grid, Style};
-use crate::sys::os::Ended;
+use crate::sys::trace::Ended;
 use crate::units::{format_ns, format_size};
 use anyhow::Result;
 use serde::Serialize;

@@ -11,7 +11,7 @@
 //! (SQPOLL), whose submissions make no call, or a ring whose memory was not seen.
 
 use super::profile::{iov_total, msghdr_iov, u64_at};
-use crate::sys::os::Memory;
+use crate::sys::trace::Memory;
 
 const SETUP_SQPOLL: u32 = 1 << 1;
 const SETUP_SQE128: u32 = 1 << 10;

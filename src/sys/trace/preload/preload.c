@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,11 @@
 
 #define VISIBLE __attribute__((visibility("default")))
 
-/* The shared ring's layout; src/sys/os/linux_preload.rs has the same. */
-#define RING_VERSION 1u
-#define SLOTS 65536u
-#define SLOT 256u
-#define PATH_ROOM (SLOT - 72u)
+/* The shared ring's layout comes from layout.rs, which build.rs hands over as -D
+ * constants; the structs below are checked against it. */
+#define SLOTS RING_SLOTS
+#define SLOT RING_SLOT
+#define PATH_ROOM (SLOT - SLOT_PATH)
 
 struct head {
 	uint64_t version;
@@ -52,8 +53,8 @@ struct head {
 	_Atomic uint64_t done; /* slots before it are free again (ioprobe) */
 };
 
-/* A slot's state: reserved (0), its call made and not yet returned (1), returned
- * (2); ioprobe marks the slots it has read (3) and frees them. */
+/* A slot's state: reserved, its call made and not yet returned, returned; ioprobe
+ * marks the slots it has read and frees them (STATE_* in layout.rs). */
 struct slot {
 	_Atomic uint32_t state;
 	int32_t tid;
@@ -65,6 +66,18 @@ struct slot {
 };
 
 _Static_assert(sizeof(struct slot) == SLOT, "slot size");
+_Static_assert(offsetof(struct head, version) == HEAD_VERSION, "head.version");
+_Static_assert(offsetof(struct head, slots) == HEAD_SLOTS, "head.slots");
+_Static_assert(offsetof(struct head, next) == HEAD_NEXT, "head.next");
+_Static_assert(offsetof(struct head, done) == HEAD_DONE, "head.done");
+_Static_assert(sizeof(struct head) <= RING_HEAD, "head page");
+_Static_assert(offsetof(struct slot, state) == SLOT_STATE, "slot.state");
+_Static_assert(offsetof(struct slot, tid) == SLOT_TID, "slot.tid");
+_Static_assert(offsetof(struct slot, nr) == SLOT_NR, "slot.nr");
+_Static_assert(offsetof(struct slot, path_len) == SLOT_PATH_LEN, "slot.path_len");
+_Static_assert(offsetof(struct slot, ret) == SLOT_RET, "slot.ret");
+_Static_assert(offsetof(struct slot, args) == SLOT_ARGS, "slot.args");
+_Static_assert(offsetof(struct slot, path) == SLOT_PATH, "slot.path");
 
 static struct head *ring;
 static struct slot *slots;
@@ -177,10 +190,10 @@ static long call(struct slot *s, long nr, long a0, long a1, long a2, long a3,
 		memcpy(s->path, path, len);
 		s->path_len = (uint32_t)len;
 	}
-	atomic_store_explicit(&s->state, 1, memory_order_release);
+	atomic_store_explicit(&s->state, STATE_IN_CALL, memory_order_release);
 	long r = gate(nr, a0, a1, a2, a3, 0);
 	s->ret = r;
-	atomic_store_explicit(&s->state, 2, memory_order_release);
+	atomic_store_explicit(&s->state, STATE_RETURNED, memory_order_release);
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return -1;
@@ -447,7 +460,7 @@ __attribute__((constructor)) static void start(void)
 	long fd = through(SYS_openat, AT_FDCWD, (long)path, O_RDWR | O_CLOEXEC, 0, 0);
 	if (fd < 0)
 		return;
-	size_t size = 4096 + (size_t)SLOTS * SLOT;
+	size_t size = RING_HEAD + (size_t)SLOTS * SLOT;
 	long all = through(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
 	through(SYS_close, fd, 0, 0, 0, 0);
 	if (all < 0 && all > -4096)
@@ -455,7 +468,7 @@ __attribute__((constructor)) static void start(void)
 	struct head *h = (struct head *)all;
 	if (h->version != RING_VERSION || h->slots != SLOTS)
 		return; /* left mapped: nothing else uses it */
-	slots = (struct slot *)((char *)h + 4096);
+	slots = (struct slot *)((char *)h + RING_HEAD);
 	gate = through;
 	ring = h;
 }

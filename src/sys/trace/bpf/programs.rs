@@ -1,0 +1,354 @@
+//! The programs: `sys_exit` (a traced call's record, with the memory its arguments
+//! point to), and `fork`, `exec` and `exit` keeping the traced tree in a map.
+
+use super::asm::*;
+use super::kernel::{Maps, TaskOffsets};
+use super::*;
+
+/// Where a call's number and six arguments sit in `struct pt_regs` at sys_exit (the
+/// saved user registers; only the return register has changed): the window read
+/// (offset, length), each argument's offset in it, the number's (and whether it is
+/// 32 bits wide).
+pub(super) struct Regs {
+    pub(super) base: i32,
+    pub(super) len: i32,
+    pub(super) args: [i16; 6],
+    pub(super) nr: i16,
+    nr32: bool,
+}
+#[cfg(target_arch = "x86_64")]
+pub(super) const REGS: Regs = Regs {
+    // r10 r9 r8 ax cx dx si di orig_ax, from offset 56
+    base: 56,
+    len: 72,
+    args: [56, 48, 40, 0, 16, 8],
+    nr: 64,
+    nr32: false,
+};
+#[cfg(target_arch = "aarch64")]
+pub(super) const REGS: Regs = Regs {
+    // regs[31] sp pc pstate orig_x0 syscallno: x0 holds the result, orig_x0 the first
+    // argument.
+    base: 0,
+    len: 288,
+    args: [272, 8, 16, 24, 32, 40],
+    nr: 280,
+    nr32: true,
+};
+
+/// Stack slots.
+pub(super) const KEY: i16 = -4;
+pub(super) const AUX: i16 = -8;
+pub(super) const RET: i16 = -16;
+pub(super) const PTR: i16 = -24;
+pub(super) const COUNT: i16 = -32;
+pub(super) const WINDOW: i16 = -40 - REGS.len as i16;
+
+/// Looks the current task up in `tasks`; when it is not there (or, with `traced`,
+/// not there as [`TRACED`]), to `out`. Leaves pid_tgid in r9 and its state in r8.
+pub(super) fn if_traced(a: &mut Asm, maps: &Maps, traced: bool) {
+    a.call(PID_TGID);
+    a.mov(R9, R0);
+    a.stx(W, FP, KEY, R0);
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.ldx(W, R8, R0, 0);
+    if traced {
+        a.jmpi(JNE, R8, TRACED, "out");
+    }
+}
+
+/// Fills a call record's header at r6: the number in r7, pid_tgid in r9, the
+/// arguments from the register window and the result on the stack.
+pub(super) fn call_header(a: &mut Asm) {
+    a.st(W, R6, 0, KIND_CALL);
+    a.stx(W, R6, 4, R9);
+    a.mov(R1, R9);
+    a.alui(RSH, R1, 32);
+    a.stx(W, R6, 8, R1);
+    a.st(W, R6, 12, 0);
+    a.stx(DW, R6, 16, R7);
+    for (i, off) in REGS.args.iter().enumerate() {
+        a.ldx(DW, R1, FP, WINDOW + off);
+        a.stx(DW, R6, 24 + 8 * i as i16, R1);
+    }
+    a.ldx(DW, R1, FP, RET);
+    a.stx(DW, R6, 72, R1);
+}
+
+/// r2 = min(r2, 32) * 16: the bytes of at most 32 iovecs; to `done` when none.
+pub(super) fn iovec_bytes(a: &mut Asm, tag: &str, done: &str) {
+    a.jmpi(JLE, R2, 32, tag);
+    a.movi(R2, 32);
+    a.label(tag);
+    a.alui(LSH, R2, 4);
+    a.jmpi(JEQ, R2, 0, done);
+}
+
+/// bpf_probe_read_user into the record at r6 + `to`: `len` bytes (None: the count
+/// already in r2) from the address at `from` (register, offset).
+pub(super) fn read_user(a: &mut Asm, to: i16, len: Option<i32>, from: (u8, i16)) {
+    a.mov(R1, R6);
+    a.alui(ADD, R1, to as i32);
+    if let Some(n) = len {
+        a.movi(R2, n);
+    }
+    a.ldx(DW, R3, from.0, from.1);
+    a.call(READ_USER);
+}
+
+/// The memory a call record carries (the record at r6, its `wanted` value in r8).
+pub(super) fn copy_memory(a: &mut Asm) {
+    // The argument it names, and the next one (a count), onto the stack.
+    for k in 0..6i16 {
+        a.mov(R2, R8);
+        a.alui(RSH, R2, 4);
+        a.alui(AND, R2, 7);
+        a.jmpi(JNE, R2, k as i32, &format!("arg{}", k + 1));
+        a.ldx(DW, R3, R6, 24 + 8 * k);
+        a.stx(DW, FP, PTR, R3);
+        a.ldx(DW, R3, R6, 24 + 8 * (k + 1).min(5));
+        a.stx(DW, FP, COUNT, R3);
+        a.ja("kind");
+        a.label(&format!("arg{}", k + 1));
+    }
+    a.ja("done");
+    a.label("kind");
+    a.mov(R1, R8);
+    a.alui(RSH, R1, 1);
+    a.alui(AND, R1, 7);
+    a.jmpi(JEQ, R1, 2, "iovecs");
+    a.jmpi(JEQ, R1, 3, "msghdr");
+    a.jmpi(JEQ, R1, 4, "params");
+    a.jmpi(JEQ, R1, 5, "pair");
+    a.jmpi(JNE, R1, 1, "done");
+    // A path: its length with the NUL on success.
+    a.mov(R1, R6);
+    a.alui(ADD, R1, DATA as i32);
+    a.movi(R2, DATA_LEN);
+    a.ldx(DW, R3, FP, PTR);
+    a.call(READ_USER_STR);
+    a.jmpi(JSGT, R0, 0, "str_ok");
+    a.ja("done");
+    a.label("str_ok");
+    a.stx(H, R6, 12, R0);
+    a.ja("done");
+    // iovecs: up to 32 of them.
+    a.label("iovecs");
+    a.ldx(DW, R2, FP, COUNT);
+    iovec_bytes(a, "iov_n", "done");
+    a.stx(H, R6, 12, R2);
+    read_user(a, DATA, None, (FP, PTR));
+    a.jmpi(JEQ, R0, 0, "done");
+    a.st(H, R6, 12, 0);
+    a.ja("done");
+    // A msghdr (56 bytes), then its iovecs.
+    a.label("msghdr");
+    read_user(a, MSG, Some(56), (FP, PTR));
+    a.jmpi(JNE, R0, 0, "done");
+    a.st(H, R6, 14, 1);
+    a.ldx(DW, R2, R6, MSG + 24);
+    iovec_bytes(a, "msg_n", "done");
+    a.stx(H, R6, 12, R2);
+    read_user(a, DATA, None, (R6, MSG + 16));
+    a.jmpi(JEQ, R0, 0, "done");
+    a.st(H, R6, 12, 0);
+    a.ja("done");
+    // Two descriptors (pipe2, socketpair).
+    a.label("pair");
+    read_user(a, DATA, Some(8), (FP, PTR));
+    a.jmpi(JNE, R0, 0, "done");
+    a.st(H, R6, 12, 8);
+    a.ja("done");
+    // io_uring_setup's parameters.
+    a.label("params");
+    read_user(a, DATA, Some(120), (FP, PTR));
+    a.jmpi(JNE, R0, 0, "done");
+    a.st(H, R6, 12, 120);
+    a.label("done");
+}
+
+/// sys_exit(regs, ret): a pending call's record, with its memory where it has some.
+pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    if_traced(&mut a, maps, true);
+    a.ldx(DW, R1, R6, 8);
+    a.stx(DW, FP, RET, R1);
+    // The saved registers: the call's number and arguments.
+    a.stack(R1, WINDOW as i32);
+    a.movi(R2, REGS.len);
+    a.ldx(DW, R3, R6, 0);
+    a.alui(ADD, R3, REGS.base);
+    a.call(READ_KERNEL);
+    a.jmpi(JNE, R0, 0, "lost");
+    a.ldx(if REGS.nr32 { W } else { DW }, R7, FP, WINDOW + REGS.nr);
+    a.jmpi(JGT, R7, NUMBERS as i32 - 1, "out");
+    a.stx(W, FP, AUX, R7);
+    a.map(R1, maps.wanted.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.ldx(W, R8, R0, 0);
+    a.jmpi(JEQ, R8, 0, "out");
+    a.mov(R1, R8);
+    a.alui(AND, R1, 0b1110);
+    a.jmpi(JNE, R1, 0, "big");
+    for (size, tag) in [(SMALL, "small"), (BIG, "big")] {
+        a.label(tag);
+        a.map(R1, maps.ring.as_raw_fd());
+        a.movi(R2, size);
+        a.movi(R3, 0);
+        a.call(RESERVE);
+        a.jmpi(JEQ, R0, 0, "lost");
+        a.mov(R6, R0);
+        call_header(&mut a);
+        if size == BIG {
+            a.st(W, R6, 12, 0);
+            copy_memory(&mut a);
+        }
+        // Wake the reader only when the ring is half full.
+        a.map(R1, maps.ring.as_raw_fd());
+        a.movi(R2, AVAIL_DATA);
+        a.call(QUERY);
+        a.movi(R2, NO_WAKEUP);
+        a.jmpi(JLE, R0, RING as i32 / 2, &format!("{tag}_quiet"));
+        a.movi(R2, WAKE_NOW);
+        a.label(&format!("{tag}_quiet"));
+        a.mov(R1, R6);
+        a.call(SUBMIT);
+        a.ja("out");
+    }
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+/// tasks[the id at AUX] = the state at PTR; to `lost` when the map is full.
+pub(super) fn set_task(a: &mut Asm, maps: &Maps) {
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, AUX as i32);
+    a.stack(R3, PTR as i32);
+    a.movi(R4, 0);
+    a.call(UPDATE);
+    a.jmpi(JNE, R0, 0, "lost");
+}
+
+/// Reserves a small record into r6 (to `lost` when the ring is full) and writes its
+/// kind and the current task.
+pub(super) fn small_record(a: &mut Asm, maps: &Maps, kind: i32) {
+    // A task record wakes ioprobe: r9 is kept, r6 becomes the record.
+    a.map(R1, maps.ring.as_raw_fd());
+    a.movi(R2, SMALL);
+    a.movi(R3, 0);
+    a.call(RESERVE);
+    a.jmpi(JEQ, R0, 0, "lost");
+    a.mov(R6, R0);
+    a.st(W, R6, 0, kind);
+    a.stx(W, R6, 4, R9);
+}
+
+/// Submits the record at r6 with the current task's name (16 bytes at 16), waking
+/// ioprobe.
+pub(super) fn submit_with_comm(a: &mut Asm) {
+    a.mov(R1, R6);
+    a.alui(ADD, R1, 16);
+    a.movi(R2, 16);
+    a.call(COMM);
+    a.mov(R1, R6);
+    a.movi(R2, WAKE_NOW);
+    a.call(SUBMIT);
+    a.ja("out");
+}
+
+/// sched_process_fork(parent, child), run by the parent: a traced task's child joins
+/// the tree before it runs.
+pub(super) fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    if_traced(&mut a, maps, false);
+    // The child starts in its parent's state (a waiting command does not fork).
+    a.stx(W, FP, PTR, R8);
+    for (slot, off) in [(AUX, t.pid), (RET, t.tgid)] {
+        a.stack(R1, slot as i32);
+        a.movi(R2, 4);
+        a.ldx(DW, R3, R6, 8);
+        a.alui(ADD, R3, off);
+        a.call(READ_KERNEL);
+        a.jmpi(JNE, R0, 0, "lost");
+    }
+    set_task(&mut a, maps);
+    small_record(&mut a, maps, KIND_TASK);
+    // The child in place of the current task; the parent and the child's process.
+    a.ldx(W, R1, FP, AUX);
+    a.stx(W, R6, 4, R1);
+    a.stx(W, R6, 12, R9);
+    a.ldx(W, R1, FP, RET);
+    a.stx(W, R6, 8, R1);
+    submit_with_comm(&mut a);
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+/// sched_process_exec(task, old_pid, bprm), run by the task: a task of the tree runs a
+/// new program. The command itself is traced from here: until its exec the tree holds
+/// it as [`WAITING`] (its own start is not the command's). A thread that execs takes
+/// its leader's id: the tree follows.
+pub(super) fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
+    let mut a = Asm::default();
+    a.mov(R6, R1);
+    a.call(PID_TGID);
+    a.mov(R9, R0);
+    a.ldx(DW, R1, R6, 8);
+    a.stx(W, FP, KEY, R1);
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, "out");
+    a.stx(W, FP, AUX, R9);
+    a.ldx(W, R1, FP, KEY);
+    a.ldx(W, R2, FP, AUX);
+    a.jmp(JEQ, R1, R2, "same");
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(DELETE);
+    a.label("same");
+    // The program's ELF header (bprm->buf): EI_CLASS 1 is a 32-bit program.
+    a.st(W, FP, PTR, TRACED);
+    a.stack(R1, COUNT as i32);
+    a.movi(R2, 8);
+    a.ldx(DW, R3, R6, 16);
+    a.alui(ADD, R3, t.binprm_buf);
+    a.call(READ_KERNEL);
+    a.jmpi(JNE, R0, 0, "class");
+    a.ldx(B, R1, FP, COUNT + 4);
+    a.jmpi(JNE, R1, 1, "class");
+    a.st(W, FP, PTR, COMPAT);
+    a.label("class");
+    set_task(&mut a, maps);
+    small_record(&mut a, maps, KIND_EXEC);
+    a.ldx(W, R1, FP, KEY);
+    a.stx(W, R6, 8, R1);
+    a.ldx(W, R1, FP, PTR);
+    a.stx(W, R6, 12, R1);
+    submit_with_comm(&mut a);
+    a.epilogue(maps, "out");
+    a.finish()
+}
+
+/// sched_process_exit(task), run by the task: a traced task leaves the tree.
+pub(super) fn exit(maps: &Maps) -> Vec<Insn> {
+    let mut a = Asm::default();
+    if_traced(&mut a, maps, false);
+    a.map(R1, maps.tasks.as_raw_fd());
+    a.stack(R2, KEY as i32);
+    a.call(DELETE);
+    small_record(&mut a, maps, KIND_EXIT);
+    a.mov(R1, R6);
+    a.movi(R2, WAKE_NOW);
+    a.call(SUBMIT);
+    a.ja("out");
+    a.epilogue(maps, "out");
+    a.finish()
+}

@@ -1,0 +1,103 @@
+//! `ioprobe trace` needs Linux (ptrace with seccomp, eBPF, the preload library); on
+//! another OS each tracer exists and says so.
+
+use super::{Ended, Event};
+use std::io;
+
+/// Why tracing is not available on this OS.
+const WHY: &str =
+    "ioprobe trace needs Linux (ptrace with a seccomp filter and PTRACE_GET_SYSCALL_INFO)";
+
+/// Nothing to say here: tracing is Linux-only.
+pub fn stdio_closed_at_start() -> Vec<i32> {
+    Vec::new()
+}
+
+/// The eBPF tracer: Linux-only.
+pub mod bpf {
+    use super::{Ended, Event, WHY};
+    use std::io;
+
+    /// Never made: [`Loaded::load`] says tracing is Linux-only.
+    pub struct Loaded(());
+
+    impl Loaded {
+        pub fn load() -> io::Result<Loaded> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+        pub fn spawn(self, _argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Tracer> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+    }
+
+    /// Never made.
+    pub struct Tracer(());
+
+    impl Tracer {
+        pub fn pid(&self) -> i32 {
+            0
+        }
+        pub fn ended(&self) -> Option<Ended> {
+            None
+        }
+        pub fn lost(&self) -> u64 {
+            0
+        }
+        pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+            Ok(None)
+        }
+    }
+}
+
+/// The preload tracer: Linux-only.
+pub mod preload {
+    use super::WHY;
+    use std::io;
+
+    /// Never made: [`Preload::new`] says tracing is Linux-only.
+    pub struct Preload(());
+
+    impl Preload {
+        pub fn new() -> io::Result<Preload> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+    }
+
+    pub fn dynamic(_path: &std::path::Path) -> Result<(), String> {
+        Err(WHY.into())
+    }
+}
+
+/// Never made: [`Tracer::spawn`] says tracing is Linux-only.
+pub struct Tracer(());
+
+impl Tracer {
+    pub fn spawn(
+        _argv: &[std::ffi::OsString],
+        _close: &[i32],
+        _preload: Option<preload::Preload>,
+    ) -> io::Result<Tracer> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+    }
+    pub fn first_exec(&mut self) -> Event {
+        Event::Exit { tid: 0 }
+    }
+    pub fn stopped_calls(&self) -> u64 {
+        0
+    }
+    pub fn unstopped_calls(&self) -> u64 {
+        0
+    }
+    pub fn lost(&self) -> u64 {
+        0
+    }
+    pub fn pid(&self) -> i32 {
+        0
+    }
+    pub fn ended(&self) -> Option<Ended> {
+        None
+    }
+    pub fn next_event(&mut self) -> io::Result<Option<Event>> {
+        Ok(None)
+    }
+}

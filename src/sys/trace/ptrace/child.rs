@@ -1,0 +1,197 @@
+//! Starting the command as a tracee: everything the forked child needs prepared
+//! before the fork, the child's steps (its signals, stdio, PTRACE_TRACEME, the seccomp
+//! filter, exec), and the step it failed at.
+
+use super::regs::os;
+use super::signals::forward_signals;
+use super::{LEFT_TO_TERMINAL, MAIN, PASSED_ON};
+use std::io;
+
+/// The command line as C strings.
+pub(in crate::sys::trace) fn c_args(
+    argv: &[std::ffi::OsString],
+) -> io::Result<Vec<std::ffi::CString>> {
+    use std::os::unix::ffi::OsStrExt;
+    argv.iter()
+        .map(|a| std::ffi::CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an argument contains a NUL byte",
+            )
+        })
+}
+
+/// What each stop signal was when ioprobe started: ignored stays ignored (a background
+/// job's SIGINT, nohup's SIGHUP), anything else is the default.
+pub(in crate::sys::trace) fn start_dispositions() -> Vec<(libc::c_int, libc::sighandler_t)> {
+    LEFT_TO_TERMINAL
+        .iter()
+        .chain(&PASSED_ON)
+        .map(|&s| {
+            let h = if crate::sys::signals::ignored_at_start(s) {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            (s, h)
+        })
+        .collect()
+}
+
+/// Everything the forked child needs, prepared before the fork: after it, the child
+/// allocates nothing and makes only async-signal-safe calls.
+pub(in crate::sys::trace) struct Child {
+    pub(in crate::sys::trace) argv: Vec<*const libc::c_char>,
+    /// The seccomp filter (ptrace), or
+    pub(in crate::sys::trace) filter: Option<libc::sock_fprog>,
+    /// the pipe to wait on until the eBPF tracer is watching (read end, write end).
+    pub(in crate::sys::trace) gate: Option<(libc::c_int, libc::c_int)>,
+    /// The environment, when not ioprobe's own (preload).
+    pub(in crate::sys::trace) env: Option<Vec<*const libc::c_char>>,
+    pub(in crate::sys::trace) signals: Vec<(libc::c_int, libc::sighandler_t)>,
+    pub(in crate::sys::trace) xfsz: Option<libc::sighandler_t>,
+    pub(in crate::sys::trace) close: Vec<libc::c_int>,
+    pub(in crate::sys::trace) parent: libc::pid_t,
+    /// Where a failed step writes (step, errno); close-on-exec, so a successful exec
+    /// leaves the parent reading end of file.
+    pub(in crate::sys::trace) errors: libc::c_int,
+    pub(in crate::sys::trace) other_end: libc::c_int,
+}
+
+impl Child {
+    /// A child that will run `argv` with the descriptors `close` closed, reporting a
+    /// failed step on `errors` (read end, write end); neither filter nor gate yet.
+    pub(in crate::sys::trace) fn new(
+        argv: Vec<*const libc::c_char>,
+        close: &[i32],
+        errors: (i32, i32),
+    ) -> Child {
+        Child {
+            argv,
+            filter: None,
+            gate: None,
+            env: None,
+            signals: start_dispositions(),
+            xfsz: crate::sys::signals::original_xfsz(),
+            close: close.to_vec(),
+            // SAFETY: getpid has no preconditions.
+            parent: unsafe { libc::getpid() },
+            errors: errors.1,
+            other_end: errors.0,
+        }
+    }
+
+    /// Forks the child, which runs [`Child::run`]; its pid. The signal handlers are set
+    /// first, so that no signal finds ioprobe without them.
+    pub(in crate::sys::trace) fn start(&self) -> io::Result<i32> {
+        forward_signals()?;
+        // SAFETY: ioprobe runs no other thread here; the child only makes
+        // async-signal-safe calls on memory prepared before the fork, then execs or
+        // exits with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == -1 {
+            return Err(io::Error::last_os_error()).map_err(os("fork"));
+        }
+        if pid == 0 {
+            self.run();
+        }
+        MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
+        Ok(pid)
+    }
+
+    /// The child's side, between fork and exec: the signal state CMD would have
+    /// untraced, the descriptors it must not see closed, death with ioprobe until
+    /// seized, a stop for the seize, no new privileges, the seccomp filter, exec.
+    pub(in crate::sys::trace) fn run(&self) -> ! {
+        // SAFETY: only async-signal-safe calls, on memory prepared before the fork;
+        // every path ends in execvp or _exit.
+        unsafe {
+            let fail = |step: i32| -> ! {
+                let e = [step, *libc::__errno_location()];
+                libc::write(self.errors, e.as_ptr() as *const libc::c_void, 8);
+                libc::_exit(127);
+            };
+            libc::close(self.other_end);
+            for &(sig, h) in self.signals.iter() {
+                libc::signal(sig, h);
+            }
+            // Rust's runtime ignores SIGPIPE at start (std's Command restores it for
+            // children the same way); ioprobe's own SIGXFSZ is undone.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            if let Some(h) = self.xfsz {
+                libc::signal(libc::SIGXFSZ, h);
+            }
+            for &fd in self.close.iter() {
+                libc::close(fd);
+            }
+            // Until ioprobe has seized it (PTRACE_O_EXITKILL from then on), the child
+            // dies with ioprobe rather than stay stopped forever.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                fail(5);
+            }
+            if libc::getppid() != self.parent {
+                libc::_exit(127);
+            }
+            if let Some((rd, wr)) = self.gate {
+                // eBPF: no stop, no filter; on once the tracer has added this task.
+                libc::close(wr);
+                let mut b = 0u8;
+                if libc::read(rd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
+                    libc::_exit(127);
+                }
+                // PR_SET_PDEATHSIG stays: if ioprobe dies, the command dies with it,
+                // as under ptrace (PTRACE_O_EXITKILL).
+                libc::execvp(self.argv[0], self.argv.as_ptr());
+                fail(4)
+            }
+            let Some(filter) = &self.filter else {
+                libc::_exit(127);
+            };
+            libc::raise(libc::SIGSTOP);
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0);
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+                fail(2);
+            }
+            if libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                filter as *const libc::sock_fprog,
+            ) == -1
+            {
+                fail(3);
+            }
+            match &self.env {
+                Some(env) => libc::execvpe(self.argv[0], self.argv.as_ptr(), env.as_ptr()),
+                None => libc::execvp(self.argv[0], self.argv.as_ptr()),
+            };
+            fail(4)
+        }
+    }
+}
+
+/// The step the child failed at, read from its error pipe (closed here), as an error
+/// naming it; None when the exec succeeded.
+pub(in crate::sys::trace) fn child_error(rd: libc::c_int) -> Option<io::Error> {
+    let mut e = [0i32; 2];
+    // SAFETY: reads at most 8 bytes into a local array; the descriptor is ours.
+    let n = unsafe { libc::read(rd, e.as_mut_ptr() as *mut libc::c_void, 8) };
+    // SAFETY: closing the read end, which the caller handed over.
+    unsafe { libc::close(rd) };
+    if n != 8 {
+        return None;
+    }
+    let err = io::Error::from_raw_os_error(e[1]);
+    let step = [
+        "",
+        "ptrace",
+        "prctl(PR_SET_NO_NEW_PRIVS)",
+        "seccomp(SECCOMP_SET_MODE_FILTER)",
+        "execvp",
+        "prctl(PR_SET_PDEATHSIG)",
+    ];
+    let what = step.get(e[0] as usize).copied().unwrap_or("start");
+    Some(io::Error::new(err.kind(), format!("{what}: {err}")))
+}
