@@ -5,7 +5,9 @@
 //! finding's time is at most what its calls take here, so the savings of a run add up
 //! to at most its work.
 
-use super::price::{Figures, Finding, secs, time_here};
+use super::figures::Figures;
+use super::findings::Finding;
+use super::price::{secs, time_here};
 use super::profile::Profile;
 use serde::Serialize;
 use std::collections::BTreeMap;

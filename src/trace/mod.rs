@@ -4,6 +4,8 @@
 //! to stderr or `--output`; ioprobe exits with CMD's status.
 
 mod claims;
+pub mod figures;
+pub mod findings;
 pub mod overhead;
 pub mod price;
 pub mod profile;
@@ -18,7 +20,7 @@ use crate::settings::Settings;
 use crate::sys::trace::Ended;
 use crate::sys::trace::{Tracer, preload};
 use anyhow::Result;
-use price::Figures;
+use figures::Figures;
 use profile::Profile;
 use report::Report;
 use serde::Serialize;
@@ -185,7 +187,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     preflight_program(&opts.command[0])?;
     let (figures, measured) = chosen_figures(opts, settings)?;
     let (prof, ended, work) = trace_command(opts, &closed, settings, &figures)?;
-    let found = price::findings(&prof, &figures, work.estimate_s);
+    let found = findings::findings(&prof, &figures, work.estimate_s);
     let report = Report {
         cmd: &shown,
         ended,

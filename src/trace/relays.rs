@@ -6,7 +6,9 @@
 //! `relay` finding, naming the record size to use both ways.
 
 use super::claims::Claim;
-use super::price::{Curve, Figures, Finder, curve_for, direction, rows_of, secs};
+use super::figures::{Curve, Figures};
+use super::findings::Finder;
+use super::price::{curve_for, direction, rows_of, secs};
 use super::profile::{OpStats, Profile};
 use crate::units::format_size;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,7 +1,9 @@
 //! The trace report: the text a person reads (what ran, the work, a table per process
 //! and target, the findings ranked by saving) and the JSON a script reads.
 
-use super::price::{self, Figures, Finding};
+use super::figures::Figures;
+use super::findings::Finding;
+use super::price;
 use super::profile::{self, Profile};
 use super::{Work, overhead};
 use crate::present::{Grid, Style};

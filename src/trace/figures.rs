@@ -1,0 +1,222 @@
+//! This machine's figures, as pricing takes them: the read, write and pipe probes'
+//! throughput by request size, the socket probe's curves per family, the syscalls
+//! probe's cost per call, the write probe's fsync cost and the copy probe's
+//! copy_file_range throughput, each from the newest saved run on this host that has
+//! it (`Figures::from_runs`), and the one lookup of a call's cost among them.
+
+use crate::names::Named;
+use crate::probes::syscalls::Case;
+use crate::results::Run;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Throughput (bytes/s) by request size, sorted by size.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Curve(pub Vec<(u64, f64)>);
+
+impl Curve {
+    /// Throughput at `size`: interpolated on a log2 size axis, the end value outside.
+    pub fn rate(&self, size: u64) -> Option<f64> {
+        let p = &self.0;
+        let (first, last) = (p.first()?, p.last()?);
+        let s = size.max(1);
+        if s <= first.0 {
+            return Some(first.1);
+        }
+        if s >= last.0 {
+            return Some(last.1);
+        }
+        let i = p.partition_point(|&(x, _)| x < s);
+        let (a, b) = (p[i - 1], p[i]);
+        let t =
+            ((s as f64).log2() - (a.0 as f64).log2()) / ((b.0 as f64).log2() - (a.0 as f64).log2());
+        Some(a.1 + t * (b.1 - a.1))
+    }
+
+    /// The smallest size reaching 97% of the best throughput: bigger buys nothing.
+    pub fn best_size(&self) -> Option<u64> {
+        let max = self.0.iter().map(|p| p.1).fold(0.0, f64::max);
+        self.0.iter().find(|p| p.1 >= 0.97 * max).map(|p| p.0)
+    }
+}
+
+/// One socket family's curves.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SocketCurves {
+    pub write_read: Curve,
+    pub sendfile: Curve,
+    /// write-read with larger buffers asked for on both sides: the SO_SNDBUF granted
+    /// and its curve.
+    pub large_buffer: Option<(u64, Curve)>,
+}
+
+/// The figures a profile is priced with, and the runs they came from.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    pub read: Curve,
+    pub write: Curve,
+    pub pipe: Curve,
+    /// The pipe curve at the larger capacity measured, and that capacity.
+    pub pipe_large: Option<(u64, Curve)>,
+    /// The socket probe's curves per family (unix, tcp, unix-dgram, udp): write-read
+    /// and sendfile, kernel buffers.
+    pub sockets: BTreeMap<String, SocketCurves>,
+    /// Nanoseconds per call of the syscalls probe's cases (null, pread, lseek_read, …).
+    pub calls_ns: BTreeMap<String, f64>,
+    /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
+    /// block against no durability).
+    pub fsync_s: Option<f64>,
+    /// When the run that measured `fsync_s` started (UTC, RFC 3339).
+    pub fsync_measured_at: Option<String>,
+    /// copy_file_range throughput (copy probe, warm source, no fsync).
+    pub copy_file_range: Option<f64>,
+    /// (probe, run id) of every source.
+    pub sources: Vec<(String, i64)>,
+}
+
+impl Figures {
+    /// Takes each probe's figures from the newest of `runs` (id, run) that has them,
+    /// read through the probes' typed readers.
+    pub fn from_runs(runs: &[(i64, Run)]) -> Figures {
+        use crate::probes::{copy, pipe, read, socket, syscalls, write};
+        let mut f = Figures::default();
+        let newest = |probe: &str| {
+            runs.iter()
+                .rev()
+                .find(|(_, r)| r.of_probe(probe).any(|m| m.is_ok()))
+        };
+        if let Some((id, r)) = newest("read") {
+            f.read = Curve(read::curve(r, read::Method::Read));
+            f.sources.push(("read".into(), *id));
+        }
+        if let Some((id, r)) = newest("write") {
+            let by = |d| Curve(write::curve(r, write::Method::Write, d));
+            f.write = by(write::Durability::None);
+            // A small durable write (O_DSYNC, smallest block) less the same write to the
+            // page cache: what one fsync after a small write adds. fsync-per-pass rows
+            // would price the write-back of a whole file instead.
+            let dsync = by(write::Durability::Dsync);
+            if let Some(&(b, rate)) = dsync.0.first()
+                && let Some(none) = f.write.rate(b)
+            {
+                let extra = b as f64 / rate - b as f64 / none;
+                f.fsync_s = (extra > 0.0).then_some(extra);
+                f.fsync_measured_at = f.fsync_s.map(|_| r.started_at.clone());
+            }
+            f.sources.push(("write".into(), *id));
+        }
+        if let Some((id, r)) = newest("pipe") {
+            let (method, placement) = (pipe::Method::WriteRead, pipe::Placement::Any);
+            f.pipe = Curve(pipe::curve(r, method, placement, None));
+            if let Some(cap) = pipe::largest_capacity(r, method, placement) {
+                f.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
+            }
+            f.sources.push(("pipe".into(), *id));
+        }
+        if let Some((id, r)) = newest("socket") {
+            for &family in socket::Family::ALL {
+                let c = Curve(socket::curve(r, family, socket::Method::WriteRead));
+                if !c.0.is_empty() {
+                    let sendfile = Curve(socket::curve(r, family, socket::Method::Sendfile));
+                    let large_buffer =
+                        socket::buffer_curve(r, family).map(|(b, points)| (b, Curve(points)));
+                    f.sockets.insert(
+                        family.name().to_string(),
+                        SocketCurves {
+                            write_read: c,
+                            sendfile,
+                            large_buffer,
+                        },
+                    );
+                }
+            }
+            f.sources.push(("socket".into(), *id));
+        }
+        if let Some((id, r)) = newest("syscalls") {
+            for (case, ns) in syscalls::per_call(r) {
+                f.calls_ns.insert(case.name().to_string(), ns);
+            }
+            f.sources.push(("syscalls".into(), *id));
+        }
+        if let Some((id, r)) = newest("copy") {
+            f.copy_file_range = copy::best(
+                r,
+                copy::Method::CopyFileRange,
+                copy::Cache::Warm,
+                copy::Durability::None,
+            );
+            f.sources.push(("copy".into(), *id));
+        }
+        f
+    }
+
+    /// The curves for a socket of `family` (as the trace found it), or of the nearest
+    /// family measured (tcp, then unix): the curves and the family they are.
+    pub fn socket(&self, family: Option<&str>) -> Option<(&SocketCurves, &str)> {
+        family
+            .into_iter()
+            .chain(["tcp", "unix"])
+            .chain(self.sockets.keys().map(String::as_str))
+            .find_map(|k| self.sockets.get_key_value(k))
+            .map(|(k, c)| (c, k.as_str()))
+    }
+
+    /// Whether the figures that price most calls are here (read curve and call costs).
+    pub fn enough(&self) -> bool {
+        !self.read.0.is_empty() && self.ns(Case::Pread).is_some()
+    }
+
+    pub(super) fn ns(&self, case: Case) -> Option<f64> {
+        self.calls_ns.get(case.name()).copied()
+    }
+
+    /// What one data call costs here at the least, however few bytes it moves: the
+    /// syscalls probe's small pread or pwrite (else its null call), in seconds.
+    pub(super) fn floor_s(&self, reading: bool) -> Option<f64> {
+        let case = if reading { Case::Pread } else { Case::Pwrite };
+        self.ns(case)
+            .or_else(|| self.ns(Case::Null))
+            .map(|n| n * 1e-9)
+    }
+
+    /// `calls` data calls moving `bytes` in requests of `size` along `c`: the bytes at
+    /// the curve's rate, but never less than each call's floor (a 1-byte write costs a
+    /// system call, not a 4-KiB write's 1/4096th).
+    pub(super) fn data_time(
+        &self,
+        c: &Curve,
+        reading: bool,
+        bytes: u64,
+        calls: u64,
+        size: u64,
+    ) -> Option<f64> {
+        let by_rate = bytes as f64 / c.rate(size)?;
+        let floor = self.floor_s(reading).map_or(0.0, |f| f * calls as f64);
+        Some(by_rate.max(floor))
+    }
+
+    /// The extra cost of one call over `base` (say lseek_read over pread), in seconds.
+    pub(super) fn extra(&self, case: Case, base: Case) -> Option<f64> {
+        Some(((self.ns(case)? - self.ns(base)?) * 1e-9).max(0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curves_interpolate_on_log_sizes_and_find_their_knee() {
+        let c = Curve(vec![
+            (1024, 1e9),
+            (4096, 3e9),
+            (65536, 10e9),
+            (1 << 20, 10.1e9),
+        ]);
+        assert_eq!(c.rate(512), Some(1e9));
+        assert_eq!(c.rate(1 << 30), Some(10.1e9));
+        assert!((c.rate(2048).unwrap() - 2e9).abs() < 1.0);
+        assert_eq!(c.best_size(), Some(65536));
+        assert_eq!(Curve::default().rate(4096), None);
+    }
+}

@@ -1,0 +1,507 @@
+//! The findings: one rule per method of [`Finder`], each a pattern worth changing
+//! (or not) priced with this machine's figures, then settled so that each call is
+//! claimed once (`claims.rs`).
+
+pub use super::claims::{Alternative, Claim};
+use super::figures::Figures;
+use super::price::{comm_of, curve_for, direction, fsync_source, pipe_relay, rows_of, secs};
+use super::profile::{Kind, OpStats, Profile};
+use super::relays::{Relays, relayed_writes};
+use crate::probes::syscalls::Case;
+use crate::units::format_size;
+use serde::Serialize;
+
+/// A pattern worth changing (or not), with what it costs here and what it would save.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub kind: &'static str,
+    pub pid: i32,
+    pub process: String,
+    pub target: String,
+    /// The finding in one sentence, with its figures.
+    pub text: String,
+    pub time_s: Option<f64>,
+    pub better_s: Option<f64>,
+    pub saving_s: Option<f64>,
+    /// The saving as a share of the run's work here (user CPU + priced calls).
+    pub share: Option<f64>,
+    /// False when the saving is under 1% of the run: it does not matter here.
+    pub matters: bool,
+    /// Other changes to calls this finding claimed first (not added to the savings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
+    /// The sentence without its price, and the calls it would change.
+    #[serde(skip)]
+    pub what: String,
+    #[serde(skip)]
+    pub claims: Vec<Claim>,
+}
+
+/// Every finding of `p`, largest saving first, each call claimed by one finding only.
+/// `work` is the run's work here (seconds), which savings are compared with. One rule
+/// per method of [`Finder`].
+pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
+    let mut x = Finder {
+        p,
+        f,
+        relays: Relays::of(p),
+        out: Vec::new(),
+    };
+    x.relay_groups();
+    for (&(pid, t, op), s) in &p.ops {
+        let Some(reading) = direction(op) else {
+            continue;
+        };
+        if !reading && x.relays.dsts.contains(&(pid, t)) {
+            continue; // priced with the reads it relays
+        }
+        if reading && x.relays.grouped.contains(&(pid, t)) {
+            continue; // priced with its group (relay_groups)
+        }
+        for rule in Finder::PER_DATA_OPERATION {
+            rule(&mut x, (pid, t, op), s, reading);
+        }
+    }
+    for rule in Finder::WHOLE_RUN {
+        rule(&mut x);
+    }
+    super::claims::settle(x.out, p, f, work)
+}
+
+/// The findings being made: the profile, the figures, the relays, and the list.
+pub(super) struct Finder<'a> {
+    pub p: &'a Profile,
+    pub f: &'a Figures,
+    pub relays: Relays,
+    out: Vec<Finding>,
+}
+
+/// A rule about one data operation: (process, target, operation), its stats, whether
+/// it reads.
+type DataRule<'a> = fn(&mut Finder<'a>, (i32, usize, &'static str), &OpStats, bool);
+
+impl<'a> Finder<'a> {
+    /// The rules run on every data operation, in order.
+    const PER_DATA_OPERATION: [DataRule<'a>; 5] = [
+        Self::small_requests,
+        Self::lseek_then_io,
+        Self::reread,
+        Self::pipe_capacity,
+        Self::socket_buffer,
+    ];
+
+    /// The rules run once over the whole profile, in order.
+    const WHOLE_RUN: [fn(&mut Self); 5] = [
+        Self::reopens,
+        Self::stat_storms,
+        Self::pipe_relays,
+        Self::fsync_per_write,
+        Self::read_write_copies,
+    ];
+}
+
+impl Finder<'_> {
+    /// Adds a finding: what it is, what it costs now and would cost done better
+    /// (`priced`), and the calls it would change. Its price and share are settled once
+    /// every rule has run ([`super::claims::settle`]).
+    pub(super) fn push(
+        &mut self,
+        kind: &'static str,
+        pid: i32,
+        target: String,
+        what: String,
+        (time, better): (Option<f64>, Option<f64>),
+        claims: Vec<Claim>,
+    ) {
+        self.out.push(Finding {
+            kind,
+            pid,
+            process: comm_of(self.p, pid),
+            target,
+            text: String::new(),
+            time_s: time,
+            better_s: better,
+            saving_s: None,
+            share: None,
+            matters: false,
+            alternatives: Vec::new(),
+            what,
+            claims,
+        });
+    }
+
+    /// The data rows of `pid` on `t` in one direction, as claims.
+    fn data_rows(&self, pid: i32, t: usize, reading: bool) -> Vec<Claim> {
+        rows_of(self.p, pid, t)
+            .filter(|&(op, _)| direction(op) == Some(reading))
+            .map(|(op, _)| Claim::Row(pid, t, op))
+            .collect()
+    }
+
+    fn small_requests(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        let large = p.pipe_sizes.contains_key(&t);
+        // Small requests, priced with the curve for this kind of target.
+        if let (Some((c, curve_name)), Some(size)) =
+            (
+                curve_for(f, (target.kind, target.family.as_deref()), reading, large),
+                s.typical_size(),
+            )
+            && let Some(best) = c.best_size()
+            // Enough bytes or calls for the size to matter at all (the share of the
+            // run's work then says whether it does here).
+            && (s.bytes >= 64 * 1024 || s.calls >= 1000)
+            && s.calls >= 16
+            && size < best
+            && let calls_then = s.bytes.div_ceil(best)
+            && let (Some(now), Some(then)) = (
+                f.data_time(c, reading, s.bytes, s.calls, size),
+                f.data_time(c, reading, s.bytes, calls_then, best),
+            )
+            && then < 0.97 * now
+        {
+            // The writes this process relays from here change with the reads.
+            let (mut now, mut then) = (now, then);
+            let mut relay = String::new();
+            let mut claims = vec![Claim::Row(pid, t, op)];
+            if reading {
+                let (a, b, text, more) = relayed_writes(p, f, (pid, t), (size, best), &self.relays);
+                (now, then, relay) = (now + a, then + b, text);
+                claims.extend(more);
+            }
+            let how = if reading { "reads" } else { "writes" };
+            let priced = match (target.kind, curve_name) {
+                (Kind::Socket, "pipe") => {
+                    " (priced with the pipe figures: no socket run saved)".to_string()
+                }
+                (Kind::Socket, _) => {
+                    let used = f.socket(target.family.as_deref()).map_or("socket", |c| c.1);
+                    format!(
+                        " (priced with the loopback {used} figures{})",
+                        match target.family.as_deref() {
+                            None => ": its family is unknown".to_string(),
+                            Some(fam) if fam != used => format!(": no {fam} figures saved"),
+                            Some(_) => String::new(),
+                        }
+                    )
+                }
+                _ => String::new(),
+            };
+            self.push(
+                "small_requests",
+                pid,
+                target.label(),
+                format!(
+                    "{} {op} {} with {} {how}: {} calls{relay}, ≈{} here{priced}; with {} {how} ({} curve's knee), {} calls (≈{})",
+                    comm_of(p, pid),
+                    target.label(),
+                    format_size(size),
+                    super::thousands(s.calls),
+                    secs(now),
+                    format_size(best),
+                    curve_name,
+                    super::thousands(calls_then),
+                    secs(then)
+                ),
+                (Some(now), Some(then)),
+                claims,
+            );
+        }
+    }
+
+    fn lseek_then_io(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        // lseek then read/write: pread/pwrite would do it in one call.
+        if s.after_lseek >= 10 {
+            let per = f
+                .ns(Case::Lseek)
+                .map(|n| n * 1e-9)
+                .or_else(|| f.extra(Case::LseekRead, Case::Pread));
+            self.push(
+                "lseek_then_io",
+                pid,
+                target.label(),
+                format!(
+                    "{} lseek+{op} on {}: {} pairs; {} would do each in one call",
+                    comm_of(p, pid),
+                    target.label(),
+                    super::thousands(s.after_lseek),
+                    if reading { "pread" } else { "pwrite" }
+                ),
+                (per.map(|x| x * s.after_lseek as f64), per.map(|_| 0.0)),
+                vec![Claim::Row(pid, t, "lseek")],
+            );
+        }
+    }
+
+    fn reread(&mut self, (pid, t, op): (i32, usize, &'static str), s: &OpStats, reading: bool) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        // Reading the same bytes again.
+        if reading && target.kind == Kind::File && s.reread_bytes >= 1 << 20 {
+            let rate = s.typical_size().and_then(|z| f.read.rate(z));
+            self.push(
+                "reread",
+                pid,
+                target.label(),
+                format!(
+                    "{} read {} of {} again (bytes it had already read); mapping the file once (mmap) and reading the mapping avoids the calls (a copy kept in fresh memory saves less: the memory costs its page faults)",
+                    comm_of(p, pid),
+                    format_size(s.reread_bytes),
+                    target.label()
+                ),
+                (rate.map(|r| s.reread_bytes as f64 / r), rate.map(|_| 0.0)),
+                vec![Claim::Row(pid, t, op)],
+            );
+        }
+    }
+
+    fn pipe_capacity(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        let large = p.pipe_sizes.contains_key(&t);
+        // A default-capacity pipe where the measured larger capacity is faster.
+        if target.kind == Kind::Pipe
+            && !reading
+            && !large
+            && s.bytes >= 1 << 20
+            && let (Some((cap, lc)), Some(size)) = (&f.pipe_large, s.typical_size())
+            && let (Some(d), Some(l)) = (f.pipe.rate(size), lc.rate(size))
+            && l > 1.03 * d
+        {
+            self.push(
+                "pipe_capacity",
+                pid,
+                target.label(),
+                format!(
+                    "{} writes {} through {} (default capacity) in {} chunks; a {} pipe (F_SETPIPE_SZ) moves them at {} GB/s instead of {}",
+                    comm_of(p, pid),
+                    format_size(s.bytes),
+                    target.label(),
+                    format_size(size),
+                    format_size(*cap),
+                    crate::units::format_gbps(l),
+                    crate::units::format_gbps(d)
+                ),
+                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l)),
+                vec![Claim::Row(pid, t, op)],
+            );
+        }
+    }
+
+    /// Sends through a socket left at the kernel's buffer sizes (the process never
+    /// called setsockopt on it) where the socket probe measured larger buffers faster at
+    /// the size sent.
+    fn socket_buffer(
+        &mut self,
+        (pid, t, op): (i32, usize, &'static str),
+        s: &OpStats,
+        reading: bool,
+    ) {
+        let (p, f) = (self.p, self.f);
+        let target = &p.targets[t];
+        let tuned = rows_of(p, pid, t).any(|(o, _)| o == "setsockopt");
+        if target.kind == Kind::Socket
+            && !reading
+            && !tuned
+            && s.bytes >= 1 << 20
+            && let Some((c, family)) = f.socket(target.family.as_deref())
+            && target.family.as_deref().is_none_or(|x| x == family)
+            && let (Some((granted, large)), Some(size)) = (&c.large_buffer, s.typical_size())
+            && let (Some(d), Some(l)) = (c.write_read.rate(size), large.rate(size))
+            && l > 1.03 * d
+        {
+            self.push(
+                "socket_buffer",
+                pid,
+                target.label(),
+                format!(
+                    "{} {op}s {} through {} at the kernel's buffer sizes in {} chunks; asking for larger ones (SO_SNDBUF and SO_RCVBUF, granted {} here) moves them at {} GB/s instead of {} (loopback {family} figures)",
+                    comm_of(p, pid),
+                    format_size(s.bytes),
+                    target.label(),
+                    format_size(size),
+                    format_size(*granted),
+                    crate::units::format_gbps(l),
+                    crate::units::format_gbps(d)
+                ),
+                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l)),
+                vec![Claim::Row(pid, t, op)],
+            );
+        }
+    }
+
+    fn reopens(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for ((pid, path), &n) in &p.opens {
+            if n >= 10 {
+                let per = f.extra(Case::OpenReadClose, Case::Pread);
+                self.push(
+                    "reopen",
+                    *pid,
+                    path.clone(),
+                    format!(
+                        "{} opened {path} {} times; one descriptor kept open would do",
+                        comm_of(p, *pid),
+                        super::thousands(n)
+                    ),
+                    (per.map(|x| x * n as f64), per),
+                    vec![Claim::Path(*pid, path.clone(), "open")],
+                );
+            }
+        }
+    }
+
+    fn stat_storms(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for ((pid, path), &n) in &p.stats {
+            if n >= 100 {
+                let per = f.ns(Case::Stat).map(|x| x * 1e-9);
+                self.push(
+                    "stat_storm",
+                    *pid,
+                    path.clone(),
+                    format!(
+                        "{} asked for the status of {path} {} times; once would do unless it changes",
+                        comm_of(p, *pid),
+                        super::thousands(n)
+                    ),
+                    (per.map(|x| x * n as f64), per),
+                    vec![Claim::Path(*pid, path.clone(), "stat")],
+                );
+            }
+        }
+    }
+
+    fn pipe_relays(&mut self) {
+        let (p, f) = (self.p, self.f);
+        // A process that only moves a file's bytes into a pipe (`cat f | prog`): the next
+        // process could read the file itself, and this one, with its every call, goes.
+        for (&(pid, src, dst), &(_, bytes)) in &p.copies {
+            let (s_t, d_t) = (&p.targets[src], &p.targets[dst]);
+            if s_t.kind != Kind::File || d_t.kind != Kind::Pipe || bytes < 1 << 20 {
+                continue;
+            }
+            let Some((time, calls)) = pipe_relay(p, f, pid, src, dst) else {
+                continue;
+            };
+            self.push(
+                "pipe_relay",
+                pid,
+                format!("{} → {}", s_t.label(), d_t.label()),
+                format!(
+                    "{} only copies {} from {} into {} ({} calls): the process reading the pipe could read the file itself (`prog < {}` instead of `cat {} | prog`), and this process and its copy would go",
+                    comm_of(p, pid),
+                    format_size(bytes),
+                    s_t.label(),
+                    d_t.label(),
+                    super::thousands(calls),
+                    s_t.name,
+                    s_t.name
+                ),
+                (time, time.map(|_| 0.0)),
+                [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
+            );
+        }
+    }
+
+    fn fsync_per_write(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for (&(pid, t), y) in &p.syncs {
+            if y.syncs >= 10 && y.writes <= 8 * y.syncs && y.bytes / y.syncs.max(1) < 64 * 1024 {
+                self.push(
+                    "fsync_per_write",
+                    pid,
+                    p.targets[t].label(),
+                    format!(
+                        "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch{}",
+                        comm_of(p, pid),
+                        p.targets[t].label(),
+                        super::thousands(y.syncs),
+                        crate::units::sig3(y.writes as f64 / y.syncs as f64),
+                        format_size(y.bytes / y.syncs.max(1)),
+                        fsync_source(f)
+                    ),
+                    (f.fsync_s.map(|c| c * y.syncs as f64), f.fsync_s),
+                    rows_of(p, pid, t)
+                        .filter(|&(op, _)| matches!(op, "fsync" | "fdatasync"))
+                        .map(|(op, _)| Claim::Row(pid, t, op))
+                        .collect(),
+                );
+            }
+        }
+    }
+
+    fn read_write_copies(&mut self) {
+        let (p, f) = (self.p, self.f);
+        for (&(pid, src, dst), &(pairs, bytes)) in &p.copies {
+            // Data written to /dev/null or a terminal is not a copy worth moving in-kernel.
+            let sink = matches!(p.targets[dst].kind, Kind::DevNull | Kind::Tty);
+            if pairs >= 16 && bytes >= 1 << 20 && !sink {
+                let size = bytes / pairs;
+                let through = f.read.rate(size).zip(f.write.rate(size));
+                let dst_t = &p.targets[dst];
+                let call = if dst_t.kind == Kind::File {
+                    "copy_file_range"
+                } else {
+                    "sendfile or splice"
+                };
+                // Into a socket: the socket curve prices the send (with its reader's
+                // receive, as the probe measures both), sendfile's curve the fix.
+                let sock = (dst_t.kind == Kind::Socket)
+                    .then(|| f.socket(dst_t.family.as_deref()))
+                    .flatten();
+                let through = match sock {
+                    Some((c, _)) => f.read.rate(size).zip(c.write_read.rate(size)),
+                    None => through,
+                };
+                let better = if dst_t.kind == Kind::File {
+                    f.copy_file_range.map(|c| bytes as f64 / c)
+                } else if let Some((c, _)) = sock {
+                    let sf = &c.sendfile;
+                    sf.best_size()
+                        .and_then(|b| sf.rate(b.max(size)))
+                        .map(|r| bytes as f64 / r)
+                } else {
+                    None
+                };
+                self.push(
+                    "read_write_copy",
+                    pid,
+                    format!("{} → {}", p.targets[src].label(), dst_t.label()),
+                    format!(
+                        "{} copied {} from {} to {} by read then write ({} pairs of {}); {call} moves it in the kernel",
+                        comm_of(p, pid),
+                        format_size(bytes),
+                        p.targets[src].label(),
+                        dst_t.label(),
+                        super::thousands(pairs),
+                        format_size(size)
+                    ),
+                    (through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w), better),
+                    [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

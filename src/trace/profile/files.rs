@@ -1,0 +1,231 @@
+//! Calls on files and paths: opens, closes, syncs, fcntl, other calls on a
+//! descriptor, stats, the namespace and metadata calls, and calls on no descriptor.
+
+use super::Call;
+use super::fd::{Fd, normal, read_link};
+use super::model::Profile;
+use crate::names::Named;
+use crate::sys::trace::Memory;
+use crate::sys::trace::calls::Syscall;
+
+impl Profile {
+    /// A namespace or metadata call, on the path it names (for a rename or a link, the
+    /// existing one).
+    pub(super) fn path_call(&mut self, pid: i32, sys: Syscall, a: [u64; 6], ok: bool) {
+        let name = sys.name();
+        let addr = a[sys.path_arg().unwrap_or(0)];
+        let path = self.named(pid, addr, a[0] as i32);
+        let t = self.target(&path);
+        let s = self.op(pid, t, name);
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+
+    /// `open` | `openat` | `openat2` | `creat`.
+    pub(super) fn open_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            sys,
+            name,
+            a,
+            ret,
+            ok,
+            ..
+        } = c;
+        let path_arg = a[sys.path_arg().unwrap_or(1)];
+        if ok {
+            let fd = ret as i32;
+            let Some(name_now) = self.opened(pid, sys, a, fd) else {
+                return;
+            };
+            let t = self.target(&name_now);
+            self.fds.entry(pid).or_default().remove(&fd);
+            self.set_fd(pid, fd, Fd::at(t));
+            if !self.folded.contains_key(&t) {
+                *self.opens.entry((pid, name_now)).or_default() += 1;
+            }
+            self.op(pid, t, name).calls += 1;
+        } else {
+            let path = self.mem.string(path_arg).unwrap_or_else(|| "?".into());
+            let t = self.target(&path);
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.errors += 1;
+        }
+    }
+
+    /// What an open that returned `fd` opened. Under ptrace the process is stopped
+    /// right after the call: its /proc/PID/fd link says. The eBPF tracer's records are
+    /// read a little later, when the descriptor may be closed or reused: the path the
+    /// call named says, made absolute from its directory descriptor or the process's
+    /// working directory.
+    pub(super) fn opened(
+        &mut self,
+        pid: i32,
+        sys: Syscall,
+        a: [u64; 6],
+        fd: i32,
+    ) -> Option<String> {
+        let link = |fd: String| read_link(format!("/proc/{pid}/{fd}"));
+        // Seen while its task is stopped at it (ptrace, and preload's traced calls):
+        // /proc says, in one readlink.
+        if self.ptrace || matches!(self.mem, Memory::Live(_)) {
+            return link(format!("fd/{fd}"));
+        }
+        let path = self.mem.string(a[sys.path_arg().unwrap_or(1)])?;
+        // The name /proc would give: symbolic links resolved, while the file is there.
+        let real = |p: std::path::PathBuf| {
+            std::fs::canonicalize(&p).map_or_else(|_| normal(&p), |c| c.display().to_string())
+        };
+        if path.starts_with('/') {
+            return Some(real(path.into()));
+        }
+        const AT_FDCWD: i32 = -100;
+        let dirfd = a[0] as i32;
+        let dir = if sys.path_arg() == Some(1) && dirfd != AT_FDCWD {
+            self.fd(pid, dirfd)
+                .map(|f| self.targets[f.target].name.clone())
+        } else {
+            link("cwd".into()).or_else(|| self.cwd.get(&pid).cloned())
+        };
+        Some(match dir {
+            Some(d) => real(std::path::Path::new(&d).join(&path)),
+            None => path,
+        })
+    }
+
+    /// `close`.
+    pub(super) fn close_call(&mut self, c: Call) {
+        let Call {
+            pid, name, ok, fd0, ..
+        } = c;
+        let f = self.fds.get(&pid).and_then(|t| t.get(&fd0)).copied();
+        let f = f.or_else(|| (!ok).then(|| self.fd(pid, fd0)).flatten());
+        if let Some(f) = f {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+        }
+        if let Some(t) = self.fds.get_mut(&pid) {
+            t.remove(&fd0);
+        }
+        if let Some(e) = self.early.get_mut(&pid) {
+            e.remove(&fd0);
+        }
+    }
+
+    /// `fsync` | `fdatasync` | `sync_file_range`.
+    pub(super) fn sync_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            sys,
+            name,
+            ok,
+            fd0,
+            ..
+        } = c;
+        if let Some(f) = self.fd(pid, fd0) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+            if sys != Syscall::SyncFileRange {
+                let (w, b) = self.unsynced.remove(&(pid, f.target)).unwrap_or((0, 0));
+                let y = self.syncs.entry((pid, f.target)).or_default();
+                y.syncs += 1;
+                y.writes += w;
+                y.bytes += b;
+            }
+        }
+    }
+
+    /// `fcntl`.
+    pub(super) fn fcntl_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        // F_SETPIPE_SZ keeps its own row (pricing reads the pipe's size from it).
+        const F_SETPIPE_SZ: u64 = 1031;
+        let op = if a[1] == F_SETPIPE_SZ {
+            "fcntl(F_SETPIPE_SZ)"
+        } else {
+            "fcntl"
+        };
+        if let Some(f) = self.fd(pid, fd0) {
+            let s = self.op(pid, f.target, op);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+            if op != "fcntl" && ok {
+                self.pipe_sizes.insert(f.target, ret as u64);
+            }
+        }
+    }
+
+    /// `fstat` | `getdents64` | `io_uring_enter` | `fadvise64` | `readahead` | `fallocate` | `ftruncate` | `syncfs` | `ioctl` | `flock` | `fchmod` | `fchown` | `fsetxattr` | `fgetxattr` | `flistxattr` | `fremovexattr` | `fstatfs`.
+    pub(super) fn fd_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            sys,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        if let Some(f) = self.fd(pid, fd0) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.errors += u64::from(!ok);
+            if sys == Syscall::Getdents64 && ok {
+                s.bytes += ret as u64;
+            }
+            if sys == Syscall::Fallocate {
+                s.bytes += a[3];
+            }
+        }
+        if sys == Syscall::IoUringEnter && ret > 0 {
+            self.uring_submitted(pid, a, ret as u64);
+        }
+    }
+
+    /// `stat` | `lstat` | `newfstatat` | `statx`.
+    pub(super) fn stat_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            sys,
+            a,
+            ok,
+            fd0,
+            ..
+        } = c;
+        let addr = a[sys.path_arg().unwrap_or(1)];
+        let path = self.named(pid, addr, fd0);
+        let t = self.target(&path);
+        if !self.folded.contains_key(&t) {
+            *self.stats.entry((pid, path.clone())).or_default() += 1;
+        }
+        let s = self.op(pid, t, "stat");
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+
+    /// `io_getevents` | `sync`.
+    pub(super) fn context_call(&mut self, c: Call) {
+        let Call {
+            pid, sys, name, ok, ..
+        } = c;
+        let t = self.target(if sys == Syscall::Sync {
+            "every filesystem"
+        } else {
+            "aio context"
+        });
+        let s = self.op(pid, t, name);
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+}

@@ -1,0 +1,158 @@
+//! Calls that move data without a read or write per request: the in-kernel copies,
+//! mmap, io_uring (its setup and the submissions read from its ring) and Linux AIO.
+
+use super::Call;
+use super::memory::{iocbs, iov_total};
+use super::model::{Profile, bucket};
+use crate::sys::trace::calls::Syscall;
+
+impl Profile {
+    /// `sendfile` | `splice` | `tee` | `copy_file_range` | `vmsplice`.
+    pub(super) fn copy_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            sys,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+            ..
+        } = c;
+        // The source descriptor: sendfile(out, in), the others (in, …, out).
+        let fd = if sys == Syscall::Sendfile {
+            a[1] as i32
+        } else {
+            fd0
+        };
+        if let Some(f) = self.fd(pid, fd) {
+            let asked = match sys {
+                Syscall::Sendfile => a[3],
+                Syscall::Tee => a[2],
+                Syscall::Vmsplice => iov_total(&self.mem, a[1], a[2]),
+                _ => a[4],
+            };
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+            s.bytes += if ok { ret as u64 } else { 0 };
+            s.errors += u64::from(!ok);
+            *s.sizes.entry(bucket(asked)).or_default() += 1;
+        }
+    }
+
+    /// `mmap`.
+    pub(super) fn mmap_call(&mut self, c: Call) {
+        let Call {
+            pid,
+            name,
+            a,
+            ret,
+            ok,
+            ..
+        } = c;
+        let fd = a[4] as i32;
+        let t = if fd < 0 {
+            Some(self.target("anonymous memory"))
+        } else {
+            self.fd(pid, fd).map(|f| f.target)
+        };
+        if let Some(t) = t {
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.bytes += a[1];
+            s.errors += u64::from(!ok);
+            *s.sizes.entry(bucket(a[1])).or_default() += 1;
+        }
+        if ok && let Some(r) = self.rings.get_mut(&(pid, fd)) {
+            r.mapped(a[5], ret as u64);
+        }
+    }
+
+    /// `io_uring_setup`.
+    pub(super) fn uring_setup(&mut self, c: Call) {
+        let Call {
+            pid,
+            name,
+            a,
+            ret,
+            ok,
+            ..
+        } = c;
+        if ok && let Some(r) = crate::trace::uring::Ring::setup(&self.mem, a[1]) {
+            if let Some(why) = r.unseen() {
+                self.notes.insert(uring_note(pid, why));
+            }
+            self.rings.insert((pid, ret as i32), r);
+        }
+        if let Some(f) = self.fd(pid, ret as i32).filter(|_| ok) {
+            let s = self.op(pid, f.target, name);
+            s.calls += 1;
+        } else {
+            let t = self.target("io_uring");
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.errors += 1;
+        }
+    }
+
+    /// The `n` requests an io_uring_enter submitted, each on its own descriptor.
+    pub(super) fn uring_submitted(&mut self, pid: i32, a: [u64; 6], n: u64) {
+        let ring = if a[3] & crate::trace::uring::ENTER_REGISTERED_RING != 0 {
+            // A registered ring's index is no descriptor: the process's only ring.
+            let mut mine = self.rings.iter().filter(|(k, _)| k.0 == pid);
+            match (mine.next(), mine.next()) {
+                (Some((_, r)), None) => Some(*r),
+                _ => None,
+            }
+        } else {
+            self.rings.get(&(pid, a[0] as i32)).copied()
+        };
+        let requests = match ring {
+            Some(r) => r.submitted(&self.mem, n),
+            None => Err("its io_uring ring was set up where ioprobe did not see it"),
+        };
+        match requests {
+            Ok(list) => {
+                for (fd, fixed, op, bytes) in list {
+                    let t = if fixed {
+                        Some(self.target("io_uring registered file"))
+                    } else {
+                        self.fd(pid, fd).map(|f| f.target)
+                    };
+                    if let Some(t) = t {
+                        let s = self.op(pid, t, op);
+                        s.calls += 1;
+                        s.bytes += bytes;
+                        *s.sizes.entry(bucket(bytes)).or_default() += 1;
+                    }
+                }
+            }
+            Err(why) => {
+                self.notes.insert(uring_note(pid, why));
+            }
+        }
+    }
+
+    /// io_submit: each submitted iocb on its own descriptor (reads, writes, syncs),
+    /// and the call itself on the AIO context.
+    pub(super) fn aio_submit(&mut self, pid: i32, a: [u64; 6], ret: i64) {
+        let ok = ret >= 0;
+        for (fd, op, bytes) in iocbs(&self.mem, a[2], if ok { ret as u64 } else { 0 }) {
+            if let Some(f) = self.fd(pid, fd) {
+                let s = self.op(pid, f.target, op);
+                s.calls += 1;
+                s.bytes += bytes;
+                *s.sizes.entry(bucket(bytes)).or_default() += 1;
+            }
+        }
+        let t = self.target("aio context");
+        let s = self.op(pid, t, "io_submit");
+        s.calls += 1;
+        s.errors += u64::from(!ok);
+    }
+}
+
+/// The note for a process whose io_uring requests cannot be read.
+pub(super) fn uring_note(pid: i32, why: &str) -> String {
+    format!("pid {pid}: {why}, so the bytes its io_uring requests move are not counted")
+}

@@ -1,0 +1,165 @@
+//! What a traced program did with I/O system calls: per process, target and operation,
+//! the calls, bytes, a power-of-two histogram of request sizes, offsets (sequential or
+//! random), short reads, bytes read again; and the patterns findings are made of
+//! (lseek+read pairs, opens of one path, stat storms, fsyncs per write, read-then-write
+//! copies, pipe capacities). Built from [`Event`]s; names no probe.
+//!
+//! `model.rs` is what the profile holds, `tables.rs` the task and descriptor tables,
+//! `fd.rs` one descriptor, `memory.rs` the reads of the tracee's memory, and one file
+//! per group of call families decodes them: `data.rs` (reads, writes, lseek,
+//! sockets), `files.rs` (opens, closes, syncs, stats, paths), `mapped.rs` (in-kernel
+//! copies, mmap, io_uring, AIO).
+
+mod data;
+mod fd;
+mod files;
+mod mapped;
+mod memory;
+mod model;
+mod tables;
+
+pub(super) use memory::{iov_total, msghdr_iov, u64_at};
+pub use model::*;
+
+use crate::names::Named;
+use crate::sys::trace::Event;
+use crate::sys::trace::calls::{Family, Syscall};
+
+impl Profile {
+    /// After the last event: the note that says how many files were folded, if any.
+    pub fn finish(&mut self) {
+        if !self.uncopied.is_empty() {
+            let calls = self.uncopied.iter().copied().collect::<Vec<_>>().join(", ");
+            self.notes.insert(format!(
+                "the eBPF tracer copies paths, iovec arrays (up to 32), msghdrs and io_uring parameters, not what {calls} also point to: those calls are counted, but the sizes or requests read from that memory are not (--tracer ptrace reads them)"
+            ));
+        }
+        if !self.folded.is_empty() {
+            let files: u64 = self.folded.values().sum();
+            self.notes.insert(format!(
+                "past {TARGETS} targets, {files} more files were folded into {} per-directory rows (\"DIR/* (more files, folded)\"): their opens, stats and re-reads are not told apart",
+                self.folded.len()
+            ));
+        }
+    }
+
+    /// Takes one event into the profile.
+    pub fn add(&mut self, e: &Event) {
+        match *e {
+            Event::Call {
+                tid,
+                call,
+                args,
+                ret,
+                ref mem,
+            } => {
+                self.mem = mem.clone();
+                self.call(tid, call, args, ret);
+                if self.mem.missed() {
+                    self.uncopied.insert(call.name());
+                }
+            }
+            Event::Exec {
+                tid,
+                ref comm,
+                program32,
+                ref note,
+                ref seen,
+            } => self.exec(
+                tid,
+                comm.as_deref(),
+                (program32, note.clone()),
+                seen.as_ref(),
+            ),
+            Event::Created {
+                tid,
+                ref fds,
+                what,
+                ref names,
+            } => self.created(tid, fds, what, names),
+            Event::Task {
+                tid,
+                parent,
+                pid: Some(pid),
+                ref comm,
+            } => self.task(tid, parent, pid, comm.as_deref()),
+            Event::Task { pid: None, .. } => {}
+            Event::Exit { tid } => {
+                self.tgid.remove(&tid);
+                self.last_read.remove(&tid);
+            }
+        }
+    }
+
+    pub(super) fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
+        let name = sys.name();
+        *self.counts.entry(name).or_default() += 1;
+        let pid = self.pid_of(tid);
+        if sys == Syscall::Ptrace {
+            if !self.traced {
+                return; // no tracer of ioprobe's stands in its way
+            }
+            self.notes.insert(format!(
+                "pid {pid} called ptrace, which fails under ioprobe trace (a process has one tracer)"
+            ));
+            return;
+        }
+        let fd0 = a[0] as i32;
+        let ok = ret >= 0;
+        let c = Call {
+            pid,
+            tid,
+            sys,
+            name,
+            a,
+            ret,
+            ok,
+            fd0,
+        };
+        match sys.family() {
+            Family::Data => self.data_call(c),
+            Family::Lseek => self.lseek_call(c),
+            Family::Open => self.open_call(c),
+            Family::Close => self.close_call(c),
+            Family::Dup => {
+                if ok && let Some(f) = self.fd(pid, fd0) {
+                    self.set_fd(pid, ret as i32, f);
+                }
+            }
+            Family::Sync => self.sync_call(c),
+            Family::Copy => self.copy_call(c),
+            Family::Mmap => self.mmap_call(c),
+            Family::UringSetup => self.uring_setup(c),
+            Family::Mapping => {
+                let t = self.target("mappings");
+                let s = self.op(pid, t, name);
+                s.calls += 1;
+                s.bytes += a[1];
+                s.errors += u64::from(!ok);
+            }
+            Family::Fcntl => self.fcntl_call(c),
+            Family::OnFd => self.fd_call(c),
+            Family::Socket => self.socket_data(pid, tid, sys, a, ret),
+            Family::AioSubmit => self.aio_submit(pid, a, ret),
+            Family::Context => self.context_call(c),
+            Family::Path => self.path_call(pid, sys, a, ok),
+            Family::Stat => self.stat_call(c),
+            Family::Ptrace => {}
+        }
+    }
+}
+
+/// One traced call's facts, as the per-family methods below take them.
+#[derive(Clone, Copy)]
+pub(super) struct Call {
+    pub(super) pid: i32,
+    pub(super) tid: i32,
+    /// The call, decoded by the tracer.
+    pub(super) sys: Syscall,
+    /// Its name (the operation its calls are counted under).
+    pub(super) name: &'static str,
+    pub(super) a: [u64; 6],
+    pub(super) ret: i64,
+    pub(super) ok: bool,
+    pub(super) fd0: i32,
+}

@@ -1,0 +1,277 @@
+//! What the profile holds: the targets, per (process, target, operation) figures,
+//! the processes, and the patterns findings are made of.
+
+use super::fd::Fd;
+use crate::sys::trace::Memory;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// What a descriptor refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    File,
+    Directory,
+    Pipe,
+    Socket,
+    Tty,
+    DevNull,
+    Device,
+    Memory,
+    Other,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::File => "file",
+            Kind::Directory => "directory",
+            Kind::Pipe => "pipe",
+            Kind::Socket => "socket",
+            Kind::Tty => "tty",
+            Kind::DevNull => "/dev/null",
+            Kind::Device => "device",
+            Kind::Memory => "memory",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// A file, pipe, socket… that calls were made on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// The path, or `pipe:[inode]`, `socket:[inode]`, `anonymous memory`.
+    pub name: String,
+    pub kind: Kind,
+    /// The filesystem type holding a file or directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs: Option<String>,
+    /// A socket's family as the socket probe names it (unix, tcp, unix-dgram, udp),
+    /// looked up while the socket was open; absent when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+}
+
+impl Target {
+    /// "path (ext4)", "pipe:[123]", "socket:[456] (tcp)".
+    pub fn label(&self) -> String {
+        match (&self.fs, &self.family) {
+            (Some(x), _) | (None, Some(x)) => format!("{} ({x})", self.name),
+            (None, None) => self.name.clone(),
+        }
+    }
+}
+
+/// Figures of one operation on one target by one process.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OpStats {
+    pub calls: u64,
+    /// Bytes moved (the sum of successful returns of data calls; mapped length for mmap).
+    pub bytes: u64,
+    pub errors: u64,
+    /// Requested sizes: calls per power of two (key: the bucket's lower bound in bytes).
+    pub sizes: BTreeMap<u64, u64>,
+    /// Data calls at the offset the previous one ended at, and elsewhere.
+    pub sequential: u64,
+    pub random: u64,
+    /// Reads that returned less than asked (not counting end of file), and at end of
+    /// file (0).
+    pub short: u64,
+    pub eof: u64,
+    /// Bytes of this read that the process had already read from the same file.
+    pub reread_bytes: u64,
+    /// Calls right after an lseek on the same descriptor (lseek+read: pread would do).
+    pub after_lseek: u64,
+}
+
+impl OpStats {
+    /// The request size half the calls are at or below (the histogram's median bucket).
+    pub fn typical_size(&self) -> Option<u64> {
+        let mut left = self.sizes.values().sum::<u64>().div_ceil(2);
+        for (&b, &n) in &self.sizes {
+            if n >= left {
+                return Some(b);
+            }
+            left -= n;
+        }
+        None
+    }
+}
+
+impl Process {
+    pub fn new(pid: i32, comm: String) -> Process {
+        Process {
+            pid,
+            first: comm.clone(),
+            last: comm.clone(),
+            comm,
+            execs: 0,
+        }
+    }
+
+    /// The label after `execs` execs from `first` to `last` (the names in between are
+    /// not kept: what the process is, and where it came from, are).
+    pub(super) fn label(first: &str, last: &str, execs: u32) -> String {
+        match execs {
+            0 => last.to_string(),
+            _ if first == last => format!("{last} ({execs} execs)"),
+            1 => format!("{first} → {last}"),
+            _ => format!("{first} → … → {last}"),
+        }
+    }
+}
+
+/// A process seen in the trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Process {
+    pub pid: i32,
+    /// The label: the program's name, or the programs it ran ("sh → cat", "make → … →
+    /// cc"); a chain that comes back to its first name is that name with its count of
+    /// execs ("python3 (6 execs)": a pyenv shim, `env`, bash and pyenv before Python).
+    pub comm: String,
+    /// The first and the last program's names (the label is made from them).
+    #[serde(skip)]
+    pub(super) first: String,
+    #[serde(skip)]
+    pub(super) last: String,
+    /// Programs it changed to (execve).
+    pub execs: u32,
+}
+
+/// fsyncs on one target: how many, and the writes and bytes before each.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Syncs {
+    pub syncs: u64,
+    pub writes: u64,
+    pub bytes: u64,
+}
+
+/// The whole profile.
+#[derive(Debug, Default)]
+pub struct Profile {
+    pub processes: BTreeMap<i32, Process>,
+    pub targets: Vec<Target>,
+    /// (pid, target, operation) → figures.
+    pub ops: BTreeMap<(i32, usize, &'static str), OpStats>,
+    /// (pid, path) → successful opens.
+    pub opens: BTreeMap<(i32, String), u64>,
+    /// (pid, path) → stat-family calls naming it.
+    pub stats: BTreeMap<(i32, String), u64>,
+    /// (pid, target) → fsyncs and the writes between them.
+    pub syncs: BTreeMap<(i32, usize), Syncs>,
+    /// (pid, source, destination) → read-then-write pairs and bytes.
+    pub copies: BTreeMap<(i32, usize, usize), (u64, u64)>,
+    /// Pipes whose capacity was set: target → granted bytes.
+    pub pipe_sizes: BTreeMap<usize, u64>,
+    /// Calls per system call name (every process and target), to check against strace.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// What the report must say about how the command ran under trace: a program whose
+    /// calls could not be seen, privileges dropped, ptrace refused.
+    pub notes: std::collections::BTreeSet<String>,
+    /// Per-directory rows past [`TARGETS`] targets: target → files folded into it.
+    pub folded: BTreeMap<usize, u64>,
+    pub(super) by_name: HashMap<String, usize>,
+    pub(super) tgid: HashMap<i32, i32>,
+    pub(super) fds: HashMap<i32, HashMap<i32, Fd>>,
+    /// Per target: byte ranges read so far, merged.
+    pub(super) read: HashMap<usize, Vec<(u64, u64)>>,
+    /// Per task: the last read (source, bytes) when a copy may follow.
+    pub(super) last_read: HashMap<i32, (usize, u64)>,
+    /// Per (pid, target): writes and bytes since the last fsync.
+    pub(super) unsynced: HashMap<(i32, usize), (u64, u64)>,
+    /// io_uring rings: (pid, descriptor) → layout and where they are mapped.
+    pub(super) rings: HashMap<(i32, i32), crate::trace::uring::Ring>,
+    /// The memory of the call being added.
+    pub(super) mem: Memory,
+    /// The calls some of whose memory the in-kernel tracer had not copied.
+    pub(super) uncopied: BTreeSet<&'static str>,
+    /// Each call is seen while its task is stopped at it (ptrace): its /proc entries
+    /// are read then. Otherwise (eBPF, preload) calls are read a little later.
+    pub(super) ptrace: bool,
+    /// The command runs as a ptrace tracee (ptrace, preload): setuid programs lose
+    /// their privileges, its own ptrace calls fail.
+    pub(super) traced: bool,
+    /// Working directories seen when programs started (eBPF).
+    pub(super) cwd: HashMap<i32, String>,
+    /// Calls that made descriptors, seen so far (eBPF).
+    pub(super) made: u64,
+    /// Per process, its descriptors when its program started: (name, position), used
+    /// when first met (eBPF).
+    pub(super) early: HashMap<i32, HashMap<i32, (String, u64)>>,
+    /// Filesystem types by directory.
+    pub(super) fs_by_dir: HashMap<std::path::PathBuf, Option<String>>,
+}
+
+/// Distinct targets kept one row each; past them, files get a row per directory
+/// (50,000 files took 226 MB and a 100 MB JSON with a row each).
+pub const TARGETS: usize = 4096;
+
+/// The size bucket (a power of two, 0 for 0) of a request of `n` bytes.
+pub fn bucket(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        1 << (63 - n.leading_zeros())
+    }
+}
+
+/// Bytes of [start, start+len) already in `ranges` (sorted, disjoint), then adds it.
+pub fn overlap_then_merge(ranges: &mut Vec<(u64, u64)>, start: u64, len: u64) -> u64 {
+    let end = start + len;
+    let seen: u64 = ranges
+        .iter()
+        .map(|&(a, b)| b.min(end).saturating_sub(a.max(start)))
+        .sum();
+    let (mut lo, mut hi) = (start, end);
+    ranges.retain(|&(a, b)| {
+        if b < lo || a > hi {
+            true
+        } else {
+            lo = lo.min(a);
+            hi = hi.max(b);
+            false
+        }
+    });
+    let at = ranges.partition_point(|&(a, _)| a < lo);
+    ranges.insert(at, (lo, hi));
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn a_process_is_labelled_by_its_program_and_its_exec_chain() {
+        assert_eq!(Process::label("dd", "dd", 0), "dd");
+        assert_eq!(Process::label("sh", "cat", 1), "sh → cat");
+        assert_eq!(Process::label("make", "cc", 4), "make → … → cc");
+        // A pyenv shim: python3 → env's bash → pyenv → … → python3.
+        assert_eq!(Process::label("python3", "python3", 6), "python3 (6 execs)");
+    }
+
+    #[test]
+    pub(super) fn ranges_count_bytes_read_again() {
+        let mut r = Vec::new();
+        assert_eq!(overlap_then_merge(&mut r, 0, 100), 0);
+        assert_eq!(overlap_then_merge(&mut r, 200, 100), 0);
+        assert_eq!(overlap_then_merge(&mut r, 50, 200), 50 + 50);
+        assert_eq!(r, vec![(0, 300)]);
+        assert_eq!(overlap_then_merge(&mut r, 0, 300), 300);
+        assert_eq!(overlap_then_merge(&mut r, 300, 10), 0);
+        assert_eq!(r, vec![(0, 310)]);
+    }
+
+    #[test]
+    pub(super) fn sizes_fall_in_power_of_two_buckets() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), 1);
+        assert_eq!(bucket(4095), 2048);
+        assert_eq!(bucket(4096), 4096);
+        let mut s = OpStats::default();
+        for (b, n) in [(512, 3), (4096, 1), (65536, 1)] {
+            s.sizes.insert(b, n);
+        }
+        assert_eq!(s.typical_size(), Some(512));
+    }
+}
