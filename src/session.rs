@@ -10,8 +10,7 @@ use crate::present::Style;
 use crate::probes::{Context, Probe};
 use crate::progress::Progress;
 use crate::report::{self, Format};
-use crate::results::runref::{self, Named};
-use crate::results::store::{self, Store};
+use crate::results::store::Store;
 use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, Unit, time::now_rfc3339};
 use crate::settings::{Scale, Settings};
 use crate::sys::affinity;
@@ -79,7 +78,7 @@ type Prior = (std::collections::HashMap<String, (f64, usize)>, Option<i64>);
 /// The [`Prior`] figures; empty when nothing is saved.
 fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
     let mut rates = std::collections::HashMap::new();
-    let store = store_path(settings).ok().and_then(|p| {
+    let store = settings.store_path().ok().and_then(|p| {
         crate::results::store::Store::open_read_only_if_any(&p)
             .ok()
             .flatten()
@@ -462,37 +461,6 @@ fn harness_info(
     }
 }
 
-/// The store path from `--store`, or the default.
-pub fn store_path(settings: &Settings) -> Result<PathBuf> {
-    match &settings.store {
-        Some(p) => Ok(p.clone()),
-        None => store::default_path(),
-    }
-}
-
-/// Opens the store for saving, unless `--no-save`; done before measuring so a broken
-/// store fails fast.
-pub fn store_for_saving(settings: &Settings) -> Result<Option<Store>> {
-    if settings.no_save {
-        return Ok(None);
-    }
-    let mut store = Store::open(&store_path(settings)?)?;
-    store.check_writable()?;
-    Ok(Some(store))
-}
-
-pub fn open_existing(settings: &Settings) -> Result<Store> {
-    Store::open_read_only(&store_path(settings)?)
-}
-
-pub fn resolve(settings: &Settings, spec: &str) -> Result<Named> {
-    runref::resolve(
-        spec,
-        &mut || open_existing(settings),
-        crate::probes::check_measurement,
-    )
-}
-
 /// Saves a run if a store is open; returns its id.
 pub fn save(store: Option<&mut Store>, run: &Run) -> Result<Option<i64>> {
     match store {
@@ -547,18 +515,18 @@ pub fn measure(
     (probes, scale): (Vec<Box<dyn Probe>>, Scale),
     html_report: bool,
 ) -> Result<Measured> {
-    let mut store = store_for_saving(settings)?;
+    let mut store = settings.store_for_saving()?;
     let run = run_probes(settings, probes, name, scale)?;
     let id = save(store.as_mut(), &run)?;
     let mut where_to = Vec::new();
     // `run`'s advice pools this machine's saved runs, as `advise` does (not --fresh).
     let recs = match (id, &store) {
         (Some(id), Some(store)) if name == "run" && !settings.fresh => {
-            let (recs, line) = crate::advice::run_advice(store.path(), &run, id)?;
+            let (recs, line) = crate::probes::advice::run_advice(store.path(), &run, id)?;
             where_to.push(line);
             recs
         }
-        _ => crate::advice::recommendations(&run, id),
+        _ => crate::probes::advice::recommendations(&run, id),
     };
     let mut text = report::render_with(&run, &recs, settings.format, &settings.style)?;
     if let (Some(id), Some(store)) = (id, &store) {

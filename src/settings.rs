@@ -2,6 +2,8 @@
 //! every layer below `main` takes these.
 
 use crate::harness;
+use crate::results::store::Store;
+use anyhow::Result;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -46,6 +48,33 @@ pub struct Settings {
     pub verbose: bool,
     /// How text output is laid out (width, colour, verbose warnings).
     pub style: crate::present::Style,
+}
+
+impl Settings {
+    /// The store saved runs go to and are found in: `--store`, else the default
+    /// (`$XDG_DATA_HOME/ioprobe/results.db`).
+    pub fn store_path(&self) -> Result<PathBuf> {
+        match &self.store {
+            Some(p) => Ok(p.clone()),
+            None => crate::results::store::default_path(),
+        }
+    }
+
+    /// Opens the store for saving, unless `--no-save`; done before measuring so a
+    /// broken store fails fast.
+    pub fn store_for_saving(&self) -> Result<Option<Store>> {
+        if self.no_save {
+            return Ok(None);
+        }
+        let mut store = Store::open(&self.store_path()?)?;
+        store.check_writable()?;
+        Ok(Some(store))
+    }
+
+    /// Opens the existing store, read only.
+    pub fn open_store(&self) -> Result<Store> {
+        Store::open_read_only(&self.store_path()?)
+    }
 }
 
 /// What `export --format` can write.

@@ -16,7 +16,7 @@
 use super::model::*;
 use crate::harness::stats::{Modes, Rng, bimodal};
 use crate::results::Measurement;
-use crate::units::{format_gbps, format_ns, sig3};
+use crate::units::{format_ns, sig3};
 
 /// How close to the best (relative) an option's interval must reach to tie with it.
 pub const MARGIN: f64 = 0.05;
@@ -140,15 +140,6 @@ impl Work {
 /// Is a higher figure better (bytes/s) or a lower one (ns/op)?
 pub fn higher_is_better(m: &Measurement) -> bool {
     m.unit.higher_is_better()
-}
-
-/// A figure in its unit: "24.7 GB/s" or "145 ns".
-pub fn figure(m: &Measurement, v: f64) -> String {
-    if higher_is_better(m) {
-        format!("{} GB/s", format_gbps(v))
-    } else {
-        format_ns(v)
-    }
 }
 
 /// `x` ÷ `y` in performance terms (above 1 when `x` is better).
@@ -709,18 +700,18 @@ fn method_effect(
                 "×{} against {} ({} vs {}){saving}",
                 sig3(gain(pick, bm)),
                 name(b),
-                figure(pick, pick.median),
-                figure(bm, bm.median)
+                pick.unit.figure(pick.median),
+                bm.unit.figure(bm.median)
             )
         }
         _ => match out {
             Some(i) => format!(
                 "{}; the fastest option not tied, {}, is ×{} slower",
-                figure(pick, pick.median),
+                pick.unit.figure(pick.median),
                 name(i),
                 sig3(gain(pick, opts[i].m))
             ),
-            None => figure(pick, pick.median),
+            None => pick.unit.figure(pick.median),
         },
     }
 }

@@ -231,3 +231,11 @@ pub struct MachineAdvice {
     pub recs: Vec<Recommendation>,
     pub observations: Vec<String>,
 }
+
+/// One line per recommendation, then the observations.
+pub fn lines(recs: &[Recommendation], observations: &[String]) -> Vec<String> {
+    recs.iter()
+        .map(Recommendation::line)
+        .chain(observations.iter().cloned())
+        .collect()
+}

@@ -14,8 +14,7 @@
 //!   every size within its noise, whose knee stays inside the stated plateau.
 
 use super::decide::{
-    Opt, RERUNS, Words, figure, finish, gain, higher_is_better, noise, rank, repeat_confidence,
-    reruns, row,
+    Opt, RERUNS, Words, finish, gain, higher_is_better, noise, rank, repeat_confidence, reruns, row,
 };
 use super::model::*;
 use crate::results::Measurement;
@@ -193,14 +192,14 @@ fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement
             ", {} costs ×{}; {} at {} against {} at {}",
             format_size(bb),
             sig3(gain(pick, bm)),
-            figure(bm, bm.median),
+            bm.unit.figure(bm.median),
             format_size(bb),
-            figure(pick, pick.median),
+            pick.unit.figure(pick.median),
             format_size(pick_b)
         )),
         _ => out.push_str(&format!(
             "; {} at {}",
-            figure(pick, pick.median),
+            pick.unit.figure(pick.median),
             format_size(pick_b)
         )),
     }

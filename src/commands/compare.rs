@@ -1,9 +1,9 @@
 //! `ioprobe compare A B…`: what changed between saved runs.
 
 use crate::error::Regression;
+use crate::probes::resolve;
 use crate::report;
 use crate::results::compare;
-use crate::session::resolve;
 use crate::settings::Settings;
 use anyhow::Result;
 

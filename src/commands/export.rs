@@ -1,7 +1,7 @@
 //! `ioprobe export RUN`: a saved run in a machine format.
 
+use crate::probes::resolve;
 use crate::report::{self, Format};
-use crate::session::resolve;
 use crate::settings::{ExportFormat, Settings};
 use anyhow::Result;
 

@@ -1,13 +1,12 @@
 //! `ioprobe history`: the saved runs, one line each.
 
 use crate::report::{self, Format};
-use crate::session::open_existing;
 use crate::settings::Settings;
 use anyhow::Result;
 
 /// `ioprobe history`.
 pub fn history(settings: &Settings) -> Result<String> {
-    let store = open_existing(settings)?;
+    let store = settings.open_store()?;
     let runs = store.list()?;
     let g = report::grid::Grid {
         title: format!("runs in {}", store.path().display()),

@@ -2,7 +2,6 @@
 
 use crate::results::store::Store;
 use crate::results::{Run, runref};
-use crate::session::store_path;
 use crate::settings::Settings;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -13,7 +12,7 @@ pub fn import(settings: &Settings, files: &[PathBuf]) -> Result<String> {
         .iter()
         .map(|f| runref::load_json_file(f, crate::probes::check_measurement))
         .collect::<Result<_>>()?;
-    let mut store = Store::open(&store_path(settings)?)?;
+    let mut store = Store::open(&settings.store_path()?)?;
     let mut out = String::new();
     for (f, run) in files.iter().zip(&runs) {
         let id = store.save(run)?;

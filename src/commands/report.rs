@@ -1,8 +1,8 @@
 //! `ioprobe report RUN`: a saved run's HTML page and SVG plots.
 
 use crate::error::UsageError;
+use crate::probes::resolve;
 use crate::report::{self, write_atomically};
-use crate::session::{resolve, store_path};
 use crate::settings::Settings;
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -18,7 +18,7 @@ pub fn report(
         return Err(UsageError("report needs --html FILE and/or --svg DIR".into()).into());
     }
     let named = resolve(settings, spec)?;
-    let store = store_path(settings)?;
+    let store = settings.store_path()?;
     let plots = report::plots::plots(&named.run)?;
     let mut out = String::new();
     if let Some(path) = html {

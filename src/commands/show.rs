@@ -1,7 +1,7 @@
 //! `ioprobe show RUN`: a saved run, as the measuring command printed it.
 
+use crate::probes::resolve;
 use crate::report;
-use crate::session::resolve;
 use crate::settings::Settings;
 use anyhow::Result;
 

@@ -56,19 +56,18 @@ pub fn for_destination(dest_dir: &Path) -> Tuning {
     let Some(fs) = crate::sys::machine::filesystem_of(dest_dir) else {
         return t;
     };
-    let Ok(Some(store)) = store::default_path().and_then(|p| Store::open_read_only_if_any(&p))
-    else {
-        return t;
-    };
     let host = rustix::system::uname()
         .nodename()
         .to_string_lossy()
         .into_owned();
     let evidence = crate::results::store::Evidence::of(&host, &["copy", "pipe"], RECENT);
-    let recent = store.newest_with(&evidence).unwrap_or_default();
+    let Ok(saved) = store::default_path().and_then(|p| Store::evidence_at(&p, &evidence)) else {
+        return t;
+    };
+    let recent = &saved.runs;
     let (mut copy_done, mut pipe_done) = (false, false);
     let has = |r: &crate::results::store::RunSummary, p: &str| r.probes.iter().any(|x| x == p);
-    for r in &recent {
+    for r in recent {
         if copy_done && pipe_done {
             break;
         }
@@ -77,7 +76,7 @@ pub fn for_destination(dest_dir: &Path) -> Tuning {
         if !copy_here && !pipe_here {
             continue;
         }
-        let Ok(run) = store.load(r.id) else { continue };
+        let Ok(run) = saved.load(r.id) else { continue };
         let rows: Vec<&Measurement> = run.measurements.iter().collect();
         if copy_here && let Some((buffer, offload, why)) = copy_choice(&rows) {
             t.buffer = buffer;

@@ -1,7 +1,6 @@
 //! A neutral table (title, headers, rows of text, footnotes) that probes fill and the
 //! table, Markdown, CSV and HTML renderers share.
 
-use crate::advice::figure;
 use crate::harness::stats::bimodal;
 use crate::results::Measurement;
 
@@ -149,9 +148,9 @@ pub fn warnings(rows: &[&Measurement], verbose: bool) -> Vec<String> {
                         "warning: {}: bimodal samples, {} near {} and {} near {}: the median depends on which regime a run lands in",
                         m.case,
                         low,
-                        figure(m, modes.low),
+                        m.unit.figure(modes.low),
                         n - low,
-                        figure(m, modes.high)
+                        m.unit.figure(modes.high)
                     )
                 }))
         }))

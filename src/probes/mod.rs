@@ -7,6 +7,7 @@
 //! live run or a saved one). Adding a probe means its folder, its name in `probes!`
 //! here, and its flags and command in `cli/probes.rs`.
 
+pub mod advice;
 mod plan;
 mod sweep;
 
@@ -371,6 +372,20 @@ fn warm_until_resident(
         seen = residency()?;
     }
     Ok(seen)
+}
+
+/// The kinds of the probes a run measured, in run order.
+pub fn kinds_of(run: &Run) -> Vec<&'static dyn ProbeKind> {
+    run.probes().iter().filter_map(|p| kind(p)).collect()
+}
+
+/// Resolves a RUN argument (a JSON file, or a saved run of the settings' store),
+/// each row checked as its probe reads it.
+pub fn resolve(
+    settings: &crate::settings::Settings,
+    spec: &str,
+) -> anyhow::Result<crate::results::runref::Named> {
+    crate::results::runref::resolve(spec, &mut || settings.open_store(), check_measurement)
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
-//! The report's tables: each probe's own grids (from its [`ProbeKind`]), the machine
+//! The report's tables: each probe's own grids (from its `ProbeKind`), the machine
 //! facts and the one-line run header. Grids are the neutral [`Grid`] that the table,
 //! Markdown, CSV and HTML renderers share.
 
 pub use crate::present::Grid;
 use crate::present::Style;
 use crate::present::grid::{ci_text, notes_and_warnings};
-use crate::probes::{self, ProbeKind};
+use crate::probes;
 use crate::results::{Measurement, Run, Unit};
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size};
@@ -54,14 +54,6 @@ pub fn probe_grids(run: &Run, st: &Style) -> Vec<Grid> {
     run.probes()
         .iter()
         .flat_map(|p| grids_of(run, p, st))
-        .collect()
-}
-
-/// The kinds of the probes a run measured, in run order.
-pub fn kinds_of(run: &Run) -> Vec<&'static dyn ProbeKind> {
-    run.probes()
-        .iter()
-        .filter_map(|p| probes::kind(p))
         .collect()
 }
 

@@ -38,8 +38,8 @@ struct Page<'a> {
 /// (from [`plots`](super::plots::plots)), its recommendations (citing run `id`, when it
 /// was saved) and observations.
 pub fn page(run: &Run, id: Option<i64>, label: &str, plots: &[Plot], st: &Style) -> Result<String> {
-    let recs = crate::advice::recommendations(run, id);
-    let obs = crate::advice::observations(run);
+    let recs = crate::probes::advice::recommendations(run, id);
+    let obs = crate::probes::advice::observations(run);
     render(run, &recs, &obs, label, plots, st)
 }
 
@@ -73,11 +73,11 @@ fn render(
         header: run_header(run),
         warnings: run.warnings.clone(),
         notes: run.environment.caveats(),
-        summary: crate::advice::summary(recs),
+        summary: crate::report::advice::summary(recs),
         details: recs
             .iter()
             .map(|r| {
-                let mut lines = crate::advice::detail(r);
+                let mut lines = crate::report::advice::detail(r);
                 let head = lines.remove(0);
                 (head, lines.iter().map(|l| l.trim().to_string()).collect())
             })

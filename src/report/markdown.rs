@@ -65,7 +65,7 @@ pub fn render_run(
 /// recommendation in detail, and the observations.
 pub fn render_advice(recs: &[Recommendation], observations: &[String], between: &str) -> String {
     let mut out = String::new();
-    let summary = crate::advice::summary(recs);
+    let summary = crate::report::advice::summary(recs);
     if !summary.rows.is_empty() {
         out.push_str(&render_grid(&summary));
         out.push('\n');
@@ -74,7 +74,7 @@ pub fn render_advice(recs: &[Recommendation], observations: &[String], between: 
     if !recs.is_empty() {
         out.push_str("### recommendations in detail\n\n");
         for r in recs {
-            let mut lines = crate::advice::detail(r).into_iter();
+            let mut lines = crate::report::advice::detail(r).into_iter();
             if let Some(head) = lines.next() {
                 out.push_str(&format!("- **{head}**\n"));
             }

@@ -1,6 +1,7 @@
 //! Output: human tables, JSON, CSV, Markdown and advice; one file per format. Report
 //! code reads measurements and never measures.
 
+pub mod advice;
 pub mod compare;
 pub mod csv;
 pub mod grid;
@@ -22,7 +23,12 @@ pub use crate::settings::Format;
 /// Renders a run in `format`; stdout gets exactly this text. `id` is the run's id in
 /// the store (evidence cites it), None for a run that was not saved.
 pub fn render(run: &Run, id: Option<i64>, format: Format, st: &Style) -> Result<String> {
-    render_with(run, &crate::advice::recommendations(run, id), format, st)
+    render_with(
+        run,
+        &crate::probes::advice::recommendations(run, id),
+        format,
+        st,
+    )
 }
 
 /// [`render`] with the recommendations given (`run`'s advice pooled with saved runs).
@@ -33,7 +39,7 @@ pub fn render_with(
     st: &Style,
 ) -> Result<String> {
     let recs = recs.to_vec();
-    let obs = crate::advice::observations(run);
+    let obs = crate::probes::advice::observations(run);
     Ok(match format {
         Format::Table => table::render_run(run, &recs, &obs, st),
         Format::Json => json::render_run(run, &recs, &obs)?,

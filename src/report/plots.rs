@@ -2,8 +2,8 @@
 //! [`ProbeKind::plots`](crate::probes::ProbeKind::plots)); this collects them in run
 //! order and labels each with its probe.
 
-use super::grid::kinds_of;
 pub use crate::present::Plot;
+use crate::probes::kinds_of;
 use crate::results::{Measurement, Run};
 use anyhow::Result;
 

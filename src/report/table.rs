@@ -347,7 +347,7 @@ pub fn render_advice(
     st: &Style,
 ) -> String {
     let mut out = String::new();
-    let summary = crate::advice::summary(recs);
+    let summary = crate::report::advice::summary(recs);
     if !summary.rows.is_empty() {
         out.push('\n');
         out.push_str(&render_grid(&summary, st));
@@ -356,7 +356,7 @@ pub fn render_advice(
     if !recs.is_empty() {
         out.push_str(&format!("\n{}\n", st.heading("recommendations in detail:")));
         for r in recs {
-            for line in crate::advice::detail(r) {
+            for line in crate::report::advice::detail(r) {
                 out.push_str(&format!("  {line}\n"));
             }
         }

@@ -135,6 +135,23 @@ fn store_err(path: &Path, e: rusqlite::Error) -> anyhow::Error {
     anyhow!("store {}: {e}", path.display())
 }
 
+/// Saved runs found as evidence ([`Store::evidence_at`]): their summaries, newest
+/// first, and the store to load each from.
+pub struct Saved {
+    store: Option<Store>,
+    pub runs: Vec<RunSummary>,
+}
+
+impl Saved {
+    /// Loads saved run `id`.
+    pub fn load(&self, id: i64) -> Result<Run> {
+        match &self.store {
+            Some(s) => s.load(id),
+            None => Err(anyhow!("run {id}: no store")),
+        }
+    }
+}
+
 /// An open store.
 pub struct Store {
     conn: Connection,
@@ -524,6 +541,23 @@ impl Store {
             .filter(|r| e.admits(r))
             .take(e.limit)
             .collect())
+    }
+
+    /// The saved runs that are `e`'s evidence in the store at `path` (none when there
+    /// is no store there), newest first, each loaded when the caller reaches it: how
+    /// trace's figures and cp's tuning find what they reuse ([`Store::newest_with`]).
+    pub fn evidence_at(path: &Path, e: &Evidence) -> Result<Saved> {
+        let Some(store) = Store::open_read_only_if_any(path)? else {
+            return Ok(Saved {
+                store: None,
+                runs: Vec::new(),
+            });
+        };
+        let runs = store.newest_with(e)?;
+        Ok(Saved {
+            store: Some(store),
+            runs,
+        })
     }
 
     /// Loads run `id`.

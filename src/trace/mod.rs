@@ -232,7 +232,7 @@ fn chosen_figures(opts: &Options, settings: &Settings) -> Result<(Figures, Optio
     }
     let mut runs = Vec::new();
     for spec in &opts.figures {
-        let named = crate::session::resolve(settings, spec)?;
+        let named = crate::probes::resolve(settings, spec)?;
         runs.push((named.id.unwrap_or(0), named.run));
     }
     Ok((Figures::from_runs(&runs), None))
@@ -281,7 +281,7 @@ fn trace_command(
     };
     let (user_cpu, correction) = {
         let host = crate::sys::machine::hostname();
-        let mut store = crate::session::store_for_saving(settings).ok().flatten();
+        let mut store = settings.store_for_saving().ok().flatten();
         overhead::correct(user_cpu, calls, store.as_mut(), &host)
     };
     let priced = priced(&prof, figures);
@@ -487,15 +487,13 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
 fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     let host = crate::sys::machine::hostname();
     let mut runs: Vec<(i64, Run)> = Vec::new();
-    let path = crate::session::store_path(settings)?;
-    if let Some(store) = crate::results::store::Store::open_read_only_if_any(&path)? {
-        let wanted = ["read", "write", "pipe", "socket", "syscalls", "copy"];
-        let evidence = crate::results::store::Evidence::of(&host, &wanted, 40);
-        for r in store.newest_with(&evidence)? {
-            runs.push((r.id, store.load(r.id)?));
-        }
-        runs.reverse();
+    let wanted = ["read", "write", "pipe", "socket", "syscalls", "copy"];
+    let evidence = crate::results::store::Evidence::of(&host, &wanted, 40);
+    let saved = crate::results::store::Store::evidence_at(&settings.store_path()?, &evidence)?;
+    for r in &saved.runs {
+        runs.push((r.id, saved.load(r.id)?));
     }
+    runs.reverse();
     let f = Figures::from_runs(&runs);
     if f.enough() {
         return Ok((f, None));
@@ -503,7 +501,7 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     crate::progress::note(
         "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about 10 s)",
     );
-    let mut store = crate::session::store_for_saving(settings)?;
+    let mut store = settings.store_for_saving()?;
     let run = crate::session::run_probes(
         settings,
         crate::probes::for_pricing(),

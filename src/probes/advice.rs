@@ -1,15 +1,15 @@
-//! Gathering advice: each probe's recommendations and observations from a run (every
-//! probe writes its own, see [`ProbeKind::recommend`]), how complete its sweep was (a
-//! partial one lowers the confidence), and which saved runs `advise` takes them from.
+//! The probes' advice: each probe's recommendations and observations from a run
+//! (every probe writes its own, see [`ProbeKind::recommend`]), how complete its sweep
+//! was (a partial one lowers the confidence), and a probe's rows pooled with the same
+//! rows of the machine's other saved runs (`run` and `advise` both take them so).
 
-use super::model::{Coverage, Level, MachineAdvice, Recommendation, Source};
-use crate::probes::{ProbeKind, Scale};
-use crate::report::grid::kinds_of;
+use super::{ProbeKind, Scale, kinds_of};
+use crate::advice::pool;
+use crate::advice::{Coverage, Level, MachineAdvice, Recommendation, Source, lines};
 use crate::results::store::{Evidence, Store};
 use crate::results::{Measurement, Run};
-use crate::session::store_path;
-use crate::settings::Settings;
 use anyhow::Result;
+use std::collections::HashMap;
 
 /// How much of `kind`'s sweep `rows` cover, and how many of the default sweep's cases
 /// they hold (measured, expected).
@@ -98,21 +98,21 @@ pub fn observations(run: &Run) -> Vec<String> {
 }
 
 /// One machine as advice groups them: host, filesystem and kernel.
-fn machine_of(host: &str, filesystem: &str, kernel: &str) -> String {
+pub fn machine_of(host: &str, filesystem: &str, kernel: &str) -> String {
     format!("{host}, {filesystem}, kernel {kernel}")
 }
 
 /// Adds `kind`'s advice to `m`, from `rows` (each with the saved runs it pooled) taken
 /// from `run` (saved as `id`).
-fn add_probe(
+pub fn add_probe(
     m: &mut MachineAdvice,
     (run, id): (&Run, Option<i64>),
     kind: &dyn ProbeKind,
     rows: &[(Measurement, Vec<i64>)],
 ) {
     let refs: Vec<&Measurement> = rows.iter().map(|r| &r.0).collect();
-    let (cov, measured, expected) = super::coverage(kind, &refs);
-    let mut recs = super::recommend_probe(kind, &refs, run, id);
+    let (cov, measured, expected) = coverage(kind, &refs);
+    let mut recs = recommend_probe(kind, &refs, run, id);
     for r in &mut recs {
         r.evidence.machine = Some(m.machine.clone());
         let mut runs: Vec<i64> = rows
@@ -138,7 +138,7 @@ fn add_probe(
         coverage: Some(cov),
         cases: [measured, expected],
         pooled: if pooled.len() > 1 { pooled } else { Vec::new() },
-        advice: super::render::lines(&recs, &obs),
+        advice: lines(&recs, &obs),
     });
     m.recs.extend(recs);
     m.observations.extend(obs);
@@ -146,11 +146,11 @@ fn add_probe(
 
 /// `kind`'s rows of the saved run `id`, pooled with the newest runs of the same machine
 /// and environment that measured it (see [`super::pool`]), `id` first among them.
-fn pooled_rows(
+pub fn pooled_rows(
     kind: &dyn ProbeKind,
     id: i64,
     candidates: &[i64],
-    loaded: &std::collections::HashMap<i64, Run>,
+    loaded: &HashMap<i64, Run>,
 ) -> Vec<(Measurement, Vec<i64>)> {
     let base = &loaded[&id];
     let mut newest_first: Vec<i64> = candidates.iter().copied().chain([id]).collect();
@@ -160,107 +160,22 @@ fn pooled_rows(
     let others: Vec<i64> = newest_first
         .iter()
         .copied()
-        .filter(|&c| c != id && super::pool::same_environment(base, &loaded[&c]))
-        .take(super::pool::POOL_MAX - 1)
+        .filter(|&c| c != id && pool::same_environment(base, &loaded[&c]))
+        .take(pool::POOL_MAX - 1)
         .collect();
     let ids: Vec<i64> = newest_first
         .into_iter()
         .filter(|c| *c == id || others.contains(c))
         .collect();
     let runs: Vec<&Run> = ids.iter().map(|i| &loaded[i]).collect();
-    super::pool::pool(kind.name(), base, &runs)
+    pool::pool(kind.name(), base, &runs)
         .into_iter()
         .map(|(m, at)| (m, at.iter().map(|&i| ids[i]).collect()))
         .collect()
 }
 
-/// `ioprobe advise`: per machine (host, filesystem, kernel; the newest first) and per
-/// probe, the newest saved run that measured the probe's whole default sweep; without
-/// one, the newest run that measured the most of it (`ioprobe run`'s selection before a
-/// partial run), so a partial run never replaces a complete one. Its rows are pooled
-/// with the same rows of the machine's other recent runs ([`super::pool`]). Returns
-/// None when nothing is saved (the caller then measures).
-pub fn advise_from_store(settings: &Settings) -> Result<Option<Vec<MachineAdvice>>> {
-    let Some(store) = Store::open_read_only_if_any(&store_path(settings)?)? else {
-        return Ok(None);
-    };
-    let runs = store.list()?;
-    if runs.is_empty() {
-        return Ok(None);
-    }
-    let mut machines: Vec<String> = Vec::new();
-    for r in runs.iter().rev() {
-        let m = machine_of(&r.host, &r.filesystem, &r.kernel);
-        if !machines.contains(&m) {
-            machines.push(m);
-        }
-    }
-    let mut loaded: std::collections::HashMap<i64, Run> = std::collections::HashMap::new();
-    let mut out = Vec::new();
-    for machine in machines {
-        let mut m = MachineAdvice {
-            machine: machine.clone(),
-            sources: Vec::new(),
-            recs: Vec::new(),
-            observations: Vec::new(),
-        };
-        for &kind in crate::probes::REGISTRY {
-            let Some(r0) = runs
-                .iter()
-                .find(|r| machine_of(&r.host, &r.filesystem, &r.kernel) == machine)
-            else {
-                continue;
-            };
-            let evidence = Evidence {
-                host: &r0.host,
-                filesystem: Some(&r0.filesystem),
-                kernel: Some(&r0.kernel),
-                probes: &[kind.name()],
-                limit: usize::MAX,
-            };
-            let ids: Vec<i64> = store.newest_with(&evidence)?.iter().map(|r| r.id).collect();
-            let chosen = best_covered(&store, kind, &ids, &mut loaded)?;
-            // The pool's candidates: the newest runs with the probe, loaded.
-            let near: Vec<i64> = ids
-                .iter()
-                .copied()
-                .take(2 * super::pool::POOL_MAX)
-                .collect();
-            for &i in &near {
-                load_once(&store, &mut loaded, i)?;
-            }
-            match chosen {
-                Some((_, id)) => {
-                    let rows = pooled_rows(kind, id, &near, &loaded);
-                    add_probe(&mut m, (&loaded[&id], Some(id)), kind, &rows)
-                }
-                None => m.sources.push(Source {
-                    probe: kind.name().into(),
-                    run: None,
-                    started_at: String::new(),
-                    host: String::new(),
-                    measured: false,
-                    coverage: None,
-                    cases: [0, 0],
-                    pooled: Vec::new(),
-                    advice: Vec::new(),
-                }),
-            }
-        }
-        out.push(m);
-    }
-    mark_changes(&store, &mut out)?;
-    drop(store);
-    record_seen(&store_path(settings)?, &out);
-    Ok(Some(out))
-}
-
 /// Run `id` into `loaded`, unless it is there already.
-fn load_once(
-    store: &Store,
-    loaded: &mut std::collections::HashMap<i64, Run>,
-    id: i64,
-) -> Result<()> {
+pub fn load_once(store: &Store, loaded: &mut HashMap<i64, Run>, id: i64) -> Result<()> {
     if let std::collections::hash_map::Entry::Vacant(e) = loaded.entry(id) {
         e.insert(store.load(id)?);
     }
@@ -270,17 +185,17 @@ fn load_once(
 /// Of runs `ids` (newest first), the one whose `kind` rows cover its topics best, the
 /// first with full coverage: (coverage, run id), None when there is none. The runs
 /// looked at are loaded into `loaded`.
-fn best_covered(
+pub fn best_covered(
     store: &Store,
     kind: &dyn ProbeKind,
     ids: &[i64],
-    loaded: &mut std::collections::HashMap<i64, Run>,
+    loaded: &mut HashMap<i64, Run>,
 ) -> Result<Option<(Coverage, i64)>> {
     let mut chosen: Option<(Coverage, i64)> = None;
     for &id in ids {
         load_once(store, loaded, id)?;
         let rows: Vec<&Measurement> = loaded[&id].of_probe(kind.name()).collect();
-        let (cov, _, _) = super::coverage(kind, &rows);
+        let (cov, _, _) = coverage(kind, &rows);
         if chosen.is_none_or(|(c, _)| cov > c) {
             chosen = Some((cov, id));
         }
@@ -291,72 +206,11 @@ fn best_covered(
     Ok(chosen)
 }
 
-fn runs_text(runs: &[i64]) -> String {
+pub fn runs_text(runs: &[i64]) -> String {
     runs.iter()
         .map(|i| i.to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Marks each recommendation whose action differs from the previous `advise`'s on the
-/// same machine and topic id, with what it was and what evidence is new.
-fn mark_changes(store: &Store, machines: &mut [MachineAdvice]) -> Result<()> {
-    for m in machines {
-        let seen = store.advice_seen(&m.machine)?;
-        for r in &mut m.recs {
-            let Some(before) = seen.get(&r.id).filter(|s| s.action != r.action) else {
-                continue;
-            };
-            let now = runs_text(&r.evidence.runs);
-            let why = if before.runs == now {
-                "on the same runs: this ioprobe decides differently".to_string()
-            } else {
-                format!("the evidence is now runs {now}")
-            };
-            let still = match &r.choice {
-                super::Choice::Method { tied, .. }
-                    if tied.iter().any(|t| before.action == format!("use {t}")) =>
-                {
-                    "; it is still tied with the best"
-                }
-                _ => "",
-            };
-            r.changed = Some(format!(
-                "changed since the advise of {}: it said \"{}\" from runs {}; {why}{still}",
-                before.seen_at, before.action, before.runs
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Remembers what this `advise` said, for the next one to compare; a store that cannot
-/// be written (read-only) is left as it is, and the next `advise` compares with older
-/// advice.
-fn record_seen(path: &std::path::Path, machines: &[MachineAdvice]) {
-    let Ok(mut store) = Store::open(path) else {
-        return;
-    };
-    let at = crate::results::time::now_rfc3339();
-    for m in machines {
-        let seen: Vec<(String, crate::results::store::Seen)> = m
-            .recs
-            .iter()
-            .map(|r| {
-                (
-                    r.id.clone(),
-                    crate::results::store::Seen {
-                        action: r.action.clone(),
-                        runs: runs_text(&r.evidence.runs),
-                        seen_at: at.clone(),
-                    },
-                )
-            })
-            .collect();
-        if store.record_advice(&m.machine, &seen).is_err() {
-            return;
-        }
-    }
 }
 
 /// Advice from one run (saved as `id`, if it was), for every probe it measured.
@@ -383,7 +237,7 @@ pub fn advice_of_run(run: &Run, id: Option<i64>) -> Vec<MachineAdvice> {
 }
 
 /// What differs between two runs' environments that keeps them from pooling
-/// ([`super::pool::same_environment`]): "kernel 6.17.1 → 6.18.0", "filesystem ext4 →
+/// ([`pool::same_environment`]): "kernel 6.17.1 → 6.18.0", "filesystem ext4 →
 /// xfs", …
 fn environment_change(before: &Run, now: &Run) -> String {
     let (a, b) = (&before.environment, &now.environment);
@@ -433,12 +287,12 @@ pub fn run_advice(
         ));
     };
     let host = run.environment.hostname.as_str();
-    let newest = store.newest_with(&Evidence::of(host, &[], 4 * super::pool::POOL_MAX))?;
+    let newest = store.newest_with(&Evidence::of(host, &[], 4 * pool::POOL_MAX))?;
     let mut loaded = std::collections::HashMap::from([(id, run.clone())]);
     let (mut same, mut other) = (Vec::new(), None);
     for r in newest.iter().filter(|r| r.id != id) {
         load_once(&store, &mut loaded, r.id)?;
-        if super::pool::same_environment(run, &loaded[&r.id]) {
+        if pool::same_environment(run, &loaded[&r.id]) {
             same.push(r.id);
         } else if other.is_none() {
             other = Some((r.id, environment_change(&loaded[&r.id], run)));

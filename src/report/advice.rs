@@ -1,18 +1,10 @@
 //! Rendering advice: the one-line forms, the summary table a programmer can paste, each
 //! recommendation in detail, and a machine's advice in every output format.
 
-use super::model::{MachineAdvice, Recommendation, Source};
+use crate::advice::{MachineAdvice, Recommendation, Source};
 use crate::present::Style;
 use crate::report::{self, Format, grid::Grid};
 use anyhow::Result;
-
-/// One line per recommendation, then the observations.
-pub fn lines(recs: &[Recommendation], observations: &[String]) -> Vec<String> {
-    recs.iter()
-        .map(Recommendation::line)
-        .chain(observations.iter().cloned())
-        .collect()
-}
 
 /// The summary: one row per operation (the first recommendation naming it).
 pub fn summary(recs: &[Recommendation]) -> Grid {
