@@ -567,7 +567,7 @@ mod tests {
     fn the_estimate_uses_saved_throughput_and_says_when_it_guesses() {
         let h = crate::harness::Config::quick();
         let opts = pipe::Options {
-            sizes: vec![4096, 65536],
+            chunk_sizes: vec![4096, 65536],
             fit: false,
             ..pipe::Options::for_scale(Scale::Default)
         };
@@ -588,7 +588,7 @@ mod tests {
         // Fitted passes last the pass time, at any throughput that keeps them between
         // their fewest and most bytes.
         let fitted: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(pipe::Options {
-            sizes: vec![4096, 65536],
+            chunk_sizes: vec![4096, 65536],
             ..pipe::Options::for_scale(Scale::Default)
         }))];
         let (fit, _) = estimate(&fitted, &h, &(HashMap::new(), None));

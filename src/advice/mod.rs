@@ -10,11 +10,15 @@
 //! `probes::advice`, `advise`'s choice of saved runs `commands/advise.rs`, and drawing
 //! it `report::advice`.
 
+pub mod confidence;
 pub mod decide;
+pub mod methods;
 pub mod model;
 pub mod pool;
 pub mod sizes;
 
+pub use confidence::*;
 pub use decide::*;
+pub use methods::methods;
 pub use model::*;
 pub use sizes::{PLATEAU, Plateau, knee_and_plateau, sizes};

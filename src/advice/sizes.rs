@@ -13,9 +13,8 @@
 //!   sizes are all within 5% of the best": the share of simulated reruns, each moving
 //!   every size within its noise, whose knee stays inside the stated plateau.
 
-use super::decide::{
-    Opt, RERUNS, Words, finish, gain, higher_is_better, noise, rank, repeat_confidence, reruns, row,
-};
+use super::confidence::{RERUNS, noise, repeat_confidence, reruns};
+use super::decide::{Opt, Words, finish, gain, higher_is_better, rank, row};
 use super::model::*;
 use crate::results::Measurement;
 use crate::units::{format_ns, format_size, sig3};
@@ -501,7 +500,7 @@ mod tests {
             .collect();
         let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
         let w = Words {
-            rerun_noise: super::super::decide::RERUN_NOISE_MEMORY,
+            rerun_noise: super::super::confidence::RERUN_NOISE_MEMORY,
             ..words()
         };
         let r = sizes(w, &pts, 4096).unwrap();

@@ -321,7 +321,7 @@ impl PipeArgs {
         let d = pipe::Options::for_scale(scale);
         pipe::Options {
             time_limit: d.time_limit,
-            sizes: list("--sizes", &self.sizes, d.sizes),
+            chunk_sizes: list("--sizes", &self.sizes, d.chunk_sizes),
             read_size: self.read_size.or(d.read_size),
             capacities: list("--pipe-size", &self.pipe_size, d.capacities),
             methods: list("--method", &self.method, d.methods),
@@ -344,7 +344,7 @@ impl SocketArgs {
             && self.ip.is_empty());
         socket::Options {
             time_limit: d.time_limit,
-            sizes: list("--sizes", &self.sizes, d.sizes),
+            chunk_sizes: list("--sizes", &self.sizes, d.chunk_sizes),
             families: list("--family", &self.family, d.families),
             ips: list("--ip", &self.ip, d.ips),
             methods: list("--method", &self.method, d.methods),
@@ -375,7 +375,7 @@ impl CopyArgs {
             time_limit: d.time_limit,
             file_sizes: list("--file-size", &self.file_size, d.file_sizes),
             methods,
-            buffers: list("--sizes", &self.sizes, d.buffers),
+            buffer_sizes: list("--sizes", &self.sizes, d.buffer_sizes),
             caches: list("--cache", &self.cache, d.caches),
             durability: list("--durability", &self.durability, d.durability),
             verify: self.verify.unwrap_or(d.verify),

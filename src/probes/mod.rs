@@ -108,7 +108,7 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
             durability: vec![write::Durability::None, write::Durability::Dsync],
         })),
         Box::new(pipe::PipeProbe::new(pipe::Options {
-            sizes: vec![4 * KIB, 64 * KIB, MIB],
+            chunk_sizes: vec![4 * KIB, 64 * KIB, MIB],
             capacities: vec![pipe::Capacity::Default, pipe::Capacity::Bytes(MIB)],
             methods: vec![pipe::Method::WriteRead],
             placements: vec![pipe::Placement::Any],
@@ -118,7 +118,7 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
         // Loopback TCP and unix sockets: what a program's sends and receives cost, and
         // sendfile's fix.
         Box::new(socket::SocketProbe::new(socket::Options {
-            sizes: vec![KIB, 4 * KIB, 64 * KIB, MIB],
+            chunk_sizes: vec![KIB, 4 * KIB, 64 * KIB, MIB],
             families: vec![socket::Family::Tcp, socket::Family::Unix],
             methods: vec![socket::Method::WriteRead, socket::Method::Sendfile],
             placements: vec![socket::Placement::Any],

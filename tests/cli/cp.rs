@@ -87,11 +87,10 @@ fn a_sparse_file_keeps_its_holes_and_proc_files_are_copied_whole() {
     assert!(status.contains("Name:") && status.len() > 100, "{status}");
 }
 
-#[test]
-fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let src = d.join("src");
+/// The source tree of the archive test: files of five modes (returned), a setgid
+/// directory, dangling, directory and looping symlinks, a hard link, a timestamp with
+/// nanoseconds.
+fn archive_source(src: &Path) -> [(&'static str, u32); 5] {
     std::fs::create_dir_all(src.join("sub/setgid")).unwrap();
     // 0700 comes out of the create call as it is (no chmod); 0666 is more than the
     // umask lets a create give; 04750 needs the chmod after the (skipped) chown.
@@ -124,6 +123,15 @@ fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
         .unwrap()
         .set_modified(stamp)
         .unwrap();
+    modes
+}
+
+#[test]
+fn archive_keeps_symlinks_hard_links_modes_and_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("src");
+    let modes = archive_source(&src);
     cp(d).args(["-a", "src", "dst"]).assert().success();
     let dst = d.join("dst");
     let names = modes.iter().map(|m| m.0);

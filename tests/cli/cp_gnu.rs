@@ -85,7 +85,9 @@ const fn after(mut c: Case, after: &'static str) -> Case {
 const FIXTURE_TIME: i64 = 1_000_000_000;
 const LATEST_FIXTURE_TIME: i64 = 1_500_000_000;
 
-fn cases() -> Vec<Case> {
+/// The cases, part 1 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_1() -> Vec<Case> {
     vec![
         // Data loss and corruption (the issue's numbered items).
         case(
@@ -157,6 +159,13 @@ fn cases() -> Vec<Case> {
                 "$CP -r D D/sub",
             )
         },
+    ]
+}
+
+/// The cases, part 2 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_2() -> Vec<Case> {
+    vec![
         case(
             "a sysfs file is read to its end",
             "test -r /sys/kernel/mm/transparent_hugepage/enabled || test -r /sys/kernel/uevent_seqnum; :",
@@ -212,6 +221,13 @@ fn cases() -> Vec<Case> {
             "echo new >src; echo old >ro; chmod 444 ro; chown 65534:65534 . src ro",
             "$CP -f src ro",
         )),
+    ]
+}
+
+/// The cases, part 3 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_3() -> Vec<Case> {
+    vec![
         // Destination symlinks.
         case(
             "a symlink destination is written through",
@@ -244,6 +260,13 @@ fn cases() -> Vec<Case> {
             "echo a >a; echo b >b; ln -s a la; ln -s b lb",
             "$CP -a la lb",
         ),
+    ]
+}
+
+/// The cases, part 4 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_4() -> Vec<Case> {
+    vec![
         // Symlinks on the command line.
         case(
             "a command-line symlink to a directory under -r",
@@ -277,6 +300,13 @@ fn cases() -> Vec<Case> {
         ),
         case("a symlink with -P", "echo x >f; ln -s f l", "$CP -P l out"),
         case("a symlink with -d", "echo x >f; ln -s f l", "$CP -d l out"),
+    ]
+}
+
+/// The cases, part 5 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_5() -> Vec<Case> {
+    vec![
         // Directory idioms.
         case(
             "D/. into an existing directory",
@@ -326,6 +356,13 @@ fn cases() -> Vec<Case> {
             "mknod z c 1 5",
             "head -c 100 z >/dev/null; $CP z out </dev/null & sleep 0.3; kill $! 2>/dev/null; wait; rm -f out; exit 0",
         ),
+    ]
+}
+
+/// The cases, part 6 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_6() -> Vec<Case> {
+    vec![
         // Existing destinations keep their inode.
         case(
             "overwriting keeps the destination's mode and links",
@@ -393,6 +430,13 @@ fn cases() -> Vec<Case> {
             "head -c 1M /dev/zero >z; printf x >>z",
             "$CP --sparse=always z z2",
         ),
+    ]
+}
+
+/// The cases, part 7 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_7() -> Vec<Case> {
+    vec![
         case(
             "a sparse file keeps its holes",
             "truncate -s 4M h; printf x | dd of=h bs=1 seek=2M conv=notrunc 2>/dev/null",
@@ -449,6 +493,13 @@ fn cases() -> Vec<Case> {
         case("same file", "echo x >a", "$CP a a"),
         case("same file through a hard link", "echo x >a; ln a b", "$CP a b"),
         case("same file through a symlink", "echo x >a; ln -s a b", "$CP a b"),
+    ]
+}
+
+/// The cases, part 8 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_8() -> Vec<Case> {
+    vec![
         // Options scripts use.
         case(
             "-i answered no",
@@ -519,6 +570,13 @@ fn cases() -> Vec<Case> {
             "mkdir -p a/b d; echo x >a/b/f",
             "$CP -r --parents a/b d",
         ),
+    ]
+}
+
+/// The cases, part 9 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_9() -> Vec<Case> {
+    vec![
         case("--parents to a file", "echo x >a; echo y >b", "$CP --parents a b"),
         optional(
             case(
@@ -577,6 +635,13 @@ fn cases() -> Vec<Case> {
             "echo x >a; mkdir d; chmod 555 d; chown 65534 . a d",
             "$CP a d/",
         )),
+    ]
+}
+
+/// The cases, part 10 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_10() -> Vec<Case> {
+    vec![
         // More of what scripts do.
         case("an empty file", ": >e", "$CP e f"),
         case("a file into a directory", "echo x >a; mkdir d", "$CP a d"),
@@ -643,6 +708,13 @@ fn cases() -> Vec<Case> {
         case("an operand that looks like an option", "echo x >-a", "$CP -a b 2>/dev/null; $CP ./-a b"),
         case("--sparse=bogus", "echo x >a", "$CP --sparse=bogus a b"),
         case("--reflink=never", "echo x >a", "$CP --reflink=never a b"),
+    ]
+}
+
+/// The cases, part 11 (one row a case, unformatted to stay one).
+#[rustfmt::skip]
+fn cases_11() -> Vec<Case> {
+    vec![
         case("--reflink=auto", "echo x >a", "$CP --reflink=auto a b"),
         case("--reflink=always with --sparse=never", "echo x >a", "$CP --reflink=always --sparse=never a b"),
         case("--copy-contents of a file", "echo x >a", "$CP --copy-contents a b"),
@@ -694,7 +766,24 @@ fn cases() -> Vec<Case> {
         case("-a with --no-preserve=links", "mkdir d; echo x >d/f; ln d/f d/g", "$CP -a --no-preserve=links d e"),
         case("-a --no-preserve=all", "mkdir d; echo x >d/f; chmod 600 d/f", "$CP -a --no-preserve=all d e"),
     ]
+}
+
+fn cases() -> Vec<Case> {
+    [
+        cases_1(),
+        cases_2(),
+        cases_3(),
+        cases_4(),
+        cases_5(),
+        cases_6(),
+        cases_7(),
+        cases_8(),
+        cases_9(),
+        cases_10(),
+        cases_11(),
+    ]
     .into_iter()
+    .flatten()
     .map(|mut c| {
         // A non-root case: the fixture is the user's.
         if c.user == User::Nobody && c.setup.is_empty() {

@@ -55,6 +55,38 @@ fn syscalls_case_and_io_size_select() {
     assert_empty(dir.path());
 }
 
+/// The read probe's advice in a run's JSON: its line, and its recommendation with
+/// every key, at most medium confidence for a partial sweep.
+fn check_read_advice(v: &Value) {
+    let advice = v["advice"].as_array().unwrap();
+    assert!(
+        advice
+            .iter()
+            .any(|a| { a.as_str().unwrap().starts_with("read loop buffer (") })
+    );
+    let recs = v["recommendations"].as_array().unwrap();
+    let read = recs
+        .iter()
+        .find(|r| r["topic"] == "read loop buffer")
+        .expect("a read recommendation");
+    for key in [
+        "topic",
+        "scope",
+        "action",
+        "choice",
+        "effect",
+        "evidence",
+        "confidence",
+        "caveats",
+    ] {
+        assert!(read.get(key).is_some(), "{key} missing: {read}");
+    }
+    assert!(["high", "medium", "low"].contains(&read["confidence"]["level"].as_str().unwrap()));
+    // Three sizes with the best in the middle or at an edge: never more than medium
+    // (a partial sweep of the default 14).
+    assert_ne!(read["confidence"]["level"], "high", "{read}");
+}
+
 #[test]
 fn read_json_every_method_verifies_page_cache() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,33 +145,7 @@ fn read_json_every_method_verifies_page_cache() {
         .map(|m| m["params"]["block_size"].as_u64().unwrap())
         .collect();
     assert_eq!(blocks, [4096, 65536, 1 << 20]);
-    let advice = v["advice"].as_array().unwrap();
-    assert!(
-        advice
-            .iter()
-            .any(|a| { a.as_str().unwrap().starts_with("read loop buffer (") })
-    );
-    let recs = v["recommendations"].as_array().unwrap();
-    let read = recs
-        .iter()
-        .find(|r| r["topic"] == "read loop buffer")
-        .expect("a read recommendation");
-    for key in [
-        "topic",
-        "scope",
-        "action",
-        "choice",
-        "effect",
-        "evidence",
-        "confidence",
-        "caveats",
-    ] {
-        assert!(read.get(key).is_some(), "{key} missing: {read}");
-    }
-    assert!(["high", "medium", "low"].contains(&read["confidence"]["level"].as_str().unwrap()));
-    // Three sizes with the best in the middle or at an edge: never more than medium
-    // (a partial sweep of the default 14).
-    assert_ne!(read["confidence"]["level"], "high", "{read}");
+    check_read_advice(&v);
     assert_empty(dir.path());
 }
 

@@ -2,6 +2,40 @@
 
 use crate::*;
 
+/// Run 1 of `store` exported to a file under `tmp`, imported into another store,
+/// exported again unchanged; the file itself works as a RUN.
+fn export_then_import(tmp: &Path, store: &Path) {
+    let exported = stdout_of(&with_store(store).args(["export", "1"]).assert().success());
+    let file = tmp.join("run1.json");
+    std::fs::write(&file, &exported).unwrap();
+    let other = tmp.join("other.db");
+    let a = with_store(&other)
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+    assert!(stdout_of(&a).contains("as run 1"));
+    let reimported = json_of(
+        &with_store(&other)
+            .args(["export", "last"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert_eq!(
+        reimported["measurements"],
+        json_of(exported.as_bytes())["measurements"]
+    );
+    // A JSON file works wherever a RUN is expected.
+    with_store(&other)
+        .arg("show")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("pread"));
+}
+
 #[test]
 fn runs_are_saved_listed_shown_exported_and_imported() {
     let tmp = tempfile::tempdir().unwrap();
@@ -73,35 +107,7 @@ fn runs_are_saved_listed_shown_exported_and_imported() {
     );
     assert!(first.contains("syscalls: cost per call"));
 
-    let exported = stdout_of(&with_store(&store).args(["export", "1"]).assert().success());
-    let file = tmp.path().join("run1.json");
-    std::fs::write(&file, &exported).unwrap();
-    let other = tmp.path().join("other.db");
-    let a = with_store(&other)
-        .arg("import")
-        .arg(&file)
-        .assert()
-        .success();
-    assert!(stdout_of(&a).contains("as run 1"));
-    let reimported = json_of(
-        &with_store(&other)
-            .args(["export", "last"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
-    assert_eq!(
-        reimported["measurements"],
-        json_of(exported.as_bytes())["measurements"]
-    );
-    // A JSON file works wherever a RUN is expected.
-    with_store(&other)
-        .arg("show")
-        .arg(&file)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("pread"));
+    export_then_import(tmp.path(), &store);
 }
 
 #[test]
@@ -117,6 +123,58 @@ fn default_store_is_under_xdg_data_home() {
         .assert()
         .success();
     assert!(tmp.path().join("xdg/ioprobe/results.db").is_file());
+}
+
+/// `run --fresh` (its advice cites run 4 alone, after three saved runs), then runs 1
+/// and 2 compared.
+fn fresh_then_compare(store: &Path, scratch: &Path, small: [&str; 4]) {
+    // --fresh: this run alone.
+    let fresh = json_of(
+        &with_store(store)
+            .arg("run")
+            .arg("--fresh")
+            .arg("--dir")
+            .arg(scratch)
+            .args(small)
+            .arg("--json")
+            .assert()
+            .success()
+            .get_output()
+            .stdout,
+    );
+    assert!(
+        fresh["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["evidence"]["runs"] == serde_json::json!([4])),
+        "{fresh}"
+    );
+    let cmp = stdout_of(
+        &with_store(store)
+            .args(["compare", "1", "2"])
+            .assert()
+            .success(),
+    );
+    assert!(cmp.contains("compare: A = run 1, B = run 2"));
+    assert!(cmp.contains("syscalls/pread") && cmp.contains("read/read/4KiB"));
+}
+
+/// The HTML report at `path`: one plot per probe, no JavaScript, nothing loaded.
+fn check_self_contained_report(path: &Path) {
+    let html = std::fs::read_to_string(path).unwrap();
+    assert_eq!(
+        html.matches("<svg").count(),
+        ioprobe::probes::REGISTRY.len(),
+        "one plot per probe"
+    );
+    assert!(!html.contains("<script"), "the report needs no JavaScript");
+    for load in [" src=", "<link", "url(", "@import", "href=\"http"] {
+        assert!(
+            !html.contains(load),
+            "the report must load nothing, found {load}"
+        );
+    }
 }
 
 #[test]
@@ -148,19 +206,7 @@ fn run_saves_and_writes_its_html_report() {
         out.contains(&format!("HTML report: {}", report.display())),
         "{out}"
     );
-    let html = std::fs::read_to_string(&report).unwrap();
-    assert_eq!(
-        html.matches("<svg").count(),
-        ioprobe::probes::REGISTRY.len(),
-        "one plot per probe"
-    );
-    assert!(!html.contains("<script"), "the report needs no JavaScript");
-    for load in [" src=", "<link", "url(", "@import", "href=\"http"] {
-        assert!(
-            !html.contains(load),
-            "the report must load nothing, found {load}"
-        );
-    }
+    check_self_contained_report(&report);
     // The second run's advice pools the first (as advise does), and cites both.
     let second = stdout_of(
         &with_store(&store)
@@ -191,36 +237,7 @@ fn run_saves_and_writes_its_html_report() {
         "{}",
         stdout_of(&said)
     );
-    // --fresh: this run alone.
-    let fresh = json_of(
-        &with_store(&store)
-            .arg("run")
-            .arg("--fresh")
-            .arg("--dir")
-            .arg(&scratch)
-            .args(small)
-            .arg("--json")
-            .assert()
-            .success()
-            .get_output()
-            .stdout,
-    );
-    assert!(
-        fresh["recommendations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|r| r["evidence"]["runs"] == serde_json::json!([4])),
-        "{fresh}"
-    );
-    let cmp = stdout_of(
-        &with_store(&store)
-            .args(["compare", "1", "2"])
-            .assert()
-            .success(),
-    );
-    assert!(cmp.contains("compare: A = run 1, B = run 2"));
-    assert!(cmp.contains("syscalls/pread") && cmp.contains("read/read/4KiB"));
+    fresh_then_compare(&store, &scratch, small);
     assert_empty(&scratch);
 }
 
@@ -522,10 +539,8 @@ fn edited_fixture(dir: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> std:
     path
 }
 
-#[test]
-fn hostile_run_files_are_refused_before_they_reach_a_report() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path().join("results.db");
+/// Fixtures edited into what import must refuse, each with the words its error says.
+fn bad_fixtures(dir: &Path) -> Vec<(std::path::PathBuf, &'static str)> {
     let read_row = |v: &Value| {
         v["measurements"]
             .as_array()
@@ -534,27 +549,27 @@ fn hostile_run_files_are_refused_before_they_reach_a_report() {
             .position(|m| m["probe"] == "read")
             .unwrap()
     };
-    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+    vec![
         (
-            edited_fixture(tmp.path(), "climb.json", |v| {
+            edited_fixture(dir, "climb.json", |v| {
                 v["measurements"][0]["probe"] = "../x".into()
             }),
             "unknown probe '../x'",
         ),
         (
-            edited_fixture(tmp.path(), "abs.json", |v| {
+            edited_fixture(dir, "abs.json", |v| {
                 v["measurements"][0]["probe"] = "/tmp/evil".into()
             }),
             "unknown probe",
         ),
         (
-            edited_fixture(tmp.path(), "case.json", |v| {
+            edited_fixture(dir, "case.json", |v| {
                 v["measurements"][0]["case"] = "a\nb <script>".into()
             }),
             "case name",
         ),
         (
-            edited_fixture(tmp.path(), "noblock.json", |v| {
+            edited_fixture(dir, "noblock.json", |v| {
                 let i = read_row(v);
                 v["measurements"][i]["params"]
                     .as_object_mut()
@@ -564,7 +579,7 @@ fn hostile_run_files_are_refused_before_they_reach_a_report() {
             "lacks param 'block_size'",
         ),
         (
-            edited_fixture(tmp.path(), "nomethod.json", |v| {
+            edited_fixture(dir, "nomethod.json", |v| {
                 let i = read_row(v);
                 let m = &mut v["measurements"][i];
                 m["probe"] = "pipe".into();
@@ -576,26 +591,33 @@ fn hostile_run_files_are_refused_before_they_reach_a_report() {
             "lacks param 'method'",
         ),
         (
-            edited_fixture(tmp.path(), "huge.json", |v| {
+            edited_fixture(dir, "huge.json", |v| {
                 let i = read_row(v);
                 v["measurements"][i]["params"]["block_size"] = Value::from(u64::MAX);
             }),
             "param 'block_size' has an invalid value",
         ),
         (
-            edited_fixture(tmp.path(), "badmethod.json", |v| {
+            edited_fixture(dir, "badmethod.json", |v| {
                 let i = read_row(v);
                 v["measurements"][i]["params"]["method"] = "sip".into();
             }),
             "param 'method' has an invalid value \"sip\": unknown variant `sip`",
         ),
         (
-            edited_fixture(tmp.path(), "nan.json", |v| {
+            edited_fixture(dir, "nan.json", |v| {
                 v["measurements"][0]["median"] = Value::from(-1.0);
             }),
             "negative or not a number",
         ),
-    ];
+    ]
+}
+
+#[test]
+fn hostile_run_files_are_refused_before_they_reach_a_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("results.db");
+    let cases = bad_fixtures(tmp.path());
     for (file, needle) in &cases {
         one_line_failure(
             with_store(&store).arg("import").arg(file).assert().code(2),

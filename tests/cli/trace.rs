@@ -732,6 +732,39 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it() {
     }
 }
 
+/// The trace_calls fixture's bytes, each on its target: the AIO read and io_uring's
+/// requests where the tracer reads their memory in place, socket bytes everywhere.
+fn check_family_bytes(doc: &Value, via: &str) {
+    // Attributed: the AIO read to the file with its 4 KiB, socket bytes to the socket.
+    let rows = doc["rows"].as_array().unwrap();
+    let bytes = |op: &str| -> u64 {
+        rows.iter()
+            .filter(|r| r["op"] == op)
+            .map(|r| r["bytes"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    if via != "ebpf" {
+        // Stopped at (preload stops there too): their memory is read in place.
+        assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
+        // io_uring's requests, read from the submission ring, each on its file.
+        assert_eq!(bytes("uring read"), 4096, "{rows:?}");
+        assert_eq!(bytes("uring write"), 100, "{rows:?}");
+        assert_eq!(bytes("sendmmsg"), 60);
+    } else {
+        // The eBPF tracer copies paths, iovecs and msghdrs, not AIO iocbs, io_uring
+        // rings or mmsghdr arrays: it says so rather than count them as nothing.
+        let notes = doc["notes"].to_string();
+        for call in ["io_submit", "io_uring_enter", "sendmmsg"] {
+            assert!(
+                notes.contains("the eBPF tracer copies") && notes.contains(call),
+                "{call}: {notes}"
+            );
+        }
+    }
+    assert_eq!(bytes("sendto"), 300);
+    assert_eq!(bytes("sendmsg"), 30);
+}
+
 fn every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -796,34 +829,7 @@ fn every_io_call_family_is_seen_and_counted_as_strace_counts_it_via(via: &str) {
     }
     assert!(counts.get("ioctl").and_then(Value::as_u64).unwrap_or(0) >= 1);
     assert!(counts.get("fcntl").and_then(Value::as_u64).unwrap_or(0) >= 1);
-    // Attributed: the AIO read to the file with its 4 KiB, socket bytes to the socket.
-    let rows = doc["rows"].as_array().unwrap();
-    let bytes = |op: &str| -> u64 {
-        rows.iter()
-            .filter(|r| r["op"] == op)
-            .map(|r| r["bytes"].as_u64().unwrap_or(0))
-            .sum()
-    };
-    if via != "ebpf" {
-        // Stopped at (preload stops there too): their memory is read in place.
-        assert_eq!(bytes("aio pread"), 4096, "{rows:?}");
-        // io_uring's requests, read from the submission ring, each on its file.
-        assert_eq!(bytes("uring read"), 4096, "{rows:?}");
-        assert_eq!(bytes("uring write"), 100, "{rows:?}");
-        assert_eq!(bytes("sendmmsg"), 60);
-    } else {
-        // The eBPF tracer copies paths, iovecs and msghdrs, not AIO iocbs, io_uring
-        // rings or mmsghdr arrays: it says so rather than count them as nothing.
-        let notes = doc["notes"].to_string();
-        for call in ["io_submit", "io_uring_enter", "sendmmsg"] {
-            assert!(
-                notes.contains("the eBPF tracer copies") && notes.contains(call),
-                "{call}: {notes}"
-            );
-        }
-    }
-    assert_eq!(bytes("sendto"), 300);
-    assert_eq!(bytes("sendmsg"), 30);
+    check_family_bytes(&doc, via);
     // And each count is strace's.
     let strace_dir = d.join("strace");
     std::fs::create_dir(&strace_dir).unwrap();

@@ -101,7 +101,7 @@ pub struct Options {
     /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
     /// sampling of wide rows. None: no limit.
     pub time_limit: Option<std::time::Duration>,
-    pub sizes: Vec<u64>,
+    pub chunk_sizes: Vec<u64>,
     /// Reader's read size; `None` = the chunk size.
     pub read_size: Option<u64>,
     pub capacities: Vec<Capacity>,
@@ -142,7 +142,7 @@ impl Options {
     pub fn for_scale(scale: Scale) -> Options {
         let mut o = Options {
             time_limit: time_limit(scale),
-            sizes: default_sizes(scale == Scale::Thorough),
+            chunk_sizes: default_sizes(scale == Scale::Thorough),
             read_size: None,
             capacities: vec![Capacity::Default, Capacity::Bytes(1 << 20)],
             methods: Method::ALL.to_vec(),
@@ -164,7 +164,7 @@ impl Options {
         if scale == Scale::Run {
             // Six chunks bracket the knee (seed 002's is between 16 KiB and 256 KiB;
             // vmsplice-splice peaks at 1 MiB here); pinned to one CPU for the reason above.
-            o.sizes = vec![4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
+            o.chunk_sizes = vec![4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
             o.placements = vec![Placement::Same];
             o.total = 64 << 20;
         }
@@ -192,7 +192,7 @@ impl Options {
             self.placements.iter().flat_map(move |&p| {
                 self.capacities
                     .iter()
-                    .flat_map(move |&c| self.sizes.iter().map(move |&s| (m, p, c, s)))
+                    .flat_map(move |&c| self.chunk_sizes.iter().map(move |&s| (m, p, c, s)))
             })
         })
     }
@@ -529,7 +529,7 @@ impl Probe for PipeProbe {
 
     fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
         let o = &self.opts;
-        if o.sizes.is_empty()
+        if o.chunk_sizes.is_empty()
             || o.capacities.is_empty()
             || o.methods.is_empty()
             || o.placements.is_empty()
@@ -538,12 +538,12 @@ impl Probe for PipeProbe {
                 "nothing to measure: an axis (--sizes, --pipe-size, --method, --placement) is empty",
             );
         }
-        for &s in o.sizes.iter().chain(o.read_size.iter()) {
+        for &s in o.chunk_sizes.iter().chain(o.read_size.iter()) {
             if s == 0 || s > MAX_CHUNK {
                 return usage(format!("chunk size {s} B is out of range: 1 B … 1 GiB"));
             }
         }
-        let max_chunk = o.sizes.iter().copied().max().unwrap_or(0);
+        let max_chunk = o.chunk_sizes.iter().copied().max().unwrap_or(0);
         if o.total < max_chunk {
             return usage(format!(
                 "--total {} is smaller than one chunk of {}",
@@ -609,7 +609,7 @@ impl Probe for PipeProbe {
         let sizes = super::sweep::beyond_edges(&pts, 4, (1 << 10, 256 << 20));
         (!sizes.is_empty()).then(|| {
             Box::new(PipeProbe::new(Options {
-                sizes,
+                chunk_sizes: sizes,
                 ..self.opts.clone()
             })) as Box<dyn Probe>
         })
@@ -681,7 +681,7 @@ mod tests {
     #[test]
     fn default_sizes_are_powers_of_four_or_two() {
         assert_eq!(
-            Options::for_scale(Scale::Default).sizes,
+            Options::for_scale(Scale::Default).chunk_sizes,
             default_sizes(false)
         );
         let v = default_sizes(false);

@@ -352,8 +352,10 @@ fn a_process_that_only_pipes_a_file_is_a_finding() {
     assert!(!with(true).iter().any(|x| x.kind == "pipe_relay"));
 }
 
-#[test]
-fn every_kind_of_finding_is_priced_and_ranked() {
+/// A profile with every pattern a rule finds: small, lseek-led and repeated reads of
+/// one file, small writes into a pipe, reopens, a stat storm, an fsync per write, and
+/// a read-then-write copy.
+fn every_pattern() -> Profile {
     let mut p = app();
     let target = |name: &str, kind| Target {
         name: name.into(),
@@ -386,6 +388,12 @@ fn every_kind_of_finding_is_priced_and_ranked() {
     );
     p.ops.insert((1, 2, "fsync"), stats(20, 0, 0));
     p.copies.insert((1, 0, 2), (100, 100 * 65536));
+    p
+}
+
+#[test]
+fn every_kind_of_finding_is_priced_and_ranked() {
+    let p = every_pattern();
     let f = figures();
     let found = findings(&p, &f, 0.05);
     each_call_once(&p, &f, &found);

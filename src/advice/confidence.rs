@@ -1,0 +1,156 @@
+//! Confidence: how much a rerun moves a row (its noise, a floor per kind of
+//! measurement), and the share of simulated reruns, each moving every row within its
+//! noise, that keep an answer.
+
+use super::model::*;
+use crate::harness::stats::{Rng, bimodal};
+use crate::results::Measurement;
+use crate::units::sig3;
+
+/// Simulated reruns per choice, and how far each moves a row: a normal draw on the log
+/// scale whose standard deviation is this share of the row's [`noise`]. The confidence
+/// is the share of reruns whose choice keeps the answer: high from [`HIGH_REPEAT`],
+/// medium from [`MEDIUM_REPEAT`]. Calibrated on the figures of 24 twin-run pairs of this
+/// machine, idle and loaded (size choices these levels called high repeated in 98% of
+/// the twins idle and 100% loaded).
+pub(super) const RERUNS: usize = 400;
+pub(super) const RERUN_SPREAD: f64 = 0.75;
+pub(super) const HIGH_REPEAT: f64 = 0.95;
+pub(super) const MEDIUM_REPEAT: f64 = 0.80;
+
+/// How far the median of the first half of `raw` (in the order taken: one sample per
+/// round where cases take turns) is from the second half's, relative to the whole
+/// median: the spread between rounds, which a within-run CI does not see. None below
+/// 8 samples.
+pub fn split_half_drift(raw: &[f64]) -> Option<f64> {
+    if raw.len() < 8 {
+        return None;
+    }
+    let med = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        crate::harness::stats::quantile_sorted(&s, 0.5)
+    };
+    let (a, b) = raw.split_at(raw.len() / 2);
+    let whole = med(raw);
+    (whole > 0.0).then(|| (med(a) - med(b)).abs() / whole)
+}
+
+/// The least a rerun moves a median here, relative, whatever one run's interval says:
+/// a calibrated loop's (many iterations per sample) and a whole pass's (a stream
+/// through a pipe, a file copy, a pass with fsync: one iteration per sample). Twin
+/// `ioprobe run`s on this 2-CPU VM moved loops by up to 2% and passes by up to 5–10%
+/// (the reference pipe sweep agreed with itself within ±5% on only 80–92% of rows),
+/// while single runs' intervals said ±1%: within-run intervals miss the between-run
+/// noise, and a choice resting on them flipped at high confidence.
+/// The probe says which its rows are, in [`Words::rerun_noise`].
+pub const RERUN_NOISE_LOOP: f64 = 0.02;
+pub const RERUN_NOISE_PASS: f64 = 0.05;
+/// A calibrated loop bound by memory bandwidth (copies between the page cache and a
+/// buffer): its figure follows the host's memory traffic, not the loop. Twin runs here
+/// moved read/1MiB from 25.7 to 22.9 GB/s (−11%) while its neighbours moved 0–5%, and
+/// in another pair read/256KiB/readahead from 20.4 to 16.6 GB/s (−19%): each flipped a
+/// high-confidence read-buffer pick whose lead was 7–11%.
+pub const RERUN_NOISE_MEMORY: f64 = 0.10;
+/// A pass that waits on the disk (fsync, O_DSYNC): its figure is the device's, here the
+/// VM host's disk and cache, shared with other guests. Twin runs moved write/fsync/64KiB
+/// from 0.975 to 0.833 GB/s (−15%) and flipped a high-confidence pick resting on an 8%
+/// lead.
+pub const RERUN_NOISE_DISK: f64 = 0.15;
+
+/// How far a rerun may move `m`'s median, relative: its CI's half-width, the drift
+/// between the halves of its rounds, the distance between its two regimes, or the
+/// rerun floor `floor` ([`RERUN_NOISE_LOOP`], [`RERUN_NOISE_PASS`]), whichever is
+/// largest.
+pub(super) fn noise(m: &Measurement, floor: f64) -> f64 {
+    let half = (m.ci95[1] - m.ci95[0]) / 2.0 / m.median;
+    let modes = bimodal(&m.raw).map_or(0.0, |x| (x.high - x.low) / m.median);
+    half.max(split_half_drift(&m.raw).unwrap_or(0.0))
+        .max(modes)
+        .max(floor)
+}
+
+/// A recommendation id's part after the probe's name, from the topic and the options
+/// its scope is made of: each part lowercased, letters, digits and '-' kept, '+' and
+/// '/' made '-', the rest dropped (`["chunk", "write-read", "any"]` →
+/// `chunk.write-read.any`, `"64 MiB"` → `64mib`).
+pub fn id(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| {
+            p.chars()
+                .filter_map(|c| match c {
+                    c if c.is_ascii_alphanumeric() => Some(c.to_ascii_lowercase()),
+                    '-' | '+' | '/' => Some('-'),
+                    _ => None,
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// [`RERUNS`] simulated reruns of a choice among figures whose noises are `noise`:
+/// each rerun moves every figure by a factor drawn on the log scale ([`RERUN_SPREAD`]
+/// × its noise) and `choose` chooses from the factors. Returns the share of reruns
+/// that chose `pick` and the index chosen most often otherwise. Fixed seed: the same
+/// figures give the same answer.
+pub(super) fn reruns(
+    noise: &[f64],
+    pick: usize,
+    mut choose: impl FnMut(&[f64]) -> usize,
+) -> (f64, Option<usize>) {
+    let mut rng = Rng(0x5851_F42D_4C95_7F2D);
+    let mut chose = vec![0usize; noise.len()];
+    let mut factors = vec![1.0; noise.len()];
+    for _ in 0..RERUNS {
+        for (f, n) in factors.iter_mut().zip(noise) {
+            *f = (n * RERUN_SPREAD * rng.normal()).exp();
+        }
+        chose[choose(&factors)] += 1;
+    }
+    let other = (0..noise.len())
+        .filter(|&i| i != pick && chose[i] > 0)
+        .max_by_key(|&i| chose[i]);
+    (chose[pick] as f64 / RERUNS as f64, other)
+}
+
+/// Lowers `c` by the share `repeat` of simulated reruns that chose the same option
+/// (high from [`HIGH_REPEAT`], medium from [`MEDIUM_REPEAT`]); `other` names the one
+/// chosen most often otherwise, `rows` are the figures moved with their noises; `kind`
+/// what moves ("option", "size") and `outcome` what the other reruns did ("chooses
+/// another").
+pub(super) fn repeat_confidence(
+    c: &mut Confidence,
+    repeat: f64,
+    other: Option<String>,
+    rows: &[(&Measurement, f64)],
+    (kind, outcome): (&str, &str),
+) {
+    if repeat >= HIGH_REPEAT {
+        return;
+    }
+    let lo = rows.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+    let (widest, hi) = rows.iter().fold(
+        (None, 0.0),
+        |(w, hi), &(m, n)| if n > hi { (Some(m), n) } else { (w, hi) },
+    );
+    let why = widest.filter(|_| hi > lo).map_or(String::new(), |m| {
+        let bi = if bimodal(&m.raw).is_some() {
+            ", bimodal"
+        } else {
+            ""
+        };
+        format!("; widest {}{bi}", m.case)
+    });
+    c.cap(
+        if repeat < MEDIUM_REPEAT { Level::Low } else { Level::Medium },
+        format!(
+            "borderline: a rerun moving each {kind} within its noise (±{}–{}%{why}) {outcome} in {}% of {RERUNS} simulated reruns{}",
+            sig3(lo * 100.0),
+            sig3(hi * 100.0),
+            sig3((1.0 - repeat) * 100.0),
+            other.map_or(String::new(), |o| format!(" (most often {o})"))
+        ),
+    );
+}

@@ -1,0 +1,453 @@
+//! A choice between methods: the tie set, the least work among it, then the
+//! cheapest; its action, effect and rows, and its confidence from simulated reruns.
+
+use super::confidence::{RERUNS, noise, repeat_confidence, reruns};
+use super::decide::*;
+use super::model::*;
+use crate::results::Measurement;
+use crate::units::{format_ns, sig3};
+
+/// The best option outside the tie set (the "next" row a method choice cites).
+fn best_ruled_out(opts: &[Opt], r: &Ranking) -> Option<usize> {
+    (0..opts.len())
+        .filter(|i| opts[*i].m.is_ok() && opts[*i].m.median > 0.0 && !r.tied.contains(i))
+        .reduce(|a, b| {
+            if gain(opts[b].m, opts[a].m) > 1.0 {
+                b
+            } else {
+                a
+            }
+        })
+}
+
+/// Copies of the options' rows for ranking (samples dropped): each interval widened to
+/// at least ± the row's noise (rerun floor `fl`), so options a rerun may reorder tie.
+fn widened(opts: &[Opt], fl: f64) -> Vec<Measurement> {
+    opts.iter()
+        .map(|o| {
+            let n = if o.m.is_ok() && o.m.median > 0.0 {
+                noise(o.m, fl)
+            } else {
+                0.0
+            };
+            let mut m = o.m.clone();
+            m.raw.clear();
+            m.ci95 = [
+                m.ci95[0].min(m.median * (1.0 - n)),
+                m.ci95[1].max(m.median * (1.0 + n)),
+            ];
+            m
+        })
+        .collect()
+}
+
+/// `opts` with their rows replaced by `rows` (one each, in order).
+fn with_rows<'a>(opts: &[Opt], rows: &'a [Measurement]) -> Vec<Opt<'a>> {
+    opts.iter()
+        .zip(rows)
+        .map(|(o, m)| Opt { m, ..*o })
+        .collect()
+}
+
+/// Lowers `c` by how often simulated reruns, each moving every option of `opts` within
+/// its noise (rerun floor `fl`), rank another option first ([`reruns`]; ranked as `r`
+/// with the pick margin `margin`, on the rows `wide` widened to their noise). Returns
+/// the share that chose the same option.
+fn method_reruns(
+    c: &mut Confidence,
+    (opts, wide): (&[Opt], &[Measurement]),
+    (r, margin): (&Ranking, f64),
+    fl: f64,
+    name: &dyn Fn(usize) -> String,
+) -> f64 {
+    let ok = |o: &Opt| o.m.is_ok() && o.m.median > 0.0;
+    let spread: Vec<f64> = opts
+        .iter()
+        .map(|o| if ok(o) { noise(o.m, fl) } else { 0.0 })
+        .collect();
+    let mut moved: Vec<Measurement> = wide.to_vec();
+    let (repeat, other) = reruns(&spread, r.pick, |f| {
+        for ((m, w), f) in moved.iter_mut().zip(wide).zip(f) {
+            m.median = w.median * f;
+            m.ci95 = [w.ci95[0] * f, w.ci95[1] * f];
+        }
+        rank_within(&with_rows(opts, &moved), margin).map_or(r.pick, |x| x.pick)
+    });
+    let rows: Vec<(&Measurement, f64)> = opts
+        .iter()
+        .zip(&spread)
+        .filter(|(o, _)| ok(o))
+        .map(|(o, n)| (o.m, *n))
+        .collect();
+    repeat_confidence(
+        c,
+        repeat,
+        other.map(name),
+        &rows,
+        ("option", "chooses another"),
+    );
+    repeat
+}
+
+/// A choice among named options (methods, capacities): the cheapest tied with the best.
+/// `baseline` names the option the effect is quoted against, if measured.
+pub fn methods(
+    w: Words,
+    options: &[(String, Opt)],
+    baseline: Option<&str>,
+) -> Option<Recommendation> {
+    let opts: Vec<Opt> = options.iter().map(|o| o.1).collect();
+    // Among tied options doing the same work, a median within twice the rerun floor of
+    // the best's is the noise's (twin runs moved whole passes by up to 5–10%): the
+    // cheapest of them is chosen, whichever median is lower. Ties are judged on the
+    // intervals widened to each row's noise: a lead a rerun can undo is no lead.
+    let fl = w.rerun_noise;
+    let margin = PICK_MARGIN.max(2.0 * fl);
+    let wide = widened(&opts, fl);
+    let r = rank_within(&with_rows(&opts, &wide), margin)?;
+    let name = |i: usize| options[i].0.clone();
+    let pick = opts[r.pick].m;
+    let measured = opts.iter().filter(|o| o.m.is_ok()).count();
+    let mut conf = Confidence::new();
+    if measured < 2 {
+        let why = "only one option measured: nothing to choose between";
+        conf.cap(Level::Low, why.into());
+    }
+    let out = best_ruled_out(&opts, &r);
+    let mut rows = method_rows(&opts, &r, out);
+    impossible_lead(&mut conf, (&opts, &wide), &r, &name);
+    let lead = out
+        .map(|i| {
+            (
+                gain(pick, opts[i].m),
+                noise(pick, fl) + noise(opts[i].m, fl),
+            )
+        })
+        .filter(|&(g, n)| r.tied.len() == 1 && g - 1.0 > 2.0 * n && measured >= 2);
+    let repeat = method_reruns(&mut conf, (&opts, &wide), (&r, margin), fl, &name);
+    let tied: Vec<String> = r
+        .tied
+        .iter()
+        .filter(|&&i| i != r.pick)
+        .map(|&i| name(i))
+        .collect();
+    let base = baseline.and_then(|b| options.iter().position(|o| o.0 == b && o.1.m.is_ok()));
+    let effect = physics_first(
+        &opts,
+        &r,
+        &name,
+        method_effect(&opts, &r, (base, out), &mut rows, &name),
+    );
+    let support = format!(
+        "{measured} options measured; a rerun moving each within its noise chooses {} in {}% of {RERUNS} simulated reruns{}",
+        name(r.pick),
+        sig3(repeat * 100.0),
+        lead.map_or(String::new(), |(g, n)| format!(
+            "; it leads the next option by ×{}, more than twice their noise (±{}% together)",
+            sig3(g),
+            sig3(n * 100.0)
+        ))
+    );
+    let action = method_action(&opts, &r, &name);
+    let choice = Choice::Method {
+        name: name(r.pick),
+        tied,
+    };
+    let mut rec = finish(w, action, choice, effect, rows, conf, support);
+    rec.confidence
+        .reasons
+        .extend(tie_broken_by_work(&opts, &r, &name));
+    Some(rec)
+}
+
+/// An option doing strictly less of the best's work, slower beyond both rows' noise:
+/// the machine changed between the two measurements, which lowers `conf`.
+fn impossible_lead(
+    conf: &mut Confidence,
+    (opts, wide): (&[Opt], &[Measurement]),
+    r: &Ranking,
+    name: &dyn Fn(usize) -> String,
+) {
+    let (pick, best) = (opts[r.pick].m, opts[r.best].m);
+    if r.pick != r.best
+        && opts[r.pick].work.surely_less(&opts[r.best].work)
+        && !ties(&wide[r.pick], &wide[r.best])
+    {
+        conf.cap(
+            Level::Low,
+            format!(
+                "{} measured ×{} faster than {}, which does less of the same work: impossible by construction, so the machine changed between the two measurements; rerun",
+                name(r.best),
+                sig3(gain(best, pick)),
+                name(r.pick)
+            ),
+        );
+    }
+}
+
+/// A tie won on physics says so first, as the summary shows the effect's first part:
+/// "tied with lseek+write within noise, and 1 system call per operation instead of 2;
+/// …".
+fn physics_first(
+    opts: &[Opt],
+    r: &Ranking,
+    name: &dyn Fn(usize) -> String,
+    effect: String,
+) -> String {
+    match r
+        .tied
+        .iter()
+        .filter(|&&i| i != r.pick)
+        .find_map(|&i| Some((name(i), opts[r.pick].work.less_than(&opts[i].work)?)))
+    {
+        Some((other, why)) => format!("tied with {other} within noise, and {why}; {effect}"),
+        None => effect,
+    }
+}
+
+/// Options tied within the tolerance are one answer, the first named by the work rule:
+/// "use copy-file-range, or sendfile: equal here" (the fastest other one named, the
+/// rest counted, so the summary's cell stays short).
+fn method_action(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> String {
+    let pick = opts[r.pick].m;
+    let mut equal: Vec<usize> = r
+        .tied
+        .iter()
+        .copied()
+        .filter(|&i| {
+            i != r.pick && close(opts[i].m, pick, MARGIN) && close(pick, opts[i].m, MARGIN)
+        })
+        .collect();
+    equal.sort_by(|&a, &b| gain(opts[b].m, opts[a].m).total_cmp(&1.0));
+    match equal.as_slice() {
+        [] => format!("use {}", name(r.pick)),
+        [one] => format!("use {}, or {}: equal here", name(r.pick), name(*one)),
+        [first, rest @ ..] => format!(
+            "use {}, or {} and {} other{}: equal here",
+            name(r.pick),
+            name(*first),
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// The evidence rows of a method pick: the choice, the best if another, the rest of
+/// the tie set, and the fastest option ruled out (`out`).
+fn method_rows(opts: &[Opt], r: &Ranking, out: Option<usize>) -> Vec<Row> {
+    let mut rows = vec![row(opts[r.pick].m, "choice")];
+    if r.best != r.pick {
+        rows.push(row(opts[r.best].m, "best"));
+    }
+    for &i in &r.tied {
+        if i != r.pick && i != r.best {
+            rows.push(row(opts[i].m, "tied"));
+        }
+    }
+    if let Some(i) = out {
+        rows.push(row(opts[i].m, "next"));
+    }
+    rows
+}
+
+/// A method pick's effect: against the baseline option `base` when there is one
+/// other than the pick (its row added to `rows`), else against the fastest option
+/// ruled out (`out`).
+fn method_effect(
+    opts: &[Opt],
+    r: &Ranking,
+    (base, out): (Option<usize>, Option<usize>),
+    rows: &mut Vec<Row>,
+    name: &dyn Fn(usize) -> String,
+) -> String {
+    let pick = opts[r.pick].m;
+    match base {
+        Some(b) if b != r.pick => {
+            let bm = opts[b].m;
+            if !rows.iter().any(|r| r.case == bm.case) {
+                rows.push(row(bm, "baseline"));
+            }
+            let saving = if higher_is_better(pick) {
+                String::new()
+            } else {
+                format!(", saving {} per call", format_ns(bm.median - pick.median))
+            };
+            format!(
+                "×{} against {} ({} vs {}){saving}",
+                sig3(gain(pick, bm)),
+                name(b),
+                pick.unit.figure(pick.median),
+                bm.unit.figure(bm.median)
+            )
+        }
+        _ => match out {
+            Some(i) => format!(
+                "{}; the fastest option not tied, {}, is ×{} slower",
+                pick.unit.figure(pick.median),
+                name(i),
+                sig3(gain(pick, opts[i].m))
+            ),
+            None => pick.unit.figure(pick.median),
+        },
+    }
+}
+
+/// "tie broken by the work done: pwrite does less than lseek+write (…)", when the pick
+/// does less work than options tied with it.
+fn tie_broken_by_work(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> Option<String> {
+    let less: Vec<(String, String)> = r
+        .tied
+        .iter()
+        .filter_map(|&i| {
+            let why = opts[r.pick].work.less_than(&opts[i].work)?;
+            Some((name(i), why))
+        })
+        .collect();
+    let than = match less.as_slice() {
+        [] => return None,
+        [(other, why)] => format!("{other} ({why})"),
+        many => format!(
+            "the {} other tied options ({})",
+            many.len(),
+            many.iter()
+                .map(|x| x.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Some(format!(
+        "tie broken by the work done: {} does less than {than}",
+        name(r.pick)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::confidence::RERUN_NOISE_PASS;
+    use super::super::decide::tests::{m, words};
+    use super::*;
+    use crate::results::Unit;
+
+    #[test]
+    fn methods_pick_the_cheapest_tied_and_name_the_others() {
+        let (a, b, c) = (
+            m("copy-file-range", 4.25e9, 0.02),
+            m("sendfile", 4.24e9, 0.02),
+            m("read-write", 3.3e9, 0.01),
+        );
+        // Whole passes (file copies): a rerun may move each by 5%.
+        let choose = |sendfile: &Measurement| {
+            let opts = vec![
+                ("copy-file-range".to_string(), Opt::new(&a, 0.3)),
+                ("sendfile".to_string(), Opt::new(sendfile, 0.2)),
+                ("read-write".to_string(), Opt::new(&c, 0.5)),
+            ];
+            let w = Words {
+                rerun_noise: RERUN_NOISE_PASS,
+                ..words()
+            };
+            methods(w, &opts, Some("read-write")).unwrap()
+        };
+        let r = choose(&b);
+        assert_eq!(
+            r.choice,
+            Choice::Method {
+                name: "sendfile".into(),
+                tied: vec!["copy-file-range".into()]
+            }
+        );
+        assert_eq!(r.action, "use sendfile, or copy-file-range: equal here");
+        assert!(
+            r.effect.starts_with("×1.28 against read-write"),
+            "{}",
+            r.effect
+        );
+        // Tied and doing the same work: the cheaper is chosen while its median is within
+        // twice the rerun floor (10%) of the best's, whichever is lower, so a rerun's
+        // noise does not swap them (twin runs here swapped copy-file-range and sendfile
+        // 4 times in 9 when the 3% line decided).
+        assert_eq!(r.confidence.level, Level::High, "{:?}", r.confidence);
+        // 11% behind the best, it is no longer chosen, and a rerun's 5% moves it across
+        // the line: not high.
+        let r = choose(&m("sendfile", 3.82e9, 0.02));
+        assert_eq!(r.action, "use copy-file-range");
+        assert_ne!(r.confidence.level, Level::High, "{:?}", r.confidence);
+        assert!(
+            r.confidence
+                .reasons
+                .iter()
+                .any(|x| x.starts_with("borderline: a rerun moving each option")
+                    && x.ends_with("(most often sendfile)")),
+            "{:?}",
+            r.confidence.reasons
+        );
+    }
+
+    /// Seed 004's positioned writes, as a loaded run measured them: lseek+write's median
+    /// below pwrite's, their intervals overlapping. One call doing the work of two wins
+    /// the tie, whichever median is lower, and the reason says so.
+    #[test]
+    fn a_tie_between_one_call_and_two_goes_to_the_one_call() {
+        let opt = |name: &str, m, work| (name.to_string(), Opt { m, cost: 0.0, work });
+        let ns = |case: &str, median: f64, lo: f64, hi: f64| {
+            let mut x = m(case, median, 0.0);
+            x.unit = Unit::NsPerOp;
+            x.ci95 = [lo, hi];
+            x.raw = vec![median; 12];
+            x
+        };
+        let (lw, pw) = (
+            ns("lseek_write", 640.0, 620.0, 700.0),
+            ns("pwrite", 656.0, 642.0, 681.0),
+        );
+        for order in [[0, 1], [1, 0]] {
+            let all = [
+                opt("lseek+write", &lw, Work::calls(2.0, 1.0, "operation")),
+                opt("pwrite", &pw, Work::calls(1.0, 1.0, "operation")),
+            ];
+            let opts = [all[order[0]].clone(), all[order[1]].clone()];
+            let r = methods(words(), &opts, Some("lseek+write")).unwrap();
+            assert_eq!(
+                r.action, "use pwrite, or lseek+write: equal here",
+                "{order:?}"
+            );
+            // The why cell (the effect's first part) says the tie was won on work.
+            assert!(
+                r.effect.starts_with(
+                    "tied with lseek+write within noise, and 1 system call per operation instead of 2; "
+                ),
+                "{}",
+                r.effect
+            );
+            assert!(
+                r.confidence.reasons.iter().any(|x| x
+                    == "tie broken by the work done: pwrite does less than lseek+write (1 system call per operation instead of 2)"),
+                "{:?}",
+                r.confidence.reasons
+            );
+        }
+        // pwrite measured far slower, in a slower moment of the machine: still pwrite,
+        // at low confidence, saying why.
+        let slow = ns("pwrite", 900.0, 880.0, 920.0);
+        let exact = [
+            opt("lseek+write", &lw, Work::exact(2.0, "operation")),
+            opt("pwrite", &slow, Work::exact(1.0, "operation")),
+        ];
+        let r = methods(words(), &exact, None).unwrap();
+        assert_eq!(r.action, "use pwrite");
+        assert_eq!(r.confidence.level, Level::Low);
+        assert!(
+            r.confidence
+                .reasons
+                .iter()
+                .any(|x| x.contains("impossible by construction"))
+        );
+        // Estimated work (copy methods): the measured winner stays.
+        let opts = [
+            opt("lseek+write", &lw, Work::calls(2.0, 1.0, "operation")),
+            opt("pwrite", &slow, Work::calls(1.0, 1.0, "operation")),
+        ];
+        let r = methods(words(), &opts, None).unwrap();
+        assert_eq!(r.action, "use lseek+write");
+    }
+}
