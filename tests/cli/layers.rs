@@ -65,7 +65,10 @@ fn violations(files: &[(PathBuf, String)], layers: &[Vec<String>]) -> Vec<String
             continue;
         }
         let Some(own) = layer_of(&from) else {
-            out.push(format!("src/{}: module {from} is on no layer", path.display()));
+            out.push(format!(
+                "src/{}: module {from} is on no layer",
+                path.display()
+            ));
             continue;
         };
         for to in imports(text) {
@@ -80,7 +83,10 @@ fn violations(files: &[(PathBuf, String)], layers: &[Vec<String>]) -> Vec<String
                     own + 1,
                     l + 1
                 )),
-                None => out.push(format!("src/{}: crate::{to} is on no layer", path.display())),
+                None => out.push(format!(
+                    "src/{}: crate::{to} is on no layer",
+                    path.display()
+                )),
             }
         }
     }

@@ -7,6 +7,7 @@ mod cp;
 mod cp_gnu;
 mod fuzz_regressions;
 mod inputs;
+mod layers;
 mod pipe;
 mod probes;
 mod report;
