@@ -173,3 +173,123 @@ impl Profile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::sys::trace::calls::Syscall;
+
+    const F: &str = "/nonexistent-ioprobe/f";
+    const G: &str = "/nonexistent-ioprobe/g";
+
+    /// Reads: calls, bytes, their size bucket, in order or not, after an lseek, bytes
+    /// read again, a short read and the end of the file.
+    #[test]
+    fn reads_count_bytes_sizes_order_rereads_and_short_reads() {
+        let mut p = profile();
+        open(&mut p, F, 5);
+        data(&mut p, Syscall::Read, 5, 4096, 4096, 2);
+        call(&mut p, Syscall::Lseek, [5, 0, 0, 0, 0, 0], 0, Vec::new());
+        data(&mut p, Syscall::Read, 5, 4096, 4096, 1);
+        data(&mut p, Syscall::Read, 5, 4096, 100, 1);
+        data(&mut p, Syscall::Read, 5, 4096, 0, 1);
+        let r = row(&p, F, "read");
+        assert_eq!((r.calls, r.bytes), (5, 3 * 4096 + 100));
+        assert_eq!(r.sizes.get(&4096), Some(&5));
+        // The read after the lseek back to 0 is out of order; the rest follow on.
+        assert_eq!((r.sequential, r.random, r.after_lseek), (4, 1, 1));
+        // 0..4096 read twice, and 4096..4196 of the short read too.
+        assert_eq!(r.reread_bytes, 4096 + 100);
+        assert_eq!((r.short, r.eof), (1, 1));
+        assert_eq!(row(&p, F, "lseek").calls, 1);
+        assert_eq!(p.counts.get("read"), Some(&5));
+    }
+
+    /// Positioned writes leave the position; a vectored write's size is its iovecs'
+    /// total, read from the copied array; a failed call is an error, not bytes.
+    #[test]
+    fn positioned_and_vectored_calls_read_their_offsets_and_iovecs() {
+        let mut p = profile();
+        open(&mut p, F, 6);
+        call(
+            &mut p,
+            Syscall::Pwrite64,
+            [6, 0x9000, 512, 1 << 20, 0, 0],
+            512,
+            Vec::new(),
+        );
+        let iovecs: Vec<u8> = [(0x9000u64, 100u64), (0xa000, 28)]
+            .iter()
+            .flat_map(|(b, l)| b.to_ne_bytes().into_iter().chain(l.to_ne_bytes()))
+            .collect();
+        call(
+            &mut p,
+            Syscall::Writev,
+            [6, AT, 2, 0, 0, 0],
+            128,
+            vec![(AT, iovecs, false)],
+        );
+        data(&mut p, Syscall::Write, 6, 4096, -28, 1);
+        let pw = row(&p, F, "pwrite64");
+        assert_eq!((pw.calls, pw.bytes), (1, 512));
+        let wv = row(&p, F, "writev");
+        assert_eq!((wv.bytes, wv.sizes.get(&128)), (128, Some(&1)));
+        // The pwrite at 1 MiB left the position at 0, where the writev went: after
+        // a call ending at 1 MiB + 512, out of order.
+        assert_eq!((wv.sequential, wv.random), (0, 1));
+        assert_eq!(p.fds[&T][&6].pos, 128);
+        let w = row(&p, F, "write");
+        assert_eq!((w.calls, w.bytes, w.errors), (1, 0, 1));
+    }
+
+    /// A write of the bytes just read is a read-then-write copy of that pair.
+    #[test]
+    fn a_read_then_a_write_of_the_same_bytes_is_a_copy() {
+        let mut p = profile();
+        open(&mut p, F, 5);
+        open(&mut p, G, 6);
+        for _ in 0..3 {
+            data(&mut p, Syscall::Read, 5, 65536, 65536, 1);
+            data(&mut p, Syscall::Write, 6, 65536, 65536, 1);
+        }
+        let (f, g) = (target(&p, F), target(&p, G));
+        assert_eq!(p.copies.get(&(T, f, g)), Some(&(3, 3 * 65536)));
+    }
+
+    /// Socket data: what each call asked (sendto's length, a msghdr's iovecs) and
+    /// what it moved, on the socket's row.
+    #[test]
+    fn socket_calls_count_what_they_asked_and_moved() {
+        let mut p = profile();
+        socket(&mut p, 7, 42);
+        let s = "socket:[42]";
+        call(
+            &mut p,
+            Syscall::Sendto,
+            [7, 0x9000, 1000, 0, 0, 0],
+            600,
+            Vec::new(),
+        );
+        // struct msghdr: name, namelen (+pad), iov, iovlen, …; one iovec of 30 bytes.
+        let mut msg = vec![0u8; 56];
+        msg[16..24].copy_from_slice(&(AT + 64).to_ne_bytes());
+        msg[24..32].copy_from_slice(&1u64.to_ne_bytes());
+        let iov: Vec<u8> = 0x9000u64
+            .to_ne_bytes()
+            .into_iter()
+            .chain(30u64.to_ne_bytes())
+            .collect();
+        call(
+            &mut p,
+            Syscall::Sendmsg,
+            [7, AT, 0, 0, 0, 0],
+            30,
+            vec![(AT, msg, false), (AT + 64, iov, false)],
+        );
+        let st = row(&p, s, "sendto");
+        assert_eq!((st.bytes, st.sizes.get(&512)), (600, Some(&1)));
+        let sm = row(&p, s, "sendmsg");
+        assert_eq!((sm.bytes, sm.sizes.get(&16)), (30, Some(&1)));
+        assert_eq!(p.targets[target(&p, s)].family.as_deref(), Some("tcp"));
+    }
+}

@@ -229,3 +229,90 @@ impl Profile {
         s.errors += u64::from(!ok);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::sys::trace::calls::Syscall;
+
+    const F: &str = "/nonexistent-ioprobe/f";
+
+    /// Opens of one path are counted per path (the reopen rule's figure), a failed one
+    /// is an error on its path, stats name their path, closes their descriptor's file.
+    #[test]
+    fn opens_stats_and_closes_land_on_their_paths() {
+        let mut p = profile();
+        for _ in 0..2 {
+            open(&mut p, F, 5);
+            call(&mut p, Syscall::Close, [5, 0, 0, 0, 0, 0], 0, Vec::new());
+        }
+        open(&mut p, "/nonexistent-ioprobe/missing", -2);
+        call(
+            &mut p,
+            Syscall::Newfstatat,
+            [-100i64 as u64, AT, 0x9000, 0, 0, 0],
+            0,
+            path(F),
+        );
+        assert_eq!(p.opens.get(&(T, F.into())), Some(&2));
+        assert_eq!(row(&p, F, "openat").calls, 2);
+        assert_eq!(row(&p, F, "close").calls, 2);
+        let missing = row(&p, "/nonexistent-ioprobe/missing", "openat");
+        assert_eq!((missing.calls, missing.errors), (1, 1));
+        assert_eq!(p.stats.get(&(T, F.into())), Some(&1));
+        assert_eq!(row(&p, F, "stat").calls, 1);
+        // A closed descriptor is forgotten: a read on it lands nowhere.
+        data(&mut p, Syscall::Read, 5, 4096, 4096, 1);
+        assert!(p.ops.keys().all(|k| k.2 != "read"), "{:?}", p.ops);
+    }
+
+    /// An fsync counts the writes and bytes since the previous one.
+    #[test]
+    fn fsyncs_count_the_writes_before_each() {
+        let mut p = profile();
+        open(&mut p, F, 5);
+        data(&mut p, Syscall::Write, 5, 100, 100, 3);
+        call(&mut p, Syscall::Fsync, [5, 0, 0, 0, 0, 0], 0, Vec::new());
+        data(&mut p, Syscall::Write, 5, 100, 100, 1);
+        call(
+            &mut p,
+            Syscall::Fdatasync,
+            [5, 0, 0, 0, 0, 0],
+            0,
+            Vec::new(),
+        );
+        let y = &p.syncs[&(T, target(&p, F))];
+        assert_eq!((y.syncs, y.writes, y.bytes), (2, 4, 400));
+    }
+
+    /// Namespace calls land on the path they name (unlinkat's second argument);
+    /// F_SETPIPE_SZ keeps its own row and the size granted.
+    #[test]
+    fn path_calls_and_pipe_sizes_are_kept() {
+        let mut p = profile();
+        call(
+            &mut p,
+            Syscall::Unlinkat,
+            [-100i64 as u64, AT, 0, 0, 0, 0],
+            0,
+            path(F),
+        );
+        assert_eq!(row(&p, F, "unlinkat").calls, 1);
+        p.add(&crate::sys::trace::Event::Created {
+            tid: T,
+            fds: vec![3, 4],
+            what: crate::sys::trace::Created::Pipe,
+            names: vec![Some("pipe:[9]".into()), None],
+        });
+        call(
+            &mut p,
+            Syscall::Fcntl,
+            [4, 1031, 1 << 20, 0, 0, 0],
+            1 << 20,
+            Vec::new(),
+        );
+        let t = target(&p, "pipe:[9]");
+        assert_eq!(p.pipe_sizes.get(&t), Some(&(1 << 20)));
+        assert_eq!(row(&p, "pipe:[9]", "fcntl(F_SETPIPE_SZ)").calls, 1);
+    }
+}

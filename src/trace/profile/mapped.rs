@@ -156,3 +156,78 @@ impl Profile {
 pub(super) fn uring_note(pid: i32, why: &str) -> String {
     format!("pid {pid}: {why}, so the bytes its io_uring requests move are not counted")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use crate::sys::trace::calls::Syscall;
+
+    const F: &str = "/nonexistent-ioprobe/f";
+    const G: &str = "/nonexistent-ioprobe/g";
+
+    /// In-kernel copies count on their source: copy_file_range's first descriptor,
+    /// sendfile's second; the size asked is their length argument.
+    #[test]
+    fn in_kernel_copies_count_on_their_source() {
+        let mut p = profile();
+        open(&mut p, F, 5);
+        open(&mut p, G, 6);
+        socket(&mut p, 7, 5);
+        call(
+            &mut p,
+            Syscall::CopyFileRange,
+            [5, 0, 6, 0, 65536, 0],
+            65536,
+            Vec::new(),
+        );
+        call(
+            &mut p,
+            Syscall::Sendfile,
+            [7, 5, 0, 4096, 0, 0],
+            1000,
+            Vec::new(),
+        );
+        let c = row(&p, F, "copy_file_range");
+        assert_eq!(
+            (c.calls, c.bytes, c.sizes.get(&65536)),
+            (1, 65536, Some(&1))
+        );
+        let s = row(&p, F, "sendfile");
+        assert_eq!((s.bytes, s.sizes.get(&4096)), (1000, Some(&1)));
+        let g = target(&p, G);
+        assert!(
+            p.ops.keys().all(|k| k.1 != g || k.2 == "openat"),
+            "{:?}",
+            p.ops
+        );
+    }
+
+    /// A file's mapping counts its length on the file; an anonymous one on
+    /// "anonymous memory"; munmap on the mappings.
+    #[test]
+    fn mappings_count_their_length_on_the_file_or_anonymous_memory() {
+        let mut p = profile();
+        open(&mut p, F, 5);
+        call(
+            &mut p,
+            Syscall::Mmap,
+            [0, 1 << 20, 1, 2, 5, 0],
+            0x7f00_0000_0000,
+            Vec::new(),
+        );
+        call(
+            &mut p,
+            Syscall::Mmap,
+            [0, 8192, 3, 0x22, -1i64 as u64, 0],
+            0x7f00_1000_0000,
+            Vec::new(),
+        );
+        let m = row(&p, F, "mmap");
+        assert_eq!(
+            (m.calls, m.bytes, m.sizes.get(&(1 << 20))),
+            (1, 1 << 20, Some(&1))
+        );
+        assert_eq!(row(&p, "anonymous memory", "mmap").bytes, 8192);
+        assert_eq!(p.counts.get("mmap"), Some(&2));
+    }
+}

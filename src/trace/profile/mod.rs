@@ -163,3 +163,103 @@ pub(super) struct Call {
     pub(super) ok: bool,
     pub(super) fd0: i32,
 }
+
+/// Hand-built events for the decoders' tests: one task of a process no one else has
+/// here, files that do not exist (their names are what the events say), memory as
+/// the eBPF tracer copies it.
+#[cfg(test)]
+pub(super) mod testing {
+    use super::Profile;
+    use crate::sys::trace::calls::Syscall;
+    use crate::sys::trace::{Created, Event, Memory};
+
+    /// A task and process id no process has (pid_max is at most 2^22).
+    pub const T: i32 = 100_000_000;
+    /// Where a test's path strings and arrays are, in the traced task.
+    pub const AT: u64 = 0x1000;
+    const AT_FDCWD: u64 = -100i64 as u64;
+
+    /// An empty profile (as the eBPF tracer feeds it) with process T, "app".
+    pub fn profile() -> Profile {
+        let mut p = Profile::new(false, false);
+        p.add(&Event::Task {
+            tid: T,
+            parent: 1,
+            pid: Some(T),
+            comm: Some("app".into()),
+        });
+        p
+    }
+
+    /// `sys` by T with `args` returning `ret`, its memory the `parts` given.
+    pub fn call(
+        p: &mut Profile,
+        sys: Syscall,
+        args: [u64; 6],
+        ret: i64,
+        parts: Vec<(u64, Vec<u8>, bool)>,
+    ) {
+        p.add(&Event::Call {
+            tid: T,
+            call: sys,
+            args,
+            ret,
+            mem: Memory::Captured(parts, std::cell::Cell::new(false)),
+        });
+    }
+
+    /// The path string `path` at [`AT`], as the eBPF tracer copies it.
+    pub fn path(path: &str) -> Vec<(u64, Vec<u8>, bool)> {
+        vec![(AT, path.as_bytes().to_vec(), true)]
+    }
+
+    /// openat(AT_FDCWD, `name`) returning `fd` (a negative errno: failing).
+    pub fn open(p: &mut Profile, name: &str, fd: i64) {
+        call(
+            p,
+            Syscall::Openat,
+            [AT_FDCWD, AT, 0, 0, 0, 0],
+            fd,
+            path(name),
+        );
+    }
+
+    /// `n` plain calls `sys(fd, buf, size)` each returning `ret`.
+    pub fn data(p: &mut Profile, sys: Syscall, fd: u64, size: u64, ret: i64, n: usize) {
+        for _ in 0..n {
+            call(p, sys, [fd, 0x9000, size, 0, 0, 0], ret, Vec::new());
+        }
+    }
+
+    /// Descriptor `fd` made by socket(2) as a TCP socket /proc calls `socket:[N]`.
+    pub fn socket(p: &mut Profile, fd: i32, n: u32) {
+        p.add(&Event::Created {
+            tid: T,
+            fds: vec![fd],
+            what: Created::Socket(Some("tcp")),
+            names: vec![Some(format!("socket:[{n}]"))],
+        });
+    }
+
+    /// The row of operation `op` on the target named `name`.
+    pub fn row<'a>(p: &'a Profile, name: &str, op: &str) -> &'a super::OpStats {
+        let t = p
+            .targets
+            .iter()
+            .position(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no target {name}: {:?}", p.targets));
+        p.ops
+            .iter()
+            .find(|((pid, at, o), _)| *pid == T && *at == t && *o == op)
+            .map(|(_, s)| s)
+            .unwrap_or_else(|| panic!("no {op} on {name}: {:?}", p.ops))
+    }
+
+    /// Target `name`'s index.
+    pub fn target(p: &Profile, name: &str) -> usize {
+        p.targets
+            .iter()
+            .position(|t| t.name == name)
+            .expect("a target")
+    }
+}
