@@ -1,7 +1,8 @@
 //! `ioprobe cp`: GNU cp 9.1's semantics and options (docs/cp.md lists the deliberate
-//! differences), with the data path of [`data`] and a pool of workers that share the
-//! files of a tree ([`walk`]). What happens to one file, GNU's rules for an existing
-//! destination included, is in [`file`].
+//! differences): the operands and the target here, a directory operand in [`walk`]
+//! (whose batches of names go to the workers of `pool`), one non-directory as GNU's
+//! copy_internal treats it (an existing destination included) in `file`, its bytes in
+//! [`data`].
 
 pub mod args;
 mod attrs;

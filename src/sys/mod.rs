@@ -1,7 +1,9 @@
 //! Everything that touches the operating system directly, and the only module allowed
 //! `unsafe` (every block carries a `// SAFETY:` comment).
 //!
-//! rustix is used first; libc where rustix lacks a call (getrusage, mincore).
+//! rustix is used first; libc where rustix lacks a call or a type: getrusage, mincore,
+//! the tracers' ptrace, seccomp, bpf(2) and register sets (`trace/`), io_uring's and
+//! the OS modules' own calls (`os/`).
 
 #![allow(unsafe_code)]
 
