@@ -178,6 +178,9 @@ fn tuning_facts(t: &crate::sys::machine::Tuning, avail: u64, kv: &mut impl FnMut
             },
         ),
     );
+    for s in &t.damon {
+        kv("DAMON scheme", s.describe());
+    }
 }
 
 /// rusage scope, pipe-max-size, pinning, ioprobe's build and the CPU mitigations.

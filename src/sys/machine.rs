@@ -54,6 +54,99 @@ pub struct Tuning {
     pub dirty_background_ratio: Option<u64>,
     pub dirty_bytes: Option<u64>,
     pub dirty_background_bytes: Option<u64>,
+    /// DAMON schemes running (a kdamond `on`), which act on memory behind ioprobe's
+    /// back: a `pageout` scheme on physical memory evicts idle page cache. Empty when
+    /// none run or DAMON's sysfs is absent.
+    #[serde(default)]
+    pub damon: Vec<DamonScheme>,
+}
+
+/// One scheme of a running kdamond (`/sys/kernel/mm/damon/admin`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct DamonScheme {
+    /// What it does to the regions it finds: `pageout`, `cold`, `lru_prio`, …
+    pub action: String,
+    /// What it monitors: `paddr` (physical memory: every process's pages and the
+    /// page cache), `vaddr`/`fvaddr` (some processes' address spaces).
+    pub operations: String,
+    /// Regions it acts on: idle at least this long (seconds, from the minimum age in
+    /// aggregation intervals), with at most `max_accesses` accesses per interval.
+    pub min_idle_s: f64,
+    pub max_accesses: u64,
+    /// At most this many bytes per second (0: no size quota).
+    pub quota_bytes_per_s: u64,
+}
+
+impl DamonScheme {
+    /// The schemes of every running kdamond under `root` (the admin directory).
+    fn running(root: &Path) -> Vec<DamonScheme> {
+        let num = |p: &Path| read_path(p).trim().parse::<u64>().unwrap_or(0);
+        let mut out = Vec::new();
+        for k in sorted_dirs(&root.join("kdamonds")) {
+            if read_path(&k.join("state")).trim() != "on" {
+                continue;
+            }
+            for c in sorted_dirs(&k.join("contexts")) {
+                let operations = read_path(&c.join("operations")).trim().to_string();
+                let aggr_us = num(&c.join("monitoring_attrs/intervals/aggr_us"));
+                for s in sorted_dirs(&c.join("schemes")) {
+                    let reset_ms = num(&s.join("quotas/reset_interval_ms"));
+                    let bytes = num(&s.join("quotas/bytes"));
+                    out.push(DamonScheme {
+                        action: read_path(&s.join("action")).trim().to_string(),
+                        operations: operations.clone(),
+                        min_idle_s: num(&s.join("access_pattern/age/min")) as f64 * aggr_us as f64
+                            / 1e6,
+                        max_accesses: num(&s.join("access_pattern/nr_accesses/max")),
+                        quota_bytes_per_s: if reset_ms > 0 {
+                            bytes * 1000 / reset_ms
+                        } else {
+                            0
+                        },
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// "pageout of physical memory idle ≥ 60 s, up to 128 MiB/s".
+    pub fn describe(&self) -> String {
+        let what = match self.operations.as_str() {
+            "paddr" => "physical memory (the page cache too)".to_string(),
+            "vaddr" | "fvaddr" => "some processes' memory".to_string(),
+            o => o.to_string(),
+        };
+        let quota = if self.quota_bytes_per_s > 0 {
+            format!(
+                ", up to {}/s",
+                crate::units::format_size(self.quota_bytes_per_s)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{} of {what} idle ≥ {} s{quota}",
+            self.action,
+            crate::units::sig3(self.min_idle_s)
+        )
+    }
+}
+
+/// The numbered subdirectories of `dir` (DAMON's 0, 1, …), in order.
+fn sorted_dirs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<(u64, std::path::PathBuf)> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, p)| p).collect()
+}
+
+fn read_path(p: &Path) -> String {
+    fs::read_to_string(p).unwrap_or_default()
 }
 
 impl Tuning {
@@ -83,6 +176,7 @@ impl Tuning {
             dirty_background_ratio: num("/proc/sys/vm/dirty_background_ratio"),
             dirty_bytes: num("/proc/sys/vm/dirty_bytes"),
             dirty_background_bytes: num("/proc/sys/vm/dirty_background_bytes"),
+            damon: DamonScheme::running(Path::new("/sys/kernel/mm/damon/admin")),
         }
     }
 
@@ -488,6 +582,49 @@ mod tests {
             ..t
         };
         assert_eq!(b.background_threshold(1000), Some(4096));
+    }
+
+    /// DAMON's admin tree as the kernel lays it out: a kdamond off is left out, an
+    /// `on` one gives each scheme with its age in seconds and its quota per second.
+    #[test]
+    fn damon_schemes_of_running_kdamonds() {
+        let root = tempfile::tempdir().unwrap();
+        let put = |p: &str, v: &str| {
+            let p = root.path().join(p);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, format!("{v}\n")).unwrap();
+        };
+        for (k, state) in [("0", "on"), ("1", "off")] {
+            put(&format!("kdamonds/{k}/state"), state);
+            let c = format!("kdamonds/{k}/contexts/0");
+            put(&format!("{c}/operations"), "paddr");
+            put(
+                &format!("{c}/monitoring_attrs/intervals/aggr_us"),
+                "5000000",
+            );
+            let s = format!("{c}/schemes/0");
+            put(&format!("{s}/action"), "pageout");
+            put(&format!("{s}/access_pattern/age/min"), "12");
+            put(&format!("{s}/access_pattern/nr_accesses/max"), "1");
+            put(&format!("{s}/quotas/bytes"), "134217728");
+            put(&format!("{s}/quotas/reset_interval_ms"), "1000");
+        }
+        let v = DamonScheme::running(root.path());
+        assert_eq!(
+            v,
+            [DamonScheme {
+                action: "pageout".into(),
+                operations: "paddr".into(),
+                min_idle_s: 60.0,
+                max_accesses: 1,
+                quota_bytes_per_s: 128 << 20,
+            }]
+        );
+        assert_eq!(
+            v[0].describe(),
+            "pageout of physical memory (the page cache too) idle ≥ 60.0 s, up to 128 MiB/s"
+        );
+        assert!(DamonScheme::running(&root.path().join("absent")).is_empty());
     }
 
     #[test]

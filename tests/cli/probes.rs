@@ -233,9 +233,11 @@ fn sysinfo_reports_machine_facts() {
         "dirty_background_ratio",
         "dirty_bytes",
         "dirty_background_bytes",
+        "damon",
     ] {
         assert!(t.get(key).is_some(), "tuning lacks {key}: {t}");
     }
+    assert!(t["damon"].is_array(), "{t}");
     assert!(t["dirty_ratio"].is_u64(), "{t}");
     let fs = &v["filesystem"];
     assert!(fs["compression"].is_string(), "{fs}");

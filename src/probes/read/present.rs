@@ -115,7 +115,7 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
 pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
     let typed = with_params::<Params>(rows);
     let caches = env.data_caches();
-    series(&typed)
+    let mut out: Vec<String> = series(&typed)
         .into_iter()
         .flat_map(|s| {
             sweep::advice(
@@ -123,6 +123,25 @@ pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
                 &points(&typed, s),
                 &caches,
                 s.0 != Method::Mmap,
+            )
+        })
+        .collect();
+    out.extend(evicting_schemes(env));
+    out
+}
+
+/// What a DAMON scheme evicting the page cache means for reads here: these figures
+/// are a cached file's (each sample checked resident), and a file left idle longer
+/// than the scheme's age is read from the disk again.
+fn evicting_schemes(env: &Environment) -> Vec<String> {
+    let schemes = env.tuning.as_ref().map_or(&[][..], |t| &t.damon[..]);
+    schemes
+        .iter()
+        .filter(|s| s.action == "pageout" && s.operations == "paddr")
+        .map(|s| {
+            format!(
+                "this machine evicts idle page cache (DAMON: {}): a file left unread for longer is read from its disk again, not from the page cache these figures measured",
+                s.describe()
             )
         })
         .collect()
