@@ -98,11 +98,7 @@ impl DamonScheme {
                         min_idle_s: num(&s.join("access_pattern/age/min")) as f64 * aggr_us as f64
                             / 1e6,
                         max_accesses: num(&s.join("access_pattern/nr_accesses/max")),
-                        quota_bytes_per_s: if reset_ms > 0 {
-                            bytes * 1000 / reset_ms
-                        } else {
-                            0
-                        },
+                        quota_bytes_per_s: (bytes * 1000).checked_div(reset_ms).unwrap_or(0),
                     });
                 }
             }
