@@ -20,7 +20,7 @@ mkdir "$refdir"
 
 median_of_json() { python3 -c 'import json,sys; print(json.load(sys.stdin)["measurements"][0]["median"])'; }
 
-CASES="null open_close open_write_close open_read_close lseek_write lseek_read pwrite pread mmap_store mmap_load fstat stat"
+CASES="null null_vector_dirty open_close open_write_close open_read_close lseek_write lseek_read pwrite pread mmap_store mmap_load fstat stat"
 BLOCKS="4k 64k 1m"
 : > "$work/rows"
 for round in $(seq "$ROUNDS"); do

@@ -82,6 +82,7 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
         Box::new(syscalls::Syscalls::new(syscalls::Options {
             cases: vec![
                 syscalls::Case::Null,
+                syscalls::Case::NullVectorDirty,
                 syscalls::Case::Pread,
                 syscalls::Case::Pwrite,
                 syscalls::Case::Lseek,

@@ -23,4 +23,5 @@ pub mod scratch;
 pub mod signals;
 pub mod sockets;
 pub mod trace;
+pub mod vector;
 pub use os::uring;

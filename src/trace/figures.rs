@@ -166,6 +166,24 @@ impl Figures {
         !self.read.0.is_empty() && self.ns(Case::Pread).is_some()
     }
 
+    /// Which vector state the system calls are priced in, and what the other costs
+    /// here: the syscalls probe's `null` (clean) and `null_vector_dirty`.
+    pub fn vector_note(&self) -> Option<String> {
+        let clean = self.ns(Case::Null)?;
+        let dirty = self.ns(Case::NullVectorDirty)?;
+        let change = dirty / clean - 1.0;
+        let differs = if change.abs() < 0.03 {
+            "the same within 3% on this CPU".to_string()
+        } else {
+            format!("{:+.0}%", change * 100.0)
+        };
+        Some(format!(
+            "system calls are priced with the CPU's upper vector state clean (a null call {}); a program whose libraries leave it dirty (AVX without vzeroupper) pays {} per call here ({differs})",
+            crate::units::format_ns(clean),
+            crate::units::format_ns(dirty),
+        ))
+    }
+
     pub(super) fn ns(&self, case: Case) -> Option<f64> {
         self.calls_ns.get(case.name()).copied()
     }
@@ -218,5 +236,27 @@ mod tests {
         assert!((c.rate(2048).unwrap() - 2e9).abs() < 1.0);
         assert_eq!(c.best_size(), Some(65536));
         assert_eq!(Curve::default().rate(4096), None);
+    }
+
+    /// The report says which vector state calls are priced in, and what the other
+    /// costs here, when the syscalls probe measured both.
+    #[test]
+    fn the_vector_state_priced_in_is_said() {
+        let mut f = Figures::default();
+        assert_eq!(f.vector_note(), None);
+        f.calls_ns.insert("null".into(), 118.0);
+        f.calls_ns.insert("null_vector_dirty".into(), 162.0);
+        let n = f.vector_note().unwrap();
+        assert!(
+            n.contains("clean (a null call 118 ns)")
+                && n.contains("pays 162 ns per call here (+37%)"),
+            "{n}"
+        );
+        f.calls_ns.insert("null_vector_dirty".into(), 119.0);
+        assert!(
+            f.vector_note()
+                .unwrap()
+                .contains("the same within 3% on this CPU")
+        );
     }
 }

@@ -340,7 +340,7 @@ impl Report<'_> {
             user_note(&run.user_correction, &run.tracer),
         );
         out.push_str(&format!("  note: {}\n", tracer_note(&run.tracer)));
-        for n in &p.notes {
+        for n in p.notes.iter().cloned().chain(f.vector_note()) {
             out.push_str(&format!("  note: {n}\n"));
         }
         let sources: Vec<String> = f

@@ -88,7 +88,10 @@ fn run_json(out: &[u8]) -> Value {
         }
         // Params added since v0.1 on purpose (each with its issue): older documents
         // lack them and still load.
-        const ADDED: [(&str, &str); 1] = [("read", "populate")]; // issue 11
+        const ADDED: [(&str, &str); 2] = [
+            ("read", "populate"),         // issue 11
+            ("syscalls", "vector_state"), // issue 42
+        ];
         let mut params = keys(&m["params"]);
         params.retain(|k| !ADDED.contains(&(m["probe"].as_str().unwrap(), k.as_str())));
         let shape = serde_json::json!({
@@ -106,8 +109,9 @@ fn run_json(out: &[u8]) -> Value {
     v
 }
 
-const CASES: [&str; 13] = [
+const CASES: [&str; 14] = [
     "null",
+    "null_vector_dirty",
     "open_close",
     "open_write_close",
     "open_read_close",
@@ -394,4 +398,13 @@ fn presentation_is_stable(name: &str, fixture: &str) {
         exported, original,
         "export of an imported run changed its JSON"
     );
+}
+
+/// The CPU has every one of `flags` (/proc/cpuinfo's flags line).
+fn cpu_flags(flags: &[&str]) -> bool {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let line = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+    flags
+        .iter()
+        .all(|f| line.split_whitespace().any(|w| w == *f))
 }

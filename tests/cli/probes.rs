@@ -26,6 +26,21 @@ fn syscalls_json_has_every_contract_case() {
         assert_eq!(m["unit"], "ns/op");
         assert_eq!(m["params"]["io_size"], 8);
         assert_eq!(m["rusage"]["per"], "op");
+        // The vector state each loop ran in, as the CPU reported it: the one it was
+        // set to, wherever the CPU can say (cpuinfo's avx and xgetbv1).
+        let want = if m["case"] == "null_vector_dirty" {
+            "dirty"
+        } else {
+            "clean"
+        };
+        if cpu_flags(&["avx", "xgetbv1"]) {
+            assert_eq!(m["params"]["vector_state"], want, "{m}");
+        } else {
+            assert!(
+                m["params"].get("vector_state").is_none_or(|s| s == want),
+                "{m}"
+            );
+        }
     }
     assert!(v["harness"]["overhead"]["timer_ns"].as_f64().unwrap() > 0.0);
     assert_empty(dir.path());

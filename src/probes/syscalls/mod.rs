@@ -19,6 +19,7 @@ use crate::sys::calls::{self, short};
 use crate::sys::machine::Environment;
 use crate::sys::mapping::Mapping;
 use crate::sys::scratch::Scratch;
+use crate::sys::vector::{self, VectorState};
 use anyhow::Result;
 use rustix::fd::OwnedFd;
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,7 @@ named_enum! {
     /// The cases, in table order. Their names are a contract (`--case`, JSON).
     pub enum Case as "case" {
         Null = "null",
+        NullVectorDirty = "null_vector_dirty",
         OpenClose = "open_close",
         OpenWriteClose = "open_write_close",
         OpenReadClose = "open_read_close",
@@ -60,6 +62,7 @@ impl Case {
     fn note(self, io: usize) -> String {
         match self {
             Case::Null => "getppid(2) raw syscall: the floor of any syscall".into(),
+            Case::NullVectorDirty => "getppid(2) with the CPU's upper vector state dirty (AVX register halves left in use, as by a library without vzeroupper): what such a program pays per call".into(),
             Case::OpenClose => "open(O_RDWR) + close, result of each checked".into(),
             Case::OpenWriteClose => format!("open(O_RDWR) + write {io} B at offset 0 + close"),
             Case::OpenReadClose => format!("open(O_RDWR) + read {io} B at offset 0 + close"),
@@ -118,6 +121,11 @@ pub struct Params {
     /// Bytes per read, write, store or load.
     pub io_size: u64,
     pub file_size: u64,
+    /// The CPU's upper vector state every sample's loop ran in, as the CPU reported it
+    /// after each (XINUSE): `clean`, `dirty`, or `mixed`; absent where the CPU cannot
+    /// say. Every case runs clean but `null_vector_dirty`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_state: Option<String>,
 }
 
 impl super::RowParams for Params {
@@ -208,6 +216,8 @@ struct CaseRun<'a> {
     fd: &'a OwnedFd,
     buf: Vec<u8>,
     map: Option<Mapping>,
+    /// Loops seen to run clean and dirty (the CPU's word, after each).
+    states: [u64; 2],
 }
 
 impl CaseRun<'_> {
@@ -223,8 +233,28 @@ impl CaseRun<'_> {
 
 impl Workload for CaseRun<'_> {
     fn run(&mut self, iters: u64) -> Result<()> {
+        let want = if self.case == Case::NullVectorDirty {
+            VectorState::Dirty
+        } else {
+            VectorState::Clean
+        };
+        vector::set(want);
+        let r = self.calls(iters);
+        match vector::observe() {
+            Some(VectorState::Clean) => self.states[0] += 1,
+            Some(VectorState::Dirty) => self.states[1] += 1,
+            None => {}
+        }
+        vector::set(VectorState::Clean);
+        r
+    }
+}
+
+impl CaseRun<'_> {
+    /// `iters` operations of the case.
+    fn calls(&mut self, iters: u64) -> Result<()> {
         match self.case {
-            Case::Null => {
+            Case::Null | Case::NullVectorDirty => {
                 for _ in 0..iters {
                     black_box(calls::getppid());
                 }
@@ -237,9 +267,17 @@ impl Workload for CaseRun<'_> {
             _ => self.on_descriptor(iters),
         }
     }
-}
 
-impl CaseRun<'_> {
+    /// The state the loops ran in, as the CPU reported it.
+    fn vector_state(&self) -> Option<String> {
+        match self.states {
+            [0, 0] => None,
+            [_, 0] => Some("clean".into()),
+            [0, _] => Some("dirty".into()),
+            _ => Some("mixed".into()),
+        }
+    }
+
     /// The cases that name the file by its path each time.
     fn by_path(&mut self, iters: u64) -> Result<()> {
         let io = self.buf.len();
@@ -392,10 +430,16 @@ impl Probe for Syscalls {
         let params = Params {
             io_size: io as u64,
             file_size: io as u64,
+            vector_state: None,
         };
         let mut plan = Plan::new(Unit::NsPerOp);
         for &case in &self.opts.cases {
-            plan.ready(case.name().to_string(), params.clone(), case);
+            if case == Case::NullVectorDirty && !vector::can_set() {
+                let why = "no AVX here: there is no upper vector state to leave dirty";
+                plan.unsupported(case.name().to_string(), params.clone(), why.into());
+            } else {
+                plan.ready(case.name().to_string(), params.clone(), case);
+            }
         }
         let name = Kind.name();
         let mut out = ctx.run_plan_each(name, plan, |_, params, case| {
@@ -413,10 +457,15 @@ impl Probe for Syscalls {
                 fd: &fd,
                 buf: crate::sys::scratch::pattern_chunk(io),
                 map,
+                states: [0, 0],
             };
             let sampled = ctx
                 .measure(name, case.name(), &mut w)
                 .map_err(|e| e.context(format!("syscalls case {}", case.name())))?;
+            let params = Params {
+                vector_state: w.vector_state(),
+                ..params
+            };
             Measurement::from_sampled(
                 name,
                 case.name(),
