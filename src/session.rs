@@ -469,8 +469,14 @@ pub fn save(store: Option<&mut Store>, run: &Run) -> Result<Option<i64>> {
     }
 }
 
-/// Writes the HTML report of run `id` next to the store; returns its path.
-pub fn write_run_report(store: &Store, id: i64, run: &Run, st: &Style) -> Result<PathBuf> {
+/// Writes the HTML report of run `id` next to the store, with the advice `recs` its
+/// text gave (pooled for `run`); returns its path.
+pub fn write_run_report(
+    store: &Store,
+    (id, run): (i64, &Run),
+    recs: &[crate::advice::Recommendation],
+    st: &Style,
+) -> Result<PathBuf> {
     let dir = store
         .path()
         .parent()
@@ -478,7 +484,7 @@ pub fn write_run_report(store: &Store, id: i64, run: &Run, st: &Style) -> Result
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("run-{id}.html"));
     let plots = report::plots::plots(run)?;
-    let page = report::html::page(run, Some(id), &format!("run {id}"), &plots, st)?;
+    let page = report::html::page_with(run, recs, &format!("run {id}"), &plots, st)?;
     report::write_atomically(&path, &page, Some(store.path()))?;
     Ok(path)
 }
@@ -532,7 +538,7 @@ pub fn measure(
     if let (Some(id), Some(store)) = (id, &store) {
         where_to.push(format!("saved as run {id} in {}", store.path().display()));
         if html_report {
-            let html = write_run_report(store, id, &run, &settings.style)?;
+            let html = write_run_report(store, (id, &run), &recs, &settings.style)?;
             where_to.push(format!("HTML report: {}", html.display()));
         }
     }

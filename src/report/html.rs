@@ -39,8 +39,20 @@ struct Page<'a> {
 /// was saved) and observations.
 pub fn page(run: &Run, id: Option<i64>, label: &str, plots: &[Plot], st: &Style) -> Result<String> {
     let recs = crate::probes::advice::recommendations(run, id);
+    page_with(run, &recs, label, plots, st)
+}
+
+/// The page with the recommendations given: `run`'s pooled advice, which its text
+/// output shows too.
+pub fn page_with(
+    run: &Run,
+    recs: &[Recommendation],
+    label: &str,
+    plots: &[Plot],
+    st: &Style,
+) -> Result<String> {
     let obs = crate::probes::advice::observations(run);
-    render(run, &recs, &obs, label, plots, st)
+    render(run, recs, &obs, label, plots, st)
 }
 
 /// Renders the run as an HTML document.

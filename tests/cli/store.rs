@@ -225,6 +225,9 @@ fn run_saves_and_writes_its_html_report() {
         .iter()
         .any(|r| r["evidence"]["runs"] == serde_json::json!([1, 2]));
     assert!(pooled, "no recommendation cites runs 1 and 2: {doc}");
+    // Its HTML report gives the same pooled advice as its text.
+    let html = std::fs::read_to_string(tmp.path().join("reports/run-2.html")).unwrap();
+    assert!(html.contains("evidence (run 1, 2)"), "the report's advice is not pooled");
     let said = with_store(&store)
         .arg("run")
         .arg("--dir")
