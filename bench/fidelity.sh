@@ -34,7 +34,7 @@ BLOCKS="4k 64k 1m"
 : > "$work/rows"
 for round in $(seq "$ROUNDS"); do
     for c in $CASES; do
-        run_i() { pin "$IOPROBE" syscalls --cpu "$cpu" --case "$c" --json --dir "$work/scratch" 2>/dev/null | median_of_json; }
+        run_i() { pin "$IOPROBE" syscalls --no-save --cpu "$cpu" --case "$c" --json --dir "$work/scratch" 2>/dev/null | median_of_json; }
         run_c() {
             local v; v=$(pin "$work/ref" syscalls "$c" 8 "$refdir")
             if [[ $c == open_close ]]; then
@@ -48,7 +48,7 @@ for round in $(seq "$ROUNDS"); do
         echo "syscalls $c ns/op $i $r" >> "$work/rows"
     done
     for b in $BLOCKS; do
-        run_i() { pin "$IOPROBE" read --cpu "$cpu" --block-sizes "$b" --json --dir "$work/scratch" 2>/dev/null | median_of_json; }
+        run_i() { pin "$IOPROBE" read --no-save --cpu "$cpu" --block-sizes "$b" --json --dir "$work/scratch" 2>/dev/null | median_of_json; }
         run_c() { pin "$work/ref" read "$b" 10m "$refdir"; }
         if (( round % 2 )); then i=$(run_i); r=$(run_c); else r=$(run_c); i=$(run_i); fi
         echo "read $b bytes/s $i $r" >> "$work/rows"

@@ -143,12 +143,16 @@ pub(super) fn repeat_confidence(
         };
         format!("; widest {}{bi}", m.case)
     });
+    // "±2.00–5.00%", or "±10.0%" when every row's noise is its kind's floor.
+    let spread = if sig3(lo * 100.0) == sig3(hi * 100.0) {
+        format!("±{}%", sig3(hi * 100.0))
+    } else {
+        format!("±{}–{}%", sig3(lo * 100.0), sig3(hi * 100.0))
+    };
     c.cap(
         if repeat < MEDIUM_REPEAT { Level::Low } else { Level::Medium },
         format!(
-            "borderline: a rerun moving each {kind} within its noise (±{}–{}%{why}) {outcome} in {}% of {RERUNS} simulated reruns{}",
-            sig3(lo * 100.0),
-            sig3(hi * 100.0),
+            "borderline: a rerun moving each {kind} within its noise ({spread}{why}) {outcome} in {}% of {RERUNS} simulated reruns{}",
             sig3((1.0 - repeat) * 100.0),
             other.map_or(String::new(), |o| format!(" (most often {o})"))
         ),

@@ -135,7 +135,6 @@ pub fn methods(
     let effect = physics_first(
         &opts,
         &r,
-        &name,
         method_effect(&opts, &r, (base, out), &mut rows, &name),
     );
     let support = format!(
@@ -186,21 +185,16 @@ fn impossible_lead(
 }
 
 /// A tie won on physics says so first, as the summary shows the effect's first part:
-/// "tied with lseek+write within noise, and 1 system call per operation instead of 2;
-/// …".
-fn physics_first(
-    opts: &[Opt],
-    r: &Ranking,
-    name: &dyn Fn(usize) -> String,
-    effect: String,
-) -> String {
+/// "tied within noise, and 1 system call per operation instead of 2; …" (the effect
+/// then names the option it tied with).
+fn physics_first(opts: &[Opt], r: &Ranking, effect: String) -> String {
     match r
         .tied
         .iter()
         .filter(|&&i| i != r.pick)
-        .find_map(|&i| Some((name(i), opts[r.pick].work.less_than(&opts[i].work)?)))
+        .find_map(|&i| opts[r.pick].work.less_than(&opts[i].work))
     {
-        Some((other, why)) => format!("tied with {other} within noise, and {why}; {effect}"),
+        Some(why) => format!("tied within noise, and {why}; {effect}"),
         None => effect,
     }
 }
@@ -222,13 +216,9 @@ fn method_action(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> S
     match equal.as_slice() {
         [] => format!("use {}", name(r.pick)),
         [one] => format!("use {}, or {}: equal here", name(r.pick), name(*one)),
-        [first, rest @ ..] => format!(
-            "use {}, or {} and {} other{}: equal here",
-            name(r.pick),
-            name(*first),
-            rest.len(),
-            if rest.len() == 1 { "" } else { "s" }
-        ),
+        // The others are the evidence's rows: the action stays two lines in the
+        // summary.
+        many => format!("use {}, or {} others: equal here", name(r.pick), many.len()),
     }
 }
 
@@ -414,7 +404,7 @@ mod tests {
             // The why cell (the effect's first part) says the tie was won on work.
             assert!(
                 r.effect.starts_with(
-                    "tied with lseek+write within noise, and 1 system call per operation instead of 2; "
+                    "tied within noise, and 1 system call per operation instead of 2; "
                 ),
                 "{}",
                 r.effect

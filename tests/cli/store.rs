@@ -227,7 +227,10 @@ fn run_saves_and_writes_its_html_report() {
     assert!(pooled, "no recommendation cites runs 1 and 2: {doc}");
     // Its HTML report gives the same pooled advice as its text.
     let html = std::fs::read_to_string(tmp.path().join("reports/run-2.html")).unwrap();
-    assert!(html.contains("evidence (run 1, 2)"), "the report's advice is not pooled");
+    assert!(
+        html.contains("evidence (run 1, 2)"),
+        "the report's advice is not pooled"
+    );
     let said = with_store(&store)
         .arg("run")
         .arg("--dir")
@@ -975,11 +978,11 @@ fn a_partial_run_saved_after_a_complete_one_does_not_change_the_advice() {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         text.contains("syscalls: run 1 (")
-            && text.contains("partial sweep (2 of 13 default cases)"),
+            && text.contains("partial sweep (2 of 14 default cases)"),
         "{text}"
     );
     assert!(
-        text.contains("a partial sweep (2 of the 13 cases"),
+        text.contains("a partial sweep (2 of the 14 cases"),
         "{text}"
     );
     assert_empty(&scratch);

@@ -387,7 +387,13 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 4096,
             );
             out.extend(chunk.map(|mut r| {
-                r.action = format!("{} in a pipe of {cap_text}", r.action);
+                // "in a default pipe", "in a 1 MiB pipe" (the default's size is in the
+                // context): two lines at most in the summary at 100 columns.
+                r.action = if cap_text.starts_with("default") {
+                    format!("{} in a default pipe", r.action)
+                } else {
+                    format!("{} in a {cap_text} pipe", r.action)
+                };
                 r.context.insert("capacity".into(), cap_text.clone());
                 // Given at the recommended capacity: no surer than that pick.
                 if let Some(c) = &cap_rec
