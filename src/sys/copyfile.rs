@@ -33,6 +33,11 @@ pub fn reserve<Fd: AsFd>(fd: Fd, len: u64) -> SysResult<bool> {
     }
 }
 
+/// Writes back every dirty page of `fd`'s filesystem and waits (syncfs(2); sync(2)
+/// where there is none): what a durable measurement drains before it starts, so that
+/// no earlier row's writeback is timed with it.
+pub use super::os::syncfs;
+
 /// fsync(2): data and metadata on stable storage.
 pub fn fsync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
     check("fsync", rustix::fs::fsync(fd))

@@ -125,6 +125,11 @@ pub fn fingerprint(path: &std::ffi::CStr) -> Result<(u64, u64)> {
 }
 
 impl Source {
+    /// Writes back every dirty page of the source's filesystem and waits for it.
+    pub fn drain(&self) -> Result<()> {
+        Ok(copyfile::syncfs(&self.fd)?)
+    }
+
     /// Creates the source (O_EXCL, 0600) in `dir`, `size` bytes, holes in every other
     /// MiB when `sparse`, fsync'd. `stop` is polled between MiBs.
     pub fn create(dir: &Path, size: u64, sparse: bool, stop: &dyn Fn() -> bool) -> Result<Source> {

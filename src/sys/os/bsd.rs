@@ -210,3 +210,10 @@ pub fn zerocopy_completions<Fd: AsFd>(_fd: Fd) -> SysResult<Vec<(u32, u32, bool)
 pub fn tcp_segments_out<Fd: AsFd>(_fd: Fd) -> SysResult<u64> {
     Err(SysError::missing("TCP_INFO segments (Linux only)"))
 }
+
+/// No syncfs(2) here: sync(2), every filesystem's dirty pages written back (sync waits
+/// for them on these systems).
+pub fn syncfs<Fd: rustix::fd::AsFd>(_fd: Fd) -> crate::sys::calls::SysResult<()> {
+    rustix::fs::sync();
+    Ok(())
+}

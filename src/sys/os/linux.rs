@@ -442,3 +442,9 @@ pub fn tcp_segments_out<Fd: AsFd>(fd: Fd) -> SysResult<u64> {
     }
     Ok(u64::from(info.tcpi_segs_out))
 }
+
+/// syncfs(2): writes back every dirty page of the filesystem holding `fd` and waits
+/// for it.
+pub fn syncfs<Fd: rustix::fd::AsFd>(fd: Fd) -> crate::sys::calls::SysResult<()> {
+    crate::sys::calls::check("syncfs", rustix::fs::syncfs(fd))
+}

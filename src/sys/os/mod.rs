@@ -34,7 +34,9 @@ pub use linux_uring as uring;
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
 mod bsd;
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
-pub use bsd::{enable_zerocopy, send_zerocopy, tcp_segments_out, uring, zerocopy_completions};
+pub use bsd::{
+    enable_zerocopy, send_zerocopy, syncfs, tcp_segments_out, uring, zerocopy_completions,
+};
 
 #[cfg(target_os = "macos")]
 mod macos;
