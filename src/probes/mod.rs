@@ -44,6 +44,11 @@ pub trait ProbeKind: Sync {
     /// Params that record what was observed (page-cache state, granted sizes, CPUs)
     /// rather than what was asked for; `compare` matches rows on the others.
     fn observed_params(&self) -> &'static [&'static str];
+    /// Cases measured for the record that no recommendation reads: a run without them
+    /// (one saved before they existed) still covers the probe's sweep.
+    fn unadvised_cases(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Whether a row's params read as the probe's typed `Params` ([`RowParams`], the one
     /// contract its tables, advice and trace read rows with), checked on runs read from
     /// files: a row that does not would vanish from them silently, and a hostile or

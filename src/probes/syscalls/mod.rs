@@ -174,6 +174,11 @@ impl ProbeKind for Kind {
         &[]
     }
 
+    fn unadvised_cases(&self) -> &'static [&'static str] {
+        // Trace's note on the vector state reads it; no recommendation does.
+        &["null_vector_dirty"]
+    }
+
     fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
         vec![present::grid(rows, st)]
     }
