@@ -63,6 +63,9 @@ pub struct Figures {
     pub sockets: BTreeMap<String, SocketCurves>,
     /// Nanoseconds per call of the syscalls probe's cases (null, pread, lseek_read, …).
     pub calls_ns: BTreeMap<String, f64>,
+    /// Their 95% intervals (ns), where the run gave them.
+    #[serde(skip)]
+    pub calls_ci: BTreeMap<String, [f64; 2]>,
     /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
     /// block against no durability).
     pub fsync_s: Option<f64>,
@@ -133,8 +136,9 @@ impl Figures {
             f.sources.push(("socket".into(), *id));
         }
         if let Some((id, r)) = newest("syscalls") {
-            for (case, ns) in syscalls::per_call(r) {
+            for (case, ns, ci) in syscalls::per_call(r) {
                 f.calls_ns.insert(case.name().to_string(), ns);
+                f.calls_ci.insert(case.name().to_string(), ci);
             }
             f.sources.push(("syscalls".into(), *id));
         }
@@ -172,8 +176,19 @@ impl Figures {
         let clean = self.ns(Case::Null)?;
         let dirty = self.ns(Case::NullVectorDirty)?;
         let change = dirty / clean - 1.0;
+        let ci = |c: Case| self.calls_ci.get(c.name()).copied();
+        // Told apart only where the two intervals do not overlap.
+        let apart = match (ci(Case::Null), ci(Case::NullVectorDirty)) {
+            (Some([lo, hi]), Some([dlo, dhi])) => dlo > hi || dhi < lo,
+            _ => true,
+        };
         let differs = if change.abs() < 0.03 {
             "the same within 3% on this CPU".to_string()
+        } else if !apart {
+            format!(
+                "{:+.0}%, not told apart in that run: their intervals overlap",
+                change * 100.0
+            )
         } else {
             format!("{:+.0}%", change * 100.0)
         };
@@ -257,6 +272,16 @@ mod tests {
             f.vector_note()
                 .unwrap()
                 .contains("the same within 3% on this CPU")
+        );
+        // A noisy run: +19%, but the intervals overlap.
+        f.calls_ns.insert("null_vector_dirty".into(), 141.0);
+        f.calls_ci.insert("null".into(), [104.0, 106.0]);
+        f.calls_ci
+            .insert("null_vector_dirty".into(), [105.0, 181.0]);
+        let n = f.vector_note().unwrap();
+        assert!(
+            n.contains("(+19%, not told apart in that run: their intervals overlap)"),
+            "{n}"
         );
     }
 }

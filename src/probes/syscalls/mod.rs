@@ -136,14 +136,14 @@ impl super::RowParams for Params {
     }
 }
 
-/// What one call of each case measured in `run` costs: (case, ns per call), in run
-/// order.
-pub fn per_call(run: &Run) -> Vec<(Case, f64)> {
+/// What one call of each case measured in `run` costs: (case, ns per call, its 95%
+/// interval), in run order.
+pub fn per_call(run: &Run) -> Vec<(Case, f64, [f64; 2])> {
     super::measured_rows::<Params>(run, Kind.name())
         .into_iter()
         .filter_map(|(m, _)| {
             let name = m.case.rsplit('/').next().unwrap_or(&m.case);
-            Some((Case::parse(name).ok()?, m.median))
+            Some((Case::parse(name).ok()?, m.median, m.ci95))
         })
         .collect()
 }

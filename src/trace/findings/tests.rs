@@ -34,6 +34,7 @@ fn figures() -> Figures {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect(),
+        calls_ci: BTreeMap::new(),
         fsync_s: Some(100e-6),
         fsync_measured_at: None,
         copy_file_range: Some(5e9),
