@@ -179,9 +179,6 @@ mod tests {
     use super::super::testing::*;
     use crate::sys::trace::calls::Syscall;
 
-    const F: &str = "/nonexistent-ioprobe/f";
-    const G: &str = "/nonexistent-ioprobe/g";
-
     /// Reads: calls, bytes, their size bucket, in order or not, after an lseek, bytes
     /// read again, a short read and the end of the file.
     #[test]

@@ -235,8 +235,6 @@ mod tests {
     use super::super::testing::*;
     use crate::sys::trace::calls::Syscall;
 
-    const F: &str = "/nonexistent-ioprobe/f";
-
     /// Opens of one path are counted per path (the reopen rule's figure), a failed one
     /// is an error on its path, stats name their path, closes their descriptor's file.
     #[test]

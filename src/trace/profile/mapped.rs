@@ -162,9 +162,6 @@ mod tests {
     use super::super::testing::*;
     use crate::sys::trace::calls::Syscall;
 
-    const F: &str = "/nonexistent-ioprobe/f";
-    const G: &str = "/nonexistent-ioprobe/g";
-
     /// In-kernel copies count on their source: copy_file_range's first descriptor,
     /// sendfile's second; the size asked is their length argument.
     #[test]

@@ -175,6 +175,9 @@ pub(super) mod testing {
 
     /// A task and process id no process has (pid_max is at most 2^22).
     pub const T: i32 = 100_000_000;
+    /// Two files that do not exist: their names are what the events say.
+    pub const F: &str = "/nonexistent-ioprobe/f";
+    pub const G: &str = "/nonexistent-ioprobe/g";
     /// Where a test's path strings and arrays are, in the traced task.
     pub const AT: u64 = 0x1000;
     const AT_FDCWD: u64 = -100i64 as u64;
