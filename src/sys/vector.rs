@@ -31,14 +31,15 @@ mod imp {
     }
 
     /// XGETBV with ECX = 1 is there (CPUID.(EAX=0DH, ECX=1):EAX bit 2), with XSAVE
-    /// enabled by the OS.
+    /// enabled by the OS. Asked once: CPUID traps to the hypervisor in a guest, and
+    /// the state is read right after timed loops.
     fn can_observe() -> bool {
-        if !std::arch::is_x86_feature_detected!("xsave") {
-            return false;
-        }
-        // Leaf 0xD exists where XSAVE does (checked above).
-        let leaf = std::arch::x86_64::__cpuid_count(0xD, 1);
-        leaf.eax & (1 << 2) != 0
+        static CAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *CAN.get_or_init(|| {
+            // Leaf 0xD exists where XSAVE does.
+            std::arch::is_x86_feature_detected!("xsave")
+                && std::arch::x86_64::__cpuid_count(0xD, 1).eax & (1 << 2) != 0
+        })
     }
 
     /// Puts the upper vector state in `state`; false where AVX is missing.
