@@ -264,6 +264,56 @@ mod tests {
         assert!(p.ops.keys().all(|k| k.2 != "read"), "{:?}", p.ops);
     }
 
+    /// A forked child's own calls may come before the parent's fork event (preload
+    /// reads the child's ring first): the descriptor it opened itself stays its own
+    /// when it then inherits its parent's table.
+    #[test]
+    fn a_childs_own_descriptors_survive_its_late_fork_event() {
+        use crate::sys::trace::Event;
+        let mut p = profile();
+        open(&mut p, G, 3); // the parent's descriptor 3
+        // A child whose fork event comes after its own open of F as 3.
+        let late = T + 2;
+        let at = |tid: i32, sys: Syscall, args: [u64; 6], ret: i64, mem| Event::Call {
+            tid,
+            call: sys,
+            args,
+            ret,
+            mem: crate::sys::trace::Memory::Captured(mem, std::cell::Cell::new(false)),
+        };
+        p.add(&at(
+            late,
+            Syscall::Openat,
+            [-100i64 as u64, AT, 0, 0, 0, 0],
+            3,
+            path(F),
+        ));
+        p.add(&Event::Task {
+            tid: late,
+            parent: T,
+            pid: Some(late),
+            comm: Some("app".into()),
+        });
+        for _ in 0..5 {
+            p.add(&at(
+                late,
+                Syscall::Read,
+                [3, 0x9000, 16, 0, 0, 0],
+                16,
+                Vec::new(),
+            ));
+        }
+        let t = |name: &str| p.targets.iter().position(|x| x.name == name).unwrap();
+        let reads = |pid: i32, target: usize| {
+            p.ops
+                .iter()
+                .find(|((a, b, o), _)| *a == pid && *b == target && *o == "read")
+                .map_or(0, |(_, s)| s.calls)
+        };
+        assert_eq!(reads(late, t(F)), 5, "{:?}", p.ops);
+        assert_eq!(reads(late, t(G)), 0, "{:?}", p.ops);
+    }
+
     /// An fsync counts the writes and bytes since the previous one.
     #[test]
     fn fsyncs_count_the_writes_before_each() {

@@ -276,10 +276,15 @@ impl Profile {
     pub(super) fn task(&mut self, tid: i32, parent: i32, pid: i32, comm: Option<&str>) {
         self.tgid.insert(tid, pid);
         if pid == tid {
-            // A new process starts with its parent's descriptors.
+            // A new process starts with its parent's descriptors. Its own calls may
+            // have come first (preload: the child runs, and its ring is read, before
+            // the parent's fork stop is handled): what it opened itself stays.
             let from = self.pid_of(parent);
             if let Some(t) = self.fds.get(&from).cloned() {
-                self.fds.insert(pid, t);
+                let own = self.fds.entry(pid).or_default();
+                for (fd, f) in t {
+                    own.entry(fd).or_insert(f);
+                }
             }
             if let Some(e) = self.early.get(&from).cloned() {
                 self.early.insert(pid, e);
