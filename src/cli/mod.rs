@@ -340,8 +340,20 @@ pub struct TraceArgs {
     /// rather than fall back.
     #[arg(long, value_enum, default_value = "auto")]
     pub tracer: TracerArg,
+    /// Attach to these running processes (every thread, and every process they start
+    /// after the attach) instead of running CMD; detaching leaves them as they were.
+    #[arg(long = "pid", value_name = "PID", value_delimiter = ',', conflicts_with_all = ["command", "cgroup"])]
+    pub pids: Vec<i32>,
+    /// Attach to every process of this cgroup v2 (and those below it; eBPF), e.g. a
+    /// container, a systemd service (system.slice/NAME.service) or a pod.
+    #[arg(long, value_name = "PATH", conflicts_with = "command")]
+    pub cgroup: Option<PathBuf>,
+    /// With --pid or --cgroup: how long to watch (e.g. 10s; Ctrl-C also ends it, and
+    /// the report is still written).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// The command to trace and its arguments, after `--`.
-    #[arg(value_name = "CMD", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(value_name = "CMD", required_unless_present_any = ["pids", "cgroup"], num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
 }
 
@@ -632,6 +644,9 @@ impl TraceArgs {
                 TracerArg::Preload => crate::trace::Via::Preload,
                 TracerArg::Ptrace => crate::trace::Via::Ptrace,
             },
+            pids: self.pids.clone(),
+            cgroup: self.cgroup.clone(),
+            duration: self.duration,
         }
     }
 }

@@ -83,18 +83,41 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, work: f64) -> V
         kept.push(x);
     }
     for x in &mut kept {
-        finish(x, work);
+        finish(x, work, None);
     }
     largest_first(&mut kept);
     kept
 }
 
-/// The saving, its share of `work`, whether it matters and the sentence.
-fn finish(x: &mut Finding, work: f64) {
+/// Attached to a running process for `window` seconds: each finding's saving per
+/// second of the process's run, in its sentence too.
+pub fn per_second(found: &mut [Finding], work: f64, window: f64) {
+    for x in found {
+        finish(x, work, Some(window));
+    }
+}
+
+/// The saving, its share of `work`, whether it matters and the sentence (attached for
+/// `window` seconds: the saving per second of the run).
+fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
     x.saving_s = saving(x);
     x.share = x.saving_s.map(|s| s / work.max(1e-9));
     x.matters = x.share.is_some_and(|s| s >= 0.01);
+    let w = window.map(|w| w.max(1e-9));
+    x.saving_per_s = w.and_then(|w| x.saving_s.map(|s| s / w));
     let tail = match (x.saving_s, x.share) {
+        (Some(s), Some(sh)) if let Some(w) = w => format!(
+            ": saves ≈{} per second of its run (≈{} in the {} window, {}% of its work){}",
+            secs(s / w),
+            secs(s),
+            secs(w),
+            crate::units::sig3(sh * 100.0),
+            if x.matters {
+                ""
+            } else {
+                "; does not matter here"
+            }
+        ),
         (Some(s), Some(sh)) => format!(
             ": saves ≈{} of ≈{} of work ({}%){}",
             secs(s),

@@ -3,6 +3,7 @@
 //! what to change ([`price`]). CMD keeps its stdin, stdout and stderr; the report goes
 //! to stderr or `--output`; ioprobe exits with CMD's status.
 
+mod attach;
 mod claims;
 pub mod figures;
 pub mod findings;
@@ -38,6 +39,12 @@ pub struct Options {
     pub figures: Vec<String>,
     /// How to watch the command.
     pub tracer: Via,
+    /// Attach to these running processes instead of running a command.
+    pub pids: Vec<i32>,
+    /// Attach to every process of this cgroup (eBPF).
+    pub cgroup: Option<PathBuf>,
+    /// Attached: how long to watch (None: until Ctrl-C or the processes end).
+    pub duration: Option<std::time::Duration>,
 }
 
 /// How `trace` watches the command: eBPF where the kernel allows it (root, or CAP_BPF
@@ -86,7 +93,7 @@ impl Running {
             unstopped_calls: 0,
         };
         if matches!(via, Via::Auto | Via::Ebpf) {
-            match bpf::Loaded::load() {
+            match bpf::Loaded::load(bpf::Scope::Command) {
                 Ok(l) => {
                     let t = l
                         .spawn(command, closed)
@@ -166,6 +173,14 @@ fn preload_for(prog: &std::ffi::OsStr) -> std::result::Result<preload::Preload, 
 /// Runs the command traced and reports; Ok(status) is the command's exit status
 /// (128+N when signal N ended it).
 pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
+    if !opts.pids.is_empty() || opts.cgroup.is_some() {
+        return attach::run(opts, settings);
+    }
+    if opts.duration.is_some() {
+        return crate::error::usage(
+            "trace: --duration is for --pid or --cgroup (a command is traced to its end)",
+        );
+    }
     if opts.command.is_empty() {
         return crate::error::usage(
             "trace: give the command after --, e.g. ioprobe trace -- dd if=FILE of=/dev/null",
@@ -196,7 +211,23 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         f: &figures,
         measured,
         found: &found,
+        window: None,
     };
+    write_report(&report, opts, settings, out.as_mut())?;
+    Ok(match ended {
+        Ended::Code(c) => c,
+        Ended::Signal(s) => 128 + s,
+    })
+}
+
+/// Writes the report, as text or JSON, to `--output` (opened as `out` before the
+/// trace) or stderr.
+fn write_report(
+    report: &Report,
+    opts: &Options,
+    settings: &Settings,
+    out: Option<&mut std::fs::File>,
+) -> Result<()> {
     // Colour follows the report's destination: never into a file, and into stderr
     // only when it is a terminal.
     let style = Style {
@@ -210,7 +241,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     } else {
         report.text(&style)
     };
-    match (&mut out, &opts.output) {
+    match (out, &opts.output) {
         (Some(f), Some(path)) => std::io::Write::write_all(f, text.as_bytes())
             .and_then(|()| f.sync_data().or(Ok(())))
             .map_err(|e| {
@@ -218,10 +249,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
             })?,
         _ => eprint!("{text}"),
     }
-    Ok(match ended {
-        Ended::Code(c) => c,
-        Ended::Signal(s) => 128 + s,
-    })
+    Ok(())
 }
 
 /// The figures the calls are priced with: the runs `--figures` names, else the newest

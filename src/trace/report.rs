@@ -17,7 +17,11 @@ struct Document<'a> {
     schema_version: u32,
     kind: &'static str,
     command: Vec<String>,
-    exit: ExitJson,
+    /// The command's end (null when attached to running processes).
+    exit: Option<ExitJson>,
+    /// Attached: what was watched, for how long, and how the window ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window: Option<&'a super::attach::Window>,
     work: Work,
     note: &'static str,
     figures: &'a Figures,
@@ -142,6 +146,37 @@ fn tracer_note(t: &super::Tracing) -> String {
         ),
         _ => format!("traced with ptrace ({why})"),
     }
+}
+
+/// The first line of an attached trace's report: what was watched, for how long, and
+/// its calls, bytes and work per second of the window.
+fn window_line(cmd: &[String], w: &super::attach::Window, run: &Work, p: &Profile) -> String {
+    let s = w.seconds.max(1e-9);
+    let calls: u64 = p.counts.values().sum();
+    let bytes: u64 = p.ops.values().map(|o| o.bytes).sum();
+    let ended = match w.ended_by {
+        "duration" => "at the end of --duration",
+        "signal" => "when ioprobe was signalled",
+        _ => "when every process attached to had ended",
+    };
+    let mut line = format!(
+        "ioprobe trace: attached to {} for {}, detached {ended}; per second of its run: {}/s traced calls moving {}/s, its work here ≈{} per second ({} of user CPU and ≈{} of traced calls at this machine's figures)\n",
+        cmd.join(", "),
+        secs(w.seconds),
+        crate::units::sig3(calls as f64 / s),
+        format_size((bytes as f64 / s) as u64),
+        secs(run.estimate_s / s),
+        secs(run.user_cpu_s / s),
+        secs(run.priced_calls_s / s),
+    );
+    if let Some(n) = w.stopped_calls {
+        line.push_str(&format!(
+            "  note: ptrace cannot give a running process a seccomp filter: each of its {} system calls stopped twice (entry and exit), traced or not ({} traced), so the processes ran slower while attached; --tracer ebpf (root) stops none\n",
+            thousands(n),
+            thousands(calls)
+        ));
+    }
+    line
 }
 
 fn exit_text(e: Ended) -> String {
@@ -298,6 +333,8 @@ pub(super) struct Report<'a> {
     pub f: &'a Figures,
     pub measured: Option<i64>,
     pub found: &'a [Finding],
+    /// Attached to running processes: what was watched, and for how long.
+    pub window: Option<&'a super::attach::Window>,
 }
 
 impl Report<'_> {
@@ -328,17 +365,23 @@ impl Report<'_> {
             measured,
             ..
         } = *self;
-        let mut out = format!(
-            "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n  note: {}\n",
-            cmd.join(" "),
-            exit_text(ended),
-            secs(run.traced_wall_s),
-            secs(run.estimate_s),
-            secs(run.user_cpu_s),
-            thousands(p.counts.values().sum()),
-            secs(run.priced_calls_s),
+        let mut out = match self.window {
+            Some(w) => window_line(cmd, w, run, p),
+            None => format!(
+                "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n",
+                cmd.join(" "),
+                exit_text(ended),
+                secs(run.traced_wall_s),
+                secs(run.estimate_s),
+                secs(run.user_cpu_s),
+                thousands(p.counts.values().sum()),
+                secs(run.priced_calls_s),
+            ),
+        };
+        out.push_str(&format!(
+            "  note: {NOTE}; waiting (disk, network, sleep) and untraced calls are not counted as work\n  note: {}\n",
             user_note(&run.user_correction, &run.tracer),
-        );
+        ));
         out.push_str(&format!("  note: {}\n", tracer_note(&run.tracer)));
         for n in p.notes.iter().cloned().chain(f.vector_note()) {
             out.push_str(&format!("  note: {n}\n"));
@@ -368,6 +411,7 @@ impl Report<'_> {
     /// data calls' sizes, and what all of it would take here.
     fn targets_grid(&self) -> Grid {
         let (p, f) = (self.p, self.f);
+        let per_s = self.window.map(|w| w.seconds.max(1e-9));
         let mut rows: Vec<(f64, Vec<String>)> = per_target(p, f)
             .into_iter()
             .map(|((pid, t), mut a)| {
@@ -386,14 +430,18 @@ impl Report<'_> {
                         ),
                         elide(&p.targets[t].label(), 44),
                         a.ops.iter().map(|o| o.0).collect::<Vec<_>>().join(", "),
-                        thousands(a.calls),
-                        if a.bytes > 0 {
-                            format_size(a.bytes)
-                        } else {
-                            "-".into()
+                        match per_s {
+                            Some(w) => crate::units::sig3(a.calls as f64 / w),
+                            None => thousands(a.calls),
+                        },
+                        match (a.bytes, per_s) {
+                            (0, _) => "-".into(),
+                            (b, Some(w)) => format_size((b as f64 / w) as u64),
+                            (b, None) => format_size(b),
                         },
                         typical.map_or("-".into(), format_size),
-                        a.time.map_or("-".into(), secs),
+                        a.time
+                            .map_or("-".into(), |t| secs(t / per_s.unwrap_or(1.0))),
                     ],
                 )
             })
@@ -401,20 +449,30 @@ impl Report<'_> {
         rows.sort_by(|a, b| b.0.total_cmp(&a.0));
         const SHOWN: usize = 12;
         let rest: Vec<(f64, Vec<String>)> = rows.split_off(rows.len().min(SHOWN));
+        let (title, heads) = match per_s {
+            None => (
+                "its I/O, per process and target, by what the calls would take here",
+                ["calls", "bytes", "time here"],
+            ),
+            Some(_) => (
+                "its I/O per second of the window, per process and target, by what the calls would take here",
+                ["calls/s", "bytes/s", "time here per s"],
+            ),
+        };
         let mut g = Grid::numeric(
-            "its I/O, per process and target, by what the calls would take here".into(),
+            title.into(),
             &[
                 "process",
                 "target",
                 "calls made",
-                "calls",
-                "bytes",
+                heads[0],
+                heads[1],
                 "typical size",
-                "time here",
+                heads[2],
             ],
             rows.into_iter().map(|r| r.1).collect(),
         )
-        .optional(&["calls made", "typical size", "bytes"]);
+        .optional(&["calls made", "typical size", heads[1]]);
         if !rest.is_empty() {
             g.footnotes.push(format!(
                 "… and {} more (process, target) pairs taking {} together; --json has every call",
@@ -434,15 +492,17 @@ impl Report<'_> {
             f,
             measured,
             found,
+            window,
         } = *self;
         let doc = Document {
             schema_version: 1,
             kind: "trace",
             command: cmd.to_vec(),
-            exit: match ended {
+            exit: window.is_none().then_some(match ended {
                 Ended::Code(c) => ExitJson::Code(c),
                 Ended::Signal(s) => ExitJson::Signal(s),
-            },
+            }),
+            window,
             work: run.clone(),
             note: NOTE,
             figures: f,

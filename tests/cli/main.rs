@@ -2,6 +2,7 @@
 //! of output, errors, exit codes, clean-up), never timings. One binary, one module per
 //! topic; the helpers every module uses live here.
 
+mod attach;
 mod copy;
 mod cp;
 mod cp_gnu;

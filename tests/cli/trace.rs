@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 /// with its library (Linux with glibc), eBPF where ioprobe may load BPF programs
 /// (root, or CAP_BPF and CAP_PERFMON); elsewhere the eBPF part of a test says
 /// "skipped: needs CAP_BPF".
-fn tracers() -> Vec<&'static str> {
+pub(crate) fn tracers() -> Vec<&'static str> {
     static FOUND: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     FOUND
         .get_or_init(|| {
@@ -84,7 +84,10 @@ fn row<'a>(doc: &'a Value, name: &str, op: &str) -> &'a Value {
 }
 
 /// `strace -f -c` of the same command: calls per system call, None without strace.
-fn strace_counts(dir: &Path, cmd: &[&str]) -> Option<std::collections::BTreeMap<String, u64>> {
+pub(crate) fn strace_counts(
+    dir: &Path,
+    cmd: &[&str],
+) -> Option<std::collections::BTreeMap<String, u64>> {
     let out = dir.join("strace.txt");
     let ok = std::process::Command::new("strace")
         .args(["-f", "-c", "-o"])
@@ -1333,7 +1336,7 @@ fn preload_attributes_vfork_and_fork_childrens_calls_to_them() {
 
 /// Builds `src` into `prog` with gcc and `flags` (before `-o`); false where gcc is
 /// missing or fails (the caller says what it skips).
-fn gcc(flags: &[&str], prog: &Path, src: impl AsRef<std::ffi::OsStr>) -> bool {
+pub(crate) fn gcc(flags: &[&str], prog: &Path, src: impl AsRef<std::ffi::OsStr>) -> bool {
     std::process::Command::new("gcc")
         .args(flags)
         .arg(prog)

@@ -22,6 +22,8 @@ mod record;
 pub use record::*;
 
 #[cfg(target_os = "linux")]
+pub mod attach;
+#[cfg(target_os = "linux")]
 pub mod bpf;
 #[cfg(target_os = "linux")]
 pub mod preload;

@@ -21,8 +21,23 @@ pub mod bpf {
     /// Never made: [`Loaded::load`] says tracing is Linux-only.
     pub struct Loaded(());
 
+    /// What the programs would watch.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Scope<'a> {
+        Command,
+        Pids(&'a [i32]),
+        Cgroup(&'a std::path::Path),
+    }
+
     impl Loaded {
-        pub fn load() -> io::Result<Loaded> {
+        pub fn load(_scope: Scope) -> io::Result<Loaded> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+        pub fn attach(
+            self,
+            _targets: &[super::attach::Target],
+            _cgroup: bool,
+        ) -> io::Result<Tracer> {
             Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
         }
         pub fn spawn(self, _argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Tracer> {
@@ -72,6 +87,12 @@ pub mod preload {
 pub struct Tracer(());
 
 impl Tracer {
+    pub fn attach(_targets: &[attach::Target]) -> io::Result<Tracer> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+    }
+    pub fn entries(&self) -> u64 {
+        0
+    }
     pub fn spawn(
         _argv: &[std::ffi::OsString],
         _close: &[i32],
@@ -99,5 +120,62 @@ impl Tracer {
     }
     pub fn next_event(&mut self) -> io::Result<Option<Event>> {
         Ok(None)
+    }
+}
+
+/// Attaching to running processes: Linux-only.
+pub mod attach {
+    use super::WHY;
+
+    /// A process attached to.
+    #[derive(Debug, Clone)]
+    pub struct Target {
+        pub pid: i32,
+        pub comm: String,
+        pub threads: Vec<i32>,
+    }
+
+    /// Which tracer would attach.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Way {
+        Ptrace,
+        Ebpf,
+    }
+
+    /// How a window ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum End {
+        Duration,
+        Signal(i32),
+        Exited,
+    }
+
+    pub fn check(_given: i32, _way: Way) -> Result<Target, String> {
+        Err(WHY.into())
+    }
+    pub fn cgroup_dir(_path: &std::path::Path) -> Result<std::path::PathBuf, String> {
+        Err(WHY.into())
+    }
+    pub fn cgroup_processes(_dir: &std::path::Path) -> Vec<i32> {
+        Vec::new()
+    }
+    pub fn ending() -> Option<End> {
+        None
+    }
+    pub fn user_cpu(_pid: i32) -> Option<f64> {
+        None
+    }
+
+    /// Never made.
+    pub struct Window(());
+
+    impl Window {
+        pub fn start(_duration: Option<std::time::Duration>) -> std::io::Result<Window> {
+            Err(std::io::Error::new(std::io::ErrorKind::Unsupported, WHY))
+        }
+    }
+
+    impl Drop for Window {
+        fn drop(&mut self) {}
     }
 }

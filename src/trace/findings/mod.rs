@@ -27,6 +27,10 @@ pub struct Finding {
     pub share: Option<f64>,
     /// False when the saving is under 1% of the run: it does not matter here.
     pub matters: bool,
+    /// Attached to a running process: the saving per second of its run (the saving
+    /// in the window divided by the window's length).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saving_per_s: Option<f64>,
     /// Other changes to calls this finding claimed first (not added to the savings).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
@@ -124,6 +128,7 @@ impl Finder<'_> {
             saving_s: None,
             share: None,
             matters: false,
+            saving_per_s: None,
             alternatives: Vec::new(),
             what,
             claims,

@@ -46,6 +46,7 @@ pub(super) const UPDATE: i32 = 2;
 pub(super) const DELETE: i32 = 3;
 pub(super) const PID_TGID: i32 = 14;
 pub(super) const COMM: i32 = 16;
+pub(super) const UNDER_CGROUP: i32 = 37;
 pub(super) const READ_USER: i32 = 112;
 pub(super) const READ_KERNEL: i32 = 113;
 pub(super) const READ_USER_STR: i32 = 114;

@@ -143,6 +143,11 @@ pub(super) struct Maps {
     /// One counter: records the ring had no room for, tasks the tree could not hold.
     pub(super) lost: OwnedFd,
     pub(super) ring: OwnedFd,
+    /// Attached to processes: their ids (TGIDs), every task of which is traced.
+    pub(super) pids: Option<OwnedFd>,
+    /// Attached to a cgroup: a cgroup array holding it at index 0 (its tasks, and
+    /// those of the cgroups below it, are traced).
+    pub(super) cgroup: Option<OwnedFd>,
 }
 
 /// Byte offsets of `pid` and `tgid` in the running kernel's `struct task_struct`.

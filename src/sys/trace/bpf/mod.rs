@@ -22,6 +22,7 @@
 //! the maps and BTF, `ring.rs` the ring buffer read from user space.
 
 mod asm;
+mod attach;
 mod kernel;
 mod programs;
 mod ring;
@@ -29,6 +30,7 @@ mod ring;
 use super::calls::{Pointee, Syscall};
 use super::ptrace::{Child, Maker, PASSED, c_args, child_error, made, makers, os};
 use super::{Ended, Event, Memory, Seen};
+use attach::Attached;
 use kernel::*;
 use programs::{exec, exit, fork, sys_exit};
 use ring::Ring;
@@ -111,8 +113,20 @@ pub struct Tracer {
     stopping: bool,
     reader: Option<std::thread::JoinHandle<()>>,
     /// Kept open while tracing: closing them detaches the programs.
-    _links: Vec<(OwnedFd, OwnedFd)>,
+    links: Vec<(OwnedFd, OwnedFd)>,
     _maps: Vec<OwnedFd>,
+    /// Attached to running processes (None: the command ioprobe started).
+    attached: Option<Attached>,
+}
+
+/// What the programs watch: the command ioprobe starts (its tree), or processes
+/// already running (attached: every task of their process ids, or of a cgroup and
+/// the cgroups below it), with the tasks they start.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    Command,
+    Pids(&'a [i32]),
+    Cgroup(&'a std::path::Path),
 }
 
 /// The maps made and the programs attached, with no task in the tree yet.
@@ -124,19 +138,39 @@ pub struct Loaded {
 impl Loaded {
     /// Makes the maps and loads and attaches the programs: Err says why eBPF cannot
     /// trace here (no BTF, no privilege, a kernel that refuses a program).
-    pub fn load() -> io::Result<Loaded> {
+    pub fn load(scope: Scope) -> io::Result<Loaded> {
         const HASH: u32 = 1;
         const ARRAY: u32 = 2;
+        const CGROUP_ARRAY: u32 = 8;
         const RINGBUF: u32 = 27;
         let offsets = task_offsets()?;
         // The tree is small and changes at forks and execs only: allocated as it grows.
         const NO_PREALLOC: u32 = 1;
-        let maps = Maps {
+        let mut maps = Maps {
             tasks: map_create(HASH, 4, 4, TASKS, NO_PREALLOC)?,
             wanted: map_create(ARRAY, 4, 4, NUMBERS, 0)?,
             lost: map_create(ARRAY, 4, 8, 1, 0)?,
             ring: map_create(RINGBUF, 0, 0, RING, 0)?,
+            pids: None,
+            cgroup: None,
         };
+        match scope {
+            Scope::Command => {}
+            Scope::Pids(pids) => {
+                let map = map_create(HASH, 4, 4, pids.len().max(1) as u32, 0)?;
+                for p in pids {
+                    map_update(&map, &p.to_ne_bytes(), &1u32.to_ne_bytes())?;
+                }
+                maps.pids = Some(map);
+            }
+            Scope::Cgroup(dir) => {
+                let map = map_create(CGROUP_ARRAY, 4, 4, 1, 0)?;
+                let d = std::fs::File::open(dir).map_err(os("opening the cgroup"))?;
+                map_update(&map, &0u32.to_ne_bytes(), &d.as_raw_fd().to_ne_bytes())
+                    .map_err(os("bpf(BPF_MAP_UPDATE_ELEM) on the cgroup array"))?;
+                maps.cgroup = Some(map);
+            }
+        }
         let mut wanted = vec![0u32; NUMBERS as usize];
         let calls = super::calls::traced().into_iter();
         for (nr, v) in calls
@@ -194,11 +228,30 @@ impl Loaded {
         if let Some(e) = failed {
             return Err(e);
         }
+        // SAFETY: pidfd_open on our own child, not yet reaped.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = (pidfd >= 0).then(|| owned(pidfd));
+        Tracer::start(maps, links, pid, pidfd, None)
+    }
+}
+
+impl Tracer {
+    /// Starts reading the ring (waking at `pidfd`'s end, the command's) and watching
+    /// `main`'s tree, or (attached) the processes `roots` names.
+    fn start(
+        maps: Maps,
+        links: Vec<(OwnedFd, OwnedFd)>,
+        main: i32,
+        pidfd: Option<OwnedFd>,
+        attached: Option<Attached>,
+    ) -> io::Result<Tracer> {
         let Maps {
             tasks,
             wanted,
             lost,
             ring,
+            pids,
+            cgroup,
         } = maps;
         let ring = Ring::map(ring)?;
         let reader = Reader {
@@ -213,19 +266,16 @@ impl Loaded {
             return Err(io::Error::last_os_error()).map_err(os("eventfd"));
         }
         let stop = std::sync::Arc::new(owned(stop as libc::c_long));
-        // SAFETY: pidfd_open on our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let pidfd = (pidfd >= 0).then(|| owned(pidfd));
         let stopped = stop.clone();
         let reader = std::thread::Builder::new()
             .name("ebpf-reader".into())
             .spawn(move || reader.run(to, &stopped, pidfd))
             .map_err(os("starting the eBPF ring reader"))?;
         Ok(Tracer {
-            main: pid,
+            main,
             ended: None,
             lost_map: lost,
-            live: HashSet::from([pid]),
+            live: HashSet::from([main]),
             passed: 0,
             missing: HashSet::new(),
             queue: VecDeque::new(),
@@ -233,8 +283,12 @@ impl Loaded {
             stop,
             stopping: false,
             reader: Some(reader),
-            _links: links,
-            _maps: vec![tasks, wanted],
+            links,
+            _maps: [Some(tasks), Some(wanted), pids, cgroup]
+                .into_iter()
+                .flatten()
+                .collect(),
+            attached,
         })
     }
 }
@@ -275,8 +329,12 @@ impl Tracer {
                 }
                 return Ok(Some(e));
             }
-            self.pass_signal();
-            if self.ended.is_none() {
+            if self.attached.is_some() {
+                self.window_end();
+            } else {
+                self.pass_signal();
+            }
+            if self.ended.is_none() && self.attached.is_none() {
                 self.reap()?;
             }
             if self.ended.is_some() && self.live.is_empty() && !self.stopping {
@@ -294,7 +352,7 @@ impl Tracer {
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if self.ended.is_some() && !self.live.is_empty() {
+            if self.ended.is_some() && !self.live.is_empty() && self.attached.is_none() {
                 // Tasks still running after the command: waited for, as ptrace would.
                 // One that has been gone from /proc for a whole reading period has
                 // no record left to come (its exit record was lost): dropped.

@@ -53,11 +53,43 @@ pub(super) fn if_traced(a: &mut Asm, maps: &Maps, traced: bool) {
     a.map(R1, maps.tasks.as_raw_fd());
     a.stack(R2, KEY as i32);
     a.call(LOOKUP);
-    a.jmpi(JEQ, R0, 0, "out");
+    a.jmpi(JEQ, R0, 0, "not_in_tree");
     a.ldx(W, R8, R0, 0);
     if traced {
         a.jmpi(JNE, R8, TRACED, "out");
     }
+    a.ja("in_tree");
+    a.label("not_in_tree");
+    if !attached(a, maps) {
+        a.ja("out");
+    }
+    a.label("in_tree");
+}
+
+/// A task not in `tasks` (pid_tgid in r9): attached, it is traced when its process is
+/// in `pids` or it runs in the cgroup (or one below it), with r8 = [`TRACED`], and
+/// otherwise goes to "out". False: not attached, nothing emitted (the caller jumps;
+/// the verifier refuses code no path reaches).
+pub(super) fn attached(a: &mut Asm, maps: &Maps) -> bool {
+    let miss = "out";
+    if let Some(pids) = &maps.pids {
+        a.mov(R1, R9);
+        a.alui(RSH, R1, 32);
+        a.stx(W, FP, AUX, R1);
+        a.map(R1, pids.as_raw_fd());
+        a.stack(R2, AUX as i32);
+        a.call(LOOKUP);
+        a.jmpi(JEQ, R0, 0, miss);
+    } else if let Some(cgroup) = &maps.cgroup {
+        a.map(R1, cgroup.as_raw_fd());
+        a.movi(R2, 0);
+        a.call(UNDER_CGROUP);
+        a.jmpi(JNE, R0, 1, miss);
+    } else {
+        return false;
+    }
+    a.movi(R8, TRACED);
+    true
 }
 
 /// Fills a call record's header at r6: the number in r7, pid_tgid in r9, the
@@ -291,6 +323,18 @@ pub(super) fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.finish()
 }
 
+/// After a lookup in `tasks` (r0): found goes on, a miss goes to "out" or, attached,
+/// through [`attached`]. True: the caller places the "in_tree" label.
+fn attached_check(a: &mut Asm, maps: &Maps) -> bool {
+    if maps.pids.is_none() && maps.cgroup.is_none() {
+        a.jmpi(JEQ, R0, 0, "out");
+        return false;
+    }
+    a.jmpi(JNE, R0, 0, "in_tree");
+    attached(a, maps);
+    true
+}
+
 /// sched_process_exec(task, old_pid, bprm), run by the task: a task of the tree runs a
 /// new program. The command itself is traced from here: until its exec the tree holds
 /// it as [`WAITING`] (its own start is not the command's). A thread that execs takes
@@ -305,7 +349,9 @@ pub(super) fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.map(R1, maps.tasks.as_raw_fd());
     a.stack(R2, KEY as i32);
     a.call(LOOKUP);
-    a.jmpi(JEQ, R0, 0, "out");
+    if attached_check(&mut a, maps) {
+        a.label("in_tree");
+    }
     a.stx(W, FP, AUX, R9);
     a.ldx(W, R1, FP, KEY);
     a.ldx(W, R2, FP, AUX);

@@ -12,6 +12,7 @@
 //! requests and registers, `signals.rs` what ioprobe does with the signals meant for
 //! the command.
 
+mod attach;
 mod child;
 mod filter;
 mod regs;
@@ -72,6 +73,15 @@ pub struct Tracer {
     passed: i32,
     /// What the command's own program is, noted at its exec stop ([`exec_note`]).
     first_note: Option<String>,
+    /// Attached to running processes (`trace --pid`): every call stops, at its entry
+    /// and its exit (PTRACE_SYSCALL: a running process cannot be given a seccomp
+    /// filter), and the trace ends by detaching.
+    attached: bool,
+    /// Attached: system calls stopped at (traced or not).
+    entries: u64,
+    /// Attached: the processes attached to that have not ended (the trace ends with
+    /// the last).
+    roots: HashSet<i32>,
 }
 
 /// A call stopped at its seccomp stop, until its exit.
@@ -201,6 +211,9 @@ impl Tracer {
             stopped_calls: 0,
             passed: 0,
             first_note: None,
+            attached: false,
+            entries: 0,
+            roots: HashSet::new(),
         };
         loop {
             let status = wait_status(pid, libc::__WALL)?;
@@ -278,6 +291,17 @@ impl Tracer {
         self.preload.as_ref().map_or(0, |p| p.ring.calls_read())
     }
 
+    /// Resumes `tid` after a stop, delivering `sig`: to its next traced call's stop
+    /// (attached: to its next system call).
+    fn go(&self, tid: i32, sig: i32) -> io::Result<()> {
+        let request = if self.attached {
+            libc::PTRACE_SYSCALL
+        } else {
+            libc::PTRACE_CONT
+        };
+        self.resume(request, tid, sig)
+    }
+
     /// Resumes `tid` with `request`, delivering `sig`; a task that vanished meanwhile
     /// (killed) is not an error.
     fn resume(&self, request: libc::c_uint, tid: i32, sig: i32) -> io::Result<()> {
@@ -299,9 +323,13 @@ impl Tracer {
             return Ok(Some(e));
         }
         if let Some(t) = self.held.take() {
-            self.resume(libc::PTRACE_CONT, t, 0)?;
+            self.go(t, 0)?;
         }
         loop {
+            if self.attached && (super::attach::ending().is_some() || self.roots_gone()) {
+                self.detach_all()?;
+                return Ok(None);
+            }
             let Some((tid, status)) = self.wait()? else {
                 if let Some(p) = &mut self.preload {
                     p.ring.finish(&mut self.queue);
@@ -374,6 +402,9 @@ impl Tracer {
             }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
+                Some(libc::EINTR) if self.attached && super::attach::ending().is_some() => {
+                    return Ok(Some((0, 0)));
+                }
                 Some(libc::EINTR) => continue,
                 Some(libc::ECHILD) => return Ok(None),
                 _ => return Err(e).map_err(os("waitpid")),
@@ -393,6 +424,7 @@ impl Tracer {
     fn exited(&mut self, tid: i32, status: i32) -> Event {
         self.known.remove(&tid);
         self.pending.remove(&tid);
+        self.roots.remove(&tid);
         if tid == self.main {
             self.ended = Some(if libc::WIFEXITED(status) {
                 Ended::Code(libc::WEXITSTATUS(status))
@@ -416,7 +448,7 @@ impl Tracer {
                 self.resume(libc::PTRACE_LISTEN, tid, 0)?;
             } else {
                 // A new task's first stop, or the wake-up after a group-stop.
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                self.go(tid, 0)?;
             }
             return Ok(None);
         }
@@ -455,7 +487,7 @@ impl Tracer {
             // Looked at while the task is stopped: a short program (a 32-bit one runs
             // untraced to its end) may have left /proc by the time the event is read.
             let note = exec_note(tid);
-            self.resume(libc::PTRACE_CONT, tid, 0)?;
+            self.go(tid, 0)?;
             return Ok(Some(Event::Exec {
                 tid,
                 comm,
@@ -480,7 +512,7 @@ impl Tracer {
             let (ip, ret) = ip_and_result(&r);
             p.ring.signalled(tid, ip, ret);
         }
-        self.resume(libc::PTRACE_CONT, tid, deliver)?;
+        self.go(tid, deliver)?;
         Ok(None)
     }
 
@@ -505,6 +537,11 @@ impl Tracer {
     /// A syscall stop: at a traced call's exit, the call (its task held stopped).
     fn syscall_stop(&mut self, tid: i32) -> io::Result<Option<Event>> {
         let (op, _, _, ret) = syscall_info(tid)?;
+        if op == libc::PTRACE_SYSCALL_INFO_ENTRY && self.attached {
+            // Attached, every call stops at its entry: the traced ones are kept.
+            self.entries += 1;
+            return self.seccomp_stop(tid).map(|()| None);
+        }
         if op != libc::PTRACE_SYSCALL_INFO_EXIT {
             self.resume(libc::PTRACE_SYSCALL, tid, 0)?;
             return Ok(None);
@@ -544,7 +581,7 @@ impl Tracer {
                     _ => None,
                 };
                 let made = made(tid, m, &args, ret, pair.as_deref());
-                self.resume(libc::PTRACE_CONT, tid, 0)?;
+                self.go(tid, 0)?;
                 return Ok(made);
             }
             Some(Pending::Exec { at, envp }) => {
@@ -557,7 +594,7 @@ impl Tracer {
             }
             None => {}
         }
-        self.resume(libc::PTRACE_CONT, tid, 0)?;
+        self.go(tid, 0)?;
         Ok(None)
     }
 
@@ -579,7 +616,7 @@ impl Tracer {
             .preload
             .as_ref()
             .and_then(|_| super::proc_field(&format!("/proc/{child}/status"), "Tgid:"));
-        self.resume(libc::PTRACE_CONT, tid, 0)?;
+        self.go(tid, 0)?;
         Ok(Event::Task {
             tid: child,
             parent: tid,
