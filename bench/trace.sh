@@ -15,6 +15,7 @@
 #   - xz -T2 of an 8 MiB text file (two threads: its calls' order, and so a few
 #     counts, vary from run to run with or without a tracer);
 #   - true: the fixed cost of loading, starting, pricing and reporting.
+# Then the cost per traced call, free of that fixed cost (see per_call below).
 # Figures are measured once first, and ptrace's per-call user-time calibration is
 # pooled first (as on a machine where trace has run before), so neither is timed.
 #   ROUNDS=5 bench/trace.sh   (about 4 min here)
@@ -145,6 +146,44 @@ run "true" true
 echo
 echo "(medians of $ROUNDS interleaved rounds; ioprobe's time includes its start, the tracer's"
 echo "loading, pricing and the report)"
+
+# Per traced call: a C loop of N calls and one of 2N, the program pinned to CPU 0 (the
+# tracer runs where the scheduler puts it, as it would), each way timed in the same
+# interleaved rounds; (traced(2N) - traced(N) - untraced(2N) + untraced(N)) / N is
+# what each call costs more under the tracer, free of the fixed cost of starting,
+# loading and reporting.
+gcc -O2 -o "$work/loop" bench/c/trace_loop.c
+head -c 4096 /dev/urandom > "$work/f4k"
+N=${N:-100000}
+per_call() {
+    local mode=$1
+    local -A files
+    for w in "${ways[@]}"; do for k in 1 2; do files[$w$k]=$work/p.$w$k; : > "${files[$w$k]}"; done; done
+    for round in $(seq "$ROUNDS"); do
+        local n=${#ways[@]} k
+        for k in $(seq 0 $((n - 1))); do
+            local w=${ways[$(((k + round) % n))]}
+            for m in 1 2; do
+                # shellcheck disable=SC2046
+                time_ns $(way "$w" taskset -c 0 "$work/loop" "$mode" $((N * m)) "$work/f4k") >> "${files[$w$m]}"
+            done
+        done
+    done
+    local u1 u2; u1=$(median < "${files[untraced1]}"); u2=$(median < "${files[untraced2]}")
+    local row="| $2 | $(awk -v a="$u1" -v b="$u2" -v n="$N" 'BEGIN { printf "%.0f ns", (b - a) / n }')"
+    for w in "${tracers[@]}" strace; do
+        local t1 t2; t1=$(median < "${files[${w}1]}"); t2=$(median < "${files[${w}2]}")
+        row+=" | $(awk -v a="$t1" -v b="$t2" -v c="$u1" -v d="$u2" -v n="$N" 'BEGIN { printf "%.0f ns", ((b - a) - (d - c)) / n }')"
+    done
+    echo "$row |"
+}
+echo
+header="| per traced call (C loop, pinned) | untraced call"
+for t in "${tracers[@]}"; do header+=" | + $t"; done
+echo "$header | + strace -f -c |"
+echo "|---|---:$(printf '|---:%.0s' "${tracers[@]}")|---:|"
+per_call zero "read(fd, buf, 0) on /dev/zero"
+per_call pread "pread 4 KiB, page cache"
 echo
 echo "| workload | tracer | counts equal strace -f -c's |"
 echo "|---|---|---|"

@@ -309,8 +309,21 @@ file (37 ms untraced) ×1.83 / ×2.17 / ×34 (strace ×34); make of 8 C files ×
 21.9 / 17.6 / 15.6 ms. Counts equal strace -f -c's (preload: the loader's bookkeeping
 for the library can add an anonymous mmap per program, which the report says).
 
+Attached (--pid PID[,PID...] or --cgroup PATH, with --duration D or until Ctrl-C): every
+thread of each process and every process they start, over a window; the report gives
+calls, bytes and work per second of their run and prices each finding per second. eBPF
+filters on the process ids (or the cgroup) in the kernel; without it, ptrace seizes every
+thread and stops at every system call (a running process cannot be given a seccomp
+filter), never with PTRACE_O_EXITKILL: if ioprobe dies, even by SIGKILL, the processes
+run on. Detaching leaves them as they were: no stop, no signal, no changed disposition.
+preload cannot attach. A refused attach (Yama's ptrace_scope, CAP_SYS_PTRACE, another
+tracer, a nested PID namespace, a kernel thread) says why in one line, before anything
+is attached.
+
 Examples:
   ioprobe trace -- dd if=big.iso of=/dev/null bs=4k
+  ioprobe trace --pid \"$(pidof postgres | tr ' ' ,)\" --duration 30s
+  ioprobe trace --cgroup system.slice/nginx.service --duration 10s --json --output nginx.json
   ioprobe trace --json --output profile.json -- make -j2
   ioprobe trace -- sh -c 'cat log | gzip -1 > /dev/null'
   ioprobe trace --tracer ptrace -- ./my-program

@@ -57,7 +57,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         None => None,
     };
     let (way, targets, ebpf_unavailable) = choose(opts)?;
-    let (figures, measured) = super::chosen_figures(opts, settings)?;
+    let (figures, measured) = super::chosen_figures(opts, settings, &mut None)?;
     let window = attach::Window::start(opts.duration)
         .map_err(|e| anyhow::anyhow!("trace: cannot watch for Ctrl-C: {e}"))?;
     let cgroup = opts
@@ -257,7 +257,10 @@ fn work(
 ) -> Work {
     let (user_cpu, correction) = {
         let host = crate::sys::machine::hostname();
-        let mut store = settings.store_for_saving().ok().flatten();
+        // The store is opened only when the calls are enough to correct for.
+        let mut store = (stopped >= overhead::MIN_CALLS)
+            .then(|| settings.store_for_saving().ok().flatten())
+            .flatten();
         overhead::correct(user, stopped, store.as_mut(), &host)
     };
     let priced = priced(prof, figures);

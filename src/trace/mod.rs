@@ -75,6 +75,17 @@ pub struct Tracing {
     pub unstopped_calls: u64,
 }
 
+/// The eBPF programs being loaded on another thread while the figures are read (the
+/// two take about as long; a short command no longer waits for both in turn).
+type Loading = std::thread::JoinHandle<std::io::Result<crate::sys::trace::bpf::Loaded>>;
+
+/// Starts loading the eBPF programs when `via` may use them.
+fn start_loading(via: Via) -> Option<Loading> {
+    use crate::sys::trace::bpf;
+    matches!(via, Via::Auto | Via::Ebpf)
+        .then(|| std::thread::spawn(|| bpf::Loaded::load(bpf::Scope::Command)))
+}
+
 /// The tracer, running.
 enum Running {
     Ptrace(Tracer),
@@ -83,7 +94,12 @@ enum Running {
 
 impl Running {
     /// Starts the command under the tracer `via` chooses.
-    fn spawn(via: Via, command: &[OsString], closed: &[i32]) -> Result<(Running, Tracing)> {
+    fn spawn(
+        via: Via,
+        command: &[OsString],
+        closed: &[i32],
+        loading: Option<Loading>,
+    ) -> Result<(Running, Tracing)> {
         use crate::sys::trace::bpf;
         let mut tracing = Tracing {
             path: "ebpf",
@@ -93,7 +109,13 @@ impl Running {
             unstopped_calls: 0,
         };
         if matches!(via, Via::Auto | Via::Ebpf) {
-            match bpf::Loaded::load(bpf::Scope::Command) {
+            let loaded = match loading {
+                Some(l) => l.join().unwrap_or_else(|_| {
+                    Err(std::io::Error::other("loading the programs panicked"))
+                }),
+                None => bpf::Loaded::load(bpf::Scope::Command),
+            };
+            match loaded {
                 Ok(l) => {
                     let t = l
                         .spawn(command, closed)
@@ -200,8 +222,9 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         None => None,
     };
     preflight_program(&opts.command[0])?;
-    let (figures, measured) = chosen_figures(opts, settings)?;
-    let (prof, ended, work) = trace_command(opts, &closed, settings, &figures)?;
+    let mut loading = start_loading(opts.tracer);
+    let (figures, measured) = chosen_figures(opts, settings, &mut loading)?;
+    let (prof, ended, work) = trace_command(opts, &closed, settings, &figures, loading)?;
     let found = findings::findings(&prof, &figures, work.estimate_s);
     let report = Report {
         cmd: &shown,
@@ -254,9 +277,13 @@ fn write_report(
 
 /// The figures the calls are priced with: the runs `--figures` names, else the newest
 /// saved ones (measured first when none are saved; the run's id is returned then).
-fn chosen_figures(opts: &Options, settings: &Settings) -> Result<(Figures, Option<i64>)> {
+fn chosen_figures(
+    opts: &Options,
+    settings: &Settings,
+    loading: &mut Option<Loading>,
+) -> Result<(Figures, Option<i64>)> {
     if opts.figures.is_empty() {
-        return figures(settings);
+        return figures(settings, loading);
     }
     let mut runs = Vec::new();
     for spec in &opts.figures {
@@ -273,12 +300,13 @@ fn trace_command(
     closed: &[i32],
     settings: &Settings,
     figures: &Figures,
+    loading: Option<Loading>,
 ) -> Result<(Profile, Ended, Work)> {
     let before = crate::sys::rusage::getrusage_children()
         .map(|r| r.user_us as f64 * 1e-6)
         .unwrap_or(0.0);
     let start = Instant::now();
-    let (mut tracer, mut tracing) = Running::spawn(opts.tracer, &opts.command, closed)?;
+    let (mut tracer, mut tracing) = Running::spawn(opts.tracer, &opts.command, closed, loading)?;
     let mut prof = Profile::new(tracing.path == "ptrace", tracing.path != "ebpf");
     if let Running::Ptrace(t) = &mut tracer {
         // The command's own exec happened while it was being started: look at its
@@ -309,7 +337,10 @@ fn trace_command(
     };
     let (user_cpu, correction) = {
         let host = crate::sys::machine::hostname();
-        let mut store = settings.store_for_saving().ok().flatten();
+        // The store is opened only when the calls are enough to correct for.
+        let mut store = (calls >= overhead::MIN_CALLS)
+            .then(|| settings.store_for_saving().ok().flatten())
+            .flatten();
         overhead::correct(user_cpu, calls, store.as_mut(), &host)
     };
     let priced = priced(&prof, figures);
@@ -512,14 +543,28 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
 
 /// Saved figures from this host, or a quick measurement of the few cases pricing
 /// needs when none are saved (saved too, unless --no-save): (figures, run measured).
-fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
+/// eBPF programs `loading` meanwhile are unloaded before measuring (their program on
+/// every system call would weigh on the figures) and loaded again to trace.
+fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figures, Option<i64>)> {
     let host = crate::sys::machine::hostname();
     let mut runs: Vec<(i64, Run)> = Vec::new();
     let wanted = ["read", "write", "pipe", "socket", "syscalls", "copy"];
     let evidence = crate::results::store::Evidence::of(&host, &wanted, 40);
     let saved = crate::results::store::Store::evidence_at(&settings.store_path()?, &evidence)?;
+    // Newest first, only the runs that give a probe not yet found: the figures take
+    // each probe from the newest run that measured it (Figures::from_runs), so the
+    // older runs' documents need not be read.
+    let mut needed: Vec<&str> = wanted.to_vec();
     for r in &saved.runs {
-        runs.push((r.id, saved.load(r.id)?));
+        if !r.probes.iter().any(|p| needed.contains(&p.as_str())) {
+            continue;
+        }
+        let run = saved.load(r.id)?;
+        needed.retain(|p| !run.of_probe(p).any(|m| m.is_ok()));
+        runs.push((r.id, run));
+        if needed.is_empty() {
+            break;
+        }
     }
     runs.reverse();
     let f = Figures::from_runs(&runs);
@@ -529,6 +574,9 @@ fn figures(settings: &Settings) -> Result<(Figures, Option<i64>)> {
     crate::progress::note(
         "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about 10 s)",
     );
+    if let Some(l) = loading.take() {
+        drop(l.join());
+    }
     let mut store = settings.store_for_saving()?;
     let run = crate::session::run_probes(
         settings,
