@@ -64,11 +64,59 @@ static IGNORED_AT_START: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 /// ignores SIGINT and SIGQUIT, `nohup` SIGHUP). main calls it first, before any handler
 /// replaces a disposition; later calls change nothing.
 pub fn record_start_dispositions() {
+    #[cfg(target_os = "linux")]
+    record_reserved();
     let mask = STOP_SIGNALS
         .iter()
         .filter(|&&s| is_ignored(s).unwrap_or(false))
         .fold(0u64, |m, &s| m | 1 << s);
     let _ = IGNORED_AT_START.compare_exchange(u64::MAX, mask, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// The signals glibc keeps for itself (SIGCANCEL 32, SIGSETXID 33): its sigaction
+/// refuses them, and it handles 33 once a thread starts, which a program exec'd later
+/// would find back at its default. Which of them were ignored when ioprobe started
+/// (a bit per number; u64::MAX: not read yet), read with the raw system call.
+static RESERVED_IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+#[cfg(target_os = "linux")]
+const RESERVED: [c_int; 2] = [32, 33];
+
+/// Reads which of glibc's reserved signals were ignored at start (main calls it
+/// first, before any thread starts; later calls change nothing).
+#[cfg(target_os = "linux")]
+fn record_reserved() {
+    let mut mask = 0u64;
+    for sig in RESERVED {
+        let mut old = [0usize; 4];
+        // SAFETY: rt_sigaction with a null new action only writes the current one
+        // into `old` (handler, flags, restorer, an 8-byte mask: 32 bytes).
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig as libc::c_long,
+                std::ptr::null::<u8>(),
+                old.as_mut_ptr(),
+                8 as libc::c_long,
+            )
+        };
+        if r == 0 && old[0] == libc::SIG_IGN {
+            mask |= 1 << sig;
+        }
+    }
+    let _ = RESERVED_IGNORED.compare_exchange(u64::MAX, mask, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// glibc's reserved signals that were ignored when ioprobe started: a program it runs
+/// gets them ignored again (with the raw system call, between fork and exec).
+#[cfg(target_os = "linux")]
+pub fn reserved_ignored_at_start() -> Vec<c_int> {
+    record_reserved();
+    let mask = RESERVED_IGNORED.load(Ordering::SeqCst);
+    RESERVED
+        .into_iter()
+        .filter(|&s| mask & (1 << s) != 0)
+        .collect()
 }
 
 /// Whether `sig`, one of SIGINT, SIGQUIT, SIGTERM and SIGHUP, was ignored when ioprobe

@@ -53,6 +53,8 @@ pub(in crate::sys::trace) struct Child {
     pub(in crate::sys::trace) signals: Vec<(libc::c_int, libc::sighandler_t)>,
     pub(in crate::sys::trace) xfsz: Option<libc::sighandler_t>,
     pub(in crate::sys::trace) close: Vec<libc::c_int>,
+    /// glibc's reserved signals ioprobe was started with ignored.
+    pub(in crate::sys::trace) reserved: Vec<libc::c_int>,
     pub(in crate::sys::trace) parent: libc::pid_t,
     /// Where a failed step writes (step, errno); close-on-exec, so a successful exec
     /// leaves the parent reading end of file.
@@ -76,6 +78,7 @@ impl Child {
             signals: start_dispositions(),
             xfsz: crate::sys::signals::original_xfsz(),
             close: close.to_vec(),
+            reserved: crate::sys::signals::reserved_ignored_at_start(),
             // SAFETY: getpid has no preconditions.
             parent: unsafe { libc::getpid() },
             errors: errors.1,
@@ -122,6 +125,19 @@ impl Child {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             if let Some(h) = self.xfsz {
                 libc::signal(libc::SIGXFSZ, h);
+            }
+            // Ignored again if they were: glibc handles SIGSETXID once a thread has
+            // started (ioprobe's start a thread before this fork), and an exec makes
+            // a handled signal default.
+            let ignore: [usize; 4] = [libc::SIG_IGN, 0, 0, 0];
+            for &sig in self.reserved.iter() {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig as libc::c_long,
+                    ignore.as_ptr(),
+                    std::ptr::null_mut::<u8>(),
+                    8 as libc::c_long,
+                );
             }
             for &fd in self.close.iter() {
                 libc::close(fd);
