@@ -77,6 +77,7 @@ pub fn record_start_dispositions() {
 /// refuses them, and it handles 33 once a thread starts, which a program exec'd later
 /// would find back at its default. Which of them were ignored when ioprobe started
 /// (a bit per number; u64::MAX: not read yet), read with the raw system call.
+#[cfg(target_os = "linux")]
 static RESERVED_IGNORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
 
 #[cfg(target_os = "linux")]
