@@ -76,7 +76,7 @@ const GUESSED_RATE: f64 = 1e9;
 type Prior = (std::collections::HashMap<String, (f64, usize)>, Option<i64>);
 
 /// The [`Prior`] figures; empty when nothing is saved.
-fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
+fn prior_rates(settings: &Settings, host: &str) -> Prior {
     let mut rates = std::collections::HashMap::new();
     let store = settings.store_path().ok().and_then(|p| {
         crate::results::store::Store::open_read_only_if_any(&p)
@@ -87,7 +87,7 @@ fn prior_rates(settings: &Settings, env: &Environment) -> Prior {
         return (rates, None);
     };
     let mut newest = None;
-    let evidence = crate::results::store::Evidence::of(&env.hostname, &[], 20);
+    let evidence = crate::results::store::Evidence::of(host, &[], 20);
     for r in store.newest_with(&evidence).unwrap_or_default() {
         let Ok(run) = store.load(r.id) else { continue };
         for m in run
@@ -120,14 +120,10 @@ fn estimate(
         for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
             total += match bytes {
                 Some((lo, hi)) => {
-                    let (rate, samples) = rates.get(name).copied().unwrap_or_else(|| {
-                        guessed = true;
-                        (GUESSED_RATE, min)
-                    });
-                    let pass = h
-                        .pass_time
-                        .as_secs_f64()
-                        .clamp(lo as f64 / rate, hi as f64 / rate);
+                    let saved = rates.get(name).copied();
+                    guessed |= saved.is_none();
+                    let samples = saved.map_or(min, |s| s.1);
+                    let pass = pass_seconds(h, (lo, hi), saved.map(|s| s.0));
                     (1 + samples.max(min)) as f64 * pass
                 }
                 None => (h.warmup + h.budget / 2).as_secs_f64(),
@@ -168,6 +164,40 @@ fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(Stri
     out
 }
 
+/// How long one pass of a whole-pass case (`lo`..`hi` bytes) lasts: the pass time
+/// within its bytes at its saved throughput, or with none saved, the pass time (or
+/// more when its least bytes need it at a guessed 1 GB/s): a slow row fills it.
+fn pass_seconds(h: &crate::harness::Config, (lo, hi): (u64, u64), rate: Option<f64>) -> f64 {
+    let pass_time = h.pass_time.as_secs_f64();
+    match rate {
+        Some(rate) => pass_time.clamp(lo as f64 / rate, hi as f64 / rate),
+        None => pass_time.max(lo as f64 / GUESSED_RATE),
+    }
+}
+
+/// The least `probes` can take, whatever their limit: each whole-pass case its warm-up
+/// and minimum rounds of passes, each pass as long as at its saved throughput, or (none
+/// saved) the pass time itself, which a slow row fills (small socket sends ran at a
+/// fifth of the guessed 1 GB/s: the first trace said "about 11 s" and took 22 s); each
+/// calibrated case its warm-up and minimum samples.
+fn least_seconds(
+    probes: &[Box<dyn Probe>],
+    h: &crate::harness::Config,
+    rates: &std::collections::HashMap<String, (f64, usize)>,
+) -> f64 {
+    let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
+    let mut total = 0.0;
+    for p in probes {
+        for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
+            total += match bytes {
+                Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(name).map(|r| r.0)),
+                None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
+            };
+        }
+    }
+    total
+}
+
 /// The command's time limit and how to name it: `--time-limit`, else the sum of its
 /// probes' own limits, which their options took at the caller's `scale` (none with
 /// `--thorough` or `--budget`, or when a probe has none).
@@ -177,12 +207,13 @@ fn time_limit(
     command: &str,
 ) -> (Option<std::time::Duration>, String) {
     if let Some(t) = settings.time_limit {
+        let shown = crate::units::format_minutes(t.as_secs_f64());
         return (
             Some(t),
-            format!(
-                "--time-limit {}",
-                crate::units::format_minutes(t.as_secs_f64())
-            ),
+            match settings.time_limit_by {
+                Some(by) => format!("a time limit of {shown} ({by})"),
+                None => format!("--time-limit {shown}"),
+            },
         );
     }
     if settings.scale == Scale::Thorough || settings.budget_given {
@@ -405,16 +436,7 @@ fn say_how_long(
     env: &Environment,
     total: usize,
 ) {
-    let (mut seconds, mut from) = estimate(probes, &settings.harness, &prior_rates(settings, env));
-    if let Some(l) = limit {
-        let least: f64 = min_costs(probes, &settings.harness)
-            .iter()
-            .map(|c| c.1)
-            .sum();
-        seconds = l.as_secs_f64().max(least);
-        from = "its time limit: rows sample until their interval is narrow or their share is spent"
-            .into();
-    }
+    let (seconds, from) = expected(settings, probes, limit, &env.hostname);
     if seconds > 20.0 {
         crate::progress::note(&format!(
             "{command}: {total} rows, about {} ({from}){}",
@@ -426,6 +448,44 @@ fn say_how_long(
             }
         ));
     }
+}
+
+/// How long `probes` should take under `limit`, and where that comes from (see
+/// [`say_how_long`]).
+fn expected(
+    settings: &Settings,
+    probes: &[Box<dyn Probe>],
+    limit: Option<std::time::Duration>,
+    host: &str,
+) -> (f64, String) {
+    let prior = prior_rates(settings, host);
+    let (mut seconds, mut from) = estimate(probes, &settings.harness, &prior);
+    if let Some(l) = limit {
+        let least = least_seconds(probes, &settings.harness, &prior.0);
+        seconds = l.as_secs_f64().max(least);
+        from = "its time limit: rows sample until their interval is narrow or their share is spent"
+            .into();
+    }
+    (seconds, from)
+}
+
+/// The least measuring `probes` can take here, in seconds (each row its warm-up and
+/// minimum samples; see [`least_seconds`]): as a time limit, the shortest run of them.
+pub fn least_seconds_of(settings: &Settings, probes: &[Box<dyn Probe>]) -> f64 {
+    let host = crate::sys::machine::hostname();
+    least_seconds(probes, &settings.harness, &prior_rates(settings, &host).0)
+}
+
+/// How long measuring `probes` at `scale` should take here, in seconds, as a run of
+/// them says before it starts (trace's first figures say it too).
+pub fn expected_seconds(
+    settings: &Settings,
+    probes: &[Box<dyn Probe>],
+    scale: Scale,
+    command: &str,
+) -> f64 {
+    let (limit, _) = time_limit(settings, (probes, scale), command);
+    expected(settings, probes, limit, &crate::sys::machine::hostname()).0
 }
 
 /// The scale that ran, as the run's header says it: "ioprobe run's selection" for

@@ -34,6 +34,9 @@ pub struct Settings {
     pub scale: Scale,
     /// `--time-limit`: the whole command's.
     pub time_limit: Option<Duration>,
+    /// Who set `time_limit` when the user did not (a run's warnings name it): None
+    /// for `--time-limit`.
+    pub time_limit_by: Option<&'static str>,
     /// Whether `--budget` was given (a per-case budget the user chose is not cut by a
     /// probe's default time limit).
     pub budget_given: bool,

@@ -285,7 +285,7 @@ unlink, mkdir, rmdir, link, symlink and their *at forms; utimensat, chmod, chown
 xattr calls, readlink, access, statfs), each attributed to its file, socket or pipe;
 forks, threads and execs are followed. Calls are priced with the newest saved read, write, pipe, syscalls (and copy)
 runs of this host, never with their traced durations; with none saved, the few cases
-needed are measured first (about 10 s) and saved, before CMD runs.
+needed are measured first (how long is said first) and saved, before CMD runs.
 
 CMD runs as it would untraced: its stdin, stdout and stderr as given (a closed one stays
 closed), SIGPIPE at its default, the signal mask it was given; SIGSTOP, SIGTSTP, SIGTTIN
@@ -304,10 +304,11 @@ io_uring's rings, sendmmsg/recvmmsg's arrays) are counted and named, their bytes
 
 Overhead (bench/trace.sh on a 2-core KVM guest, medians of 5, ioprobe's own start,
 pricing and report included), eBPF / preload / ptrace: dd bs=4k over a cached 64 MiB
-file (37 ms untraced) ×1.83 / ×2.17 / ×34 (strace ×34); make of 8 C files ×1.08 / ×2.47
-/ ×2.13; a Python script reading 400k lines ×1.29 / ×1.42 / ×2.05; true 2 ms untraced,
-21.9 / 17.6 / 15.6 ms. Counts equal strace -f -c's (preload: the loader's bookkeeping
-for the library can add an anonymous mmap per program, which the report says).
+file (16 ms untraced) ×2.44 / ×2.73 / ×71 (strace ×90); make of 8 C files ×1.22 / ×4.09
+/ ×3.73; a Python script reading 400k lines ×1.21 / ×1.56 / ×3.1; true 1.1 ms untraced,
+11.1 / 7.7 / 7.05 ms (strace 4.5 ms); per traced call 0.2-0.3 µs / 0.1-0.15 µs / 9-30 µs.
+Counts equal strace -f -c's (preload: the loader's bookkeeping for the library can add
+an anonymous mmap per program, which the report says).
 
 Attached (--pid PID[,PID...] or --cgroup PATH, with --duration D or until Ctrl-C): every
 thread of each process and every process they start, over a window; the report gives
@@ -527,6 +528,7 @@ impl Cli {
                 Scale::Default
             },
             time_limit: m.time_limit,
+            time_limit_by: None,
             budget_given: m.budget.is_some(),
             cpu: m.cpu,
             dir: m.dir.unwrap_or_else(|| PathBuf::from(".")),

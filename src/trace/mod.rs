@@ -571,19 +571,31 @@ fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figure
     if f.enough() {
         return Ok((f, None));
     }
-    crate::progress::note(
-        "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about 10 s)",
-    );
+    let probes = crate::probes::for_pricing();
+    let scale = crate::settings::Scale::Quick;
+    // As short as pricing needs: unless --time-limit says otherwise, the rows' least
+    // (their warm-up and minimum samples), shared out as any time limit is.
+    let least = crate::session::least_seconds_of(settings, &probes);
+    let settings = &Settings {
+        time_limit: settings
+            .time_limit
+            .or(Some(std::time::Duration::from_secs_f64(least))),
+        time_limit_by: settings
+            .time_limit
+            .is_none()
+            .then_some("trace's first figures: each row's warm-up and minimum samples"),
+        ..settings.clone()
+    };
+    let seconds = crate::session::expected_seconds(settings, &probes, scale, "trace");
+    crate::progress::note(&format!(
+        "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about {})",
+        crate::units::format_minutes(seconds)
+    ));
     if let Some(l) = loading.take() {
         drop(l.join());
     }
     let mut store = settings.store_for_saving()?;
-    let run = crate::session::run_probes(
-        settings,
-        crate::probes::for_pricing(),
-        "trace",
-        crate::settings::Scale::Quick,
-    )?;
+    let run = crate::session::run_probes(settings, probes, "trace", scale)?;
     let id = crate::session::save(store.as_mut(), &run)?;
     runs.push((id.unwrap_or(0), run));
     Ok((Figures::from_runs(&runs), Some(id.unwrap_or(0))))
