@@ -170,10 +170,12 @@ per_call() {
         done
     done
     local u1 u2; u1=$(median < "${files[untraced1]}"); u2=$(median < "${files[untraced2]}")
-    local row="| $2 | $(awk -v a="$u1" -v b="$u2" -v n="$N" 'BEGIN { printf "%.0f ns", (b - a) / n }')"
+    # Three significant digits, in ns below 1 µs.
+    local unit='function f(x) { return x >= 1000 ? sprintf("%.3g µs", x / 1000) : sprintf("%.3g ns", x) }'
+    local row="| $2 | $(awk -v a="$u1" -v b="$u2" -v n="$N" "$unit"' BEGIN { print f((b - a) / n) }')"
     for w in "${tracers[@]}" strace; do
         local t1 t2; t1=$(median < "${files[${w}1]}"); t2=$(median < "${files[${w}2]}")
-        row+=" | $(awk -v a="$t1" -v b="$t2" -v c="$u1" -v d="$u2" -v n="$N" 'BEGIN { printf "%.0f ns", ((b - a) - (d - c)) / n }')"
+        row+=" | $(awk -v a="$t1" -v b="$t2" -v c="$u1" -v d="$u2" -v n="$N" "$unit"' BEGIN { print f(((b - a) - (d - c)) / n) }')"
     done
     echo "$row |"
 }

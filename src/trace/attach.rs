@@ -3,9 +3,8 @@
 //! second of its run. Every check that can refuse the attach runs before anything is
 //! attached; detaching leaves the processes as they were (see `sys::trace::attach`).
 
-use super::figures::Figures;
 use super::profile::Profile;
-use super::{Options, Tracing, Via, Work, findings, open_output, overhead, priced, report};
+use super::{Options, Tracing, Via, Work, findings, open_output, report};
 use crate::error::Exit;
 use crate::settings::Settings;
 use crate::sys::trace::attach::{self, End, Target, Way};
@@ -89,7 +88,9 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         Attached::Ptrace(t) => (Some(t.entries()), t.stopped_calls()),
         Attached::Ebpf(_) => (None, 0),
     };
-    let work = work(
+    // The attached processes' user CPU, less what ptrace's stops added, as for a
+    // command.
+    let work = Work::of(
         &prof,
         &figures,
         settings,
@@ -243,33 +244,4 @@ fn choose(opts: &Options) -> Result<(Way, Vec<Target>, Option<String>)> {
     }
     let targets = check_all(Way::Ptrace).map_err(refuse)?;
     Ok((Way::Ptrace, targets, why_not_ebpf))
-}
-
-/// The work in the window: the attached processes' user CPU (less what ptrace's
-/// stops added, as for a command) and their traced calls priced here.
-fn work(
-    prof: &Profile,
-    figures: &Figures,
-    settings: &Settings,
-    (user, stopped): (f64, u64),
-    seconds: f64,
-    tracer: Tracing,
-) -> Work {
-    let (user_cpu, correction) = {
-        let host = crate::sys::machine::hostname();
-        // The store is opened only when the calls are enough to correct for.
-        let mut store = (stopped >= overhead::MIN_CALLS)
-            .then(|| settings.store_for_saving().ok().flatten())
-            .flatten();
-        overhead::correct(user, stopped, store.as_mut(), &host)
-    };
-    let priced = priced(prof, figures);
-    Work {
-        traced_wall_s: seconds,
-        user_cpu_s: user_cpu,
-        user_correction: correction,
-        priced_calls_s: priced,
-        estimate_s: user_cpu + priced,
-        tracer,
-    }
 }

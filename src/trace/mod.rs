@@ -335,23 +335,14 @@ fn trace_command(
         Running::Ptrace(t) => t.stopped_calls(),
         Running::Ebpf(_) => 0,
     };
-    let (user_cpu, correction) = {
-        let host = crate::sys::machine::hostname();
-        // The store is opened only when the calls are enough to correct for.
-        let mut store = (calls >= overhead::MIN_CALLS)
-            .then(|| settings.store_for_saving().ok().flatten())
-            .flatten();
-        overhead::correct(user_cpu, calls, store.as_mut(), &host)
-    };
-    let priced = priced(&prof, figures);
-    let work = Work {
-        traced_wall_s: elapsed,
-        user_cpu_s: user_cpu,
-        user_correction: correction,
-        priced_calls_s: priced,
-        estimate_s: user_cpu + priced,
-        tracer: tracing,
-    };
+    let work = Work::of(
+        &prof,
+        figures,
+        settings,
+        (user_cpu, calls),
+        elapsed,
+        tracing,
+    );
     Ok((prof, ended, work))
 }
 
@@ -407,6 +398,38 @@ pub struct Work {
     pub estimate_s: f64,
     /// The tracer that ran.
     pub tracer: Tracing,
+}
+
+impl Work {
+    /// The work of a trace that took `seconds`: `user` CPU seconds less what tracing
+    /// added to `stopped` calls ([`overhead`]), plus the profile's calls priced with
+    /// `figures`.
+    fn of(
+        prof: &Profile,
+        figures: &Figures,
+        settings: &Settings,
+        (user, stopped): (f64, u64),
+        seconds: f64,
+        tracer: Tracing,
+    ) -> Work {
+        let (user_cpu, correction) = {
+            let host = crate::sys::machine::hostname();
+            // The store is opened only when the calls are enough to correct for.
+            let mut store = (stopped >= overhead::MIN_CALLS)
+                .then(|| settings.store_for_saving().ok().flatten())
+                .flatten();
+            overhead::correct(user, stopped, store.as_mut(), &host)
+        };
+        let priced = priced(prof, figures);
+        Work {
+            traced_wall_s: seconds,
+            user_cpu_s: user_cpu,
+            user_correction: correction,
+            priced_calls_s: priced,
+            estimate_s: user_cpu + priced,
+            tracer,
+        }
+    }
 }
 
 /// Opens `--output` for writing before the command runs (created or truncated), so

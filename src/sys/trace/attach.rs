@@ -5,24 +5,10 @@
 //! duration, or SIGINT, SIGTERM or SIGHUP sent to ioprobe, which end the trace instead
 //! of reaching the traced processes).
 
+pub use super::record::{End, Target, Way};
 use super::{Event, Seen, comm_of, proc_field};
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
-
-/// A process attached to: its id, its program's name, its threads at the attach.
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub pid: i32,
-    pub comm: String,
-    pub threads: Vec<i32>,
-}
-
-/// Which tracer will attach: what may refuse it differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Way {
-    Ptrace,
-    Ebpf,
-}
 
 /// The ids of `pid`'s threads now (empty: it is gone).
 pub fn threads(pid: i32) -> Vec<i32> {
@@ -313,15 +299,6 @@ pub fn ending() -> Option<End> {
         -1 => Some(End::Duration),
         s => Some(End::Signal(s)),
     }
-}
-
-/// How an attached trace's window ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    Duration,
-    Signal(i32),
-    /// Every process attached to ended.
-    Exited,
 }
 
 /// The window's clock: a thread that ends the window at its deadline and, once it has

@@ -127,28 +127,7 @@ impl Tracer {
 pub mod attach {
     use super::WHY;
 
-    /// A process attached to.
-    #[derive(Debug, Clone)]
-    pub struct Target {
-        pub pid: i32,
-        pub comm: String,
-        pub threads: Vec<i32>,
-    }
-
-    /// Which tracer would attach.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Way {
-        Ptrace,
-        Ebpf,
-    }
-
-    /// How a window ended.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum End {
-        Duration,
-        Signal(i32),
-        Exited,
-    }
+    pub use super::super::record::{End, Target, Way};
 
     pub fn check(_given: i32, _way: Way) -> Result<Target, String> {
         Err(WHY.into())

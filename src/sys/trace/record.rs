@@ -1,5 +1,6 @@
 //! The record every tracer gives: [`Event`]s, the memory a call's arguments point to,
-//! what a process was when its program started, how the command ended.
+//! what a process was when its program started, how the command ended, and what an
+//! attach targets (a process, the tracer attaching, how its window ended).
 
 /// What `ioprobe trace` sees: one traced system call that returned, or a
 /// change in the traced tasks.
@@ -204,4 +205,28 @@ pub(super) fn live_string(tid: i32, addr: u64) -> Option<Vec<u8>> {
 pub enum Ended {
     Code(i32),
     Signal(i32),
+}
+
+/// A process attached to: its id, its program's name, its threads at the attach.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub pid: i32,
+    pub comm: String,
+    pub threads: Vec<i32>,
+}
+
+/// Which tracer will attach: what may refuse it differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    Ptrace,
+    Ebpf,
+}
+
+/// How an attached trace's window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Duration,
+    Signal(i32),
+    /// Every process attached to ended.
+    Exited,
 }

@@ -123,14 +123,7 @@ impl Tracer {
             }
             let sig = libc::WSTOPSIG(status);
             let event = status >> 16;
-            if sig == libc::SIGTRAP
-                && [
-                    libc::PTRACE_EVENT_FORK,
-                    libc::PTRACE_EVENT_VFORK,
-                    libc::PTRACE_EVENT_CLONE,
-                ]
-                .contains(&event)
-            {
+            if super::new_task_event(sig, event) {
                 // Its new task was attached by the kernel: detached at its first stop.
                 let mut msg: libc::c_ulong = 0;
                 if ptrace(

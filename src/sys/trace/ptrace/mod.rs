@@ -47,6 +47,18 @@ pub(super) static PASSED: std::sync::atomic::AtomicI32 = std::sync::atomic::Atom
 /// The traced command's pid, for the signal handlers (0 before it is started).
 pub(super) static MAIN: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
+/// Whether a stop (its signal and ptrace event) is a fork, vfork or clone: a new task
+/// is attached and its id is the event message.
+pub(super) fn new_task_event(sig: i32, event: i32) -> bool {
+    sig == libc::SIGTRAP
+        && [
+            libc::PTRACE_EVENT_FORK,
+            libc::PTRACE_EVENT_VFORK,
+            libc::PTRACE_EVENT_CLONE,
+        ]
+        .contains(&event)
+}
+
 /// The traced command and the state of its tasks.
 pub struct Tracer {
     main: i32,
@@ -458,14 +470,7 @@ impl Tracer {
         if sig == libc::SIGTRAP | 0x80 {
             return self.syscall_stop(tid);
         }
-        if sig == libc::SIGTRAP
-            && [
-                libc::PTRACE_EVENT_FORK,
-                libc::PTRACE_EVENT_VFORK,
-                libc::PTRACE_EVENT_CLONE,
-            ]
-            .contains(&event)
-        {
+        if new_task_event(sig, event) {
             return self.new_task(tid).map(Some);
         }
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
