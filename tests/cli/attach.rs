@@ -402,3 +402,50 @@ fn counts_under_every_tracer_equal_strace_on_a_threaded_program() {
         }
     }
 }
+
+/// Without CAP_SYS_PTRACE, a process of another user is refused in one line naming the
+/// cause, before anything is attached (as root: ioprobe runs as nobody via setpriv).
+#[test]
+fn another_users_process_is_refused_without_cap_sys_ptrace() {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0\t")));
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root || !setpriv {
+        eprintln!("skipped: needs root and setpriv to run ioprobe as another user");
+        return;
+    }
+    let mut sleep = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    for via in ["ptrace", "auto"] {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .args([
+                "trace",
+                "--tracer",
+                via,
+                "--no-save",
+                "--figures",
+                FIXTURE_A,
+            ])
+            .args(["--duration", "1s", "--pid", &sleep.id().to_string()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{via}: {err}");
+        assert_eq!(err.lines().count(), 1, "{via}: {err}");
+        assert!(
+            err.contains("runs as another user") || err.contains("ptrace_scope"),
+            "{via}: {err}"
+        );
+        assert!(err.contains("CAP_SYS_PTRACE"), "{via}: {err}");
+    }
+    let state = std::fs::read_to_string(format!("/proc/{}/status", sleep.id())).unwrap();
+    assert!(state.contains("TracerPid:\t0\n"), "{state}");
+    let _ = sleep.kill();
+    let _ = sleep.wait();
+}
