@@ -71,7 +71,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         .collect();
     let began = Instant::now();
     let mut tracer = start(way, &targets, cgroup.as_deref())?;
-    let mut prof = Profile::new(way == Way::Ptrace, way == Way::Ptrace);
+    let mut prof = Profile::new(way == Way::Ptrace, way == Way::Ptrace).folding();
     follow(&mut tracer, &mut prof)?;
     let seconds = began.elapsed().as_secs_f64();
     drop(window);

@@ -13,6 +13,7 @@
 mod data;
 mod fd;
 mod files;
+mod fold;
 mod mapped;
 mod memory;
 mod model;
@@ -85,8 +86,11 @@ impl Profile {
             } => self.task(tid, parent, pid, comm.as_deref()),
             Event::Task { pid: None, .. } => {}
             Event::Exit { tid } => {
-                self.tgid.remove(&tid);
+                let pid = self.tgid.remove(&tid);
                 self.last_read.remove(&tid);
+                if pid == Some(tid) {
+                    self.ended(tid);
+                }
             }
         }
     }

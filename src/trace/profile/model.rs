@@ -106,6 +106,7 @@ impl Process {
             last: comm.clone(),
             comm,
             execs: 0,
+            folded: 0,
         }
     }
 
@@ -136,6 +137,14 @@ pub struct Process {
     pub(super) last: String,
     /// Programs it changed to (execve).
     pub execs: u32,
+    /// Ended processes of the same program folded into this one (attached for a long
+    /// window: see `profile/fold.rs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub folded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// fsyncs on one target: how many, and the writes and bytes before each.
@@ -200,6 +209,10 @@ pub struct Profile {
     pub(super) early: HashMap<i32, HashMap<i32, (String, u64)>>,
     /// Filesystem types by directory.
     pub(super) fs_by_dir: HashMap<std::path::PathBuf, Option<String>>,
+    /// Ended processes are folded per program (attached: see `profile/fold.rs`), and
+    /// the process each program's are folded into.
+    pub(super) fold: bool,
+    pub(super) folded_into: HashMap<String, i32>,
 }
 
 /// Distinct targets kept one row each; past them, files get a row per directory

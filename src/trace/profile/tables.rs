@@ -18,6 +18,13 @@ impl Profile {
         }
     }
 
+    /// A profile of processes attached to for a window: ended processes are folded
+    /// per program past a few dozen (`profile/fold.rs`).
+    pub fn folding(mut self) -> Profile {
+        self.fold = true;
+        self
+    }
+
     /// The process (thread group) of task `tid`.
     pub(super) fn pid_of(&mut self, tid: i32) -> i32 {
         if let Some(&p) = self.tgid.get(&tid) {
