@@ -97,8 +97,12 @@ header="| program | kernel's calls"
 for t in "${tracers[@]}"; do header+=" | $t"; done
 echo "$header | strace -f -c |"
 echo "|---|---:$(printf '|---%.0s' "${tracers[@]}")|---|"
+# perf runs its command with its own directory first in PATH (`perf --exec-path`):
+# make's gcc and a shell then search one more directory (14 more access calls in
+# make). Every way runs the command through `env` with this script's PATH, so that all
+# of them do the same work (env's own calls counted by each).
 for p in "${programs[@]}"; do
-    name=${p%%|*}; cmd=${p#*|}
+    name=${p%%|*}; cmd="env PATH='$PATH' ${p#*|}"
     # The kernel's counts three times: a program whose calls depend on timing (threads,
     # pipes, timestamps) shows its own spread, and a tracer within it is not wrong.
     for k in 1 2 3; do
