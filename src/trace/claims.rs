@@ -105,30 +105,28 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
     x.matters = x.share.is_some_and(|s| s >= 0.01);
     let w = window.map(|w| w.max(1e-9));
     x.saving_per_s = w.and_then(|w| x.saving_s.map(|s| s / w));
+    let matters = if x.matters {
+        ""
+    } else {
+        "; does not matter here"
+    };
     let tail = match (x.saving_s, x.share) {
-        (Some(s), Some(sh)) if let Some(w) = w => format!(
-            ": saves ≈{} per second of its run (≈{} in the {} window, {}% of its work){}",
-            secs(s / w),
-            secs(s),
-            secs(w),
-            crate::units::sig3(sh * 100.0),
-            if x.matters {
-                ""
-            } else {
-                "; does not matter here"
+        (Some(s), Some(sh)) => {
+            let pct = crate::units::sig3(sh * 100.0);
+            match w {
+                Some(w) => format!(
+                    ": saves ≈{} per second of its run (≈{} in the {} window, {pct}% of its work){matters}",
+                    secs(s / w),
+                    secs(s),
+                    secs(w),
+                ),
+                None => format!(
+                    ": saves ≈{} of ≈{} of work ({pct}%){matters}",
+                    secs(s),
+                    secs(work)
+                ),
             }
-        ),
-        (Some(s), Some(sh)) => format!(
-            ": saves ≈{} of ≈{} of work ({}%){}",
-            secs(s),
-            secs(work),
-            crate::units::sig3(sh * 100.0),
-            if x.matters {
-                ""
-            } else {
-                "; does not matter here"
-            }
-        ),
+        }
         _ => ": not priced (no saved figures for it on this host)".into(),
     };
     let others: String = x
