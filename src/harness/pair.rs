@@ -160,12 +160,7 @@ impl Started {
         let ready = both_ready(&ready_r, stop)?;
         let go_ns = monotonic_ns();
         drop(go_w);
-        let w = collect(&wres_r, writer, what, "writer", stop);
-        let r = collect(&rres_r, reader, what, "reader", stop);
-        let (w, r) = match (w, r) {
-            (Ok(w), Ok(r)) => (w, r),
-            (_, Err(e)) | (Err(e), _) => return Err(e),
-        };
+        let (w, r) = collect_both([(&wres_r, writer), (&rres_r, reader)], what, stop)?;
         if !ready {
             bail!("a {what} process ended before it was ready");
         }
@@ -198,57 +193,102 @@ fn both_ready(ready_r: &OwnedFd, stop: &dyn Fn() -> bool) -> Result<bool> {
 /// The child's whole life: run `body`, write one result line, return the exit status.
 fn child(result_w: &OwnedFd, body: impl FnOnce() -> Result<Report>) -> i32 {
     let (line, code) = match body() {
-        Ok(Report {
-            start_ns,
-            end_ns,
-            work: w,
-            rusage: r,
-        }) => (
-            format!(
-                "ok {start_ns} {end_ns} {} {} {} {} {} {} {} {} {} {} {} {}\n",
-                w.bytes,
-                w.calls,
-                w.extra[0],
-                w.extra[1],
-                r.user_us,
-                r.sys_us,
-                r.voluntary_cs,
-                r.involuntary_cs,
-                r.minor_faults,
-                r.major_faults,
-                r.blocks_in,
-                r.blocks_out
-            ),
-            0,
-        ),
+        Ok(r) => (report_line(&r), 0),
         Err(e) => (format!("err {}\n", format!("{e:#}").replace('\n', " ")), 1),
     };
     let _ = calls::write(result_w, line.as_bytes());
     code
 }
 
-/// Reads a child's result line until end-of-file, reaps the child, and parses.
-fn collect(
-    res_r: &OwnedFd,
-    child: Child,
+/// A report as one text line, as a side sends it back.
+pub(super) fn report_line(rep: &Report) -> String {
+    let (w, r) = (&rep.work, &rep.rusage);
+    format!(
+        "ok {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n",
+        rep.start_ns,
+        rep.end_ns,
+        w.bytes,
+        w.calls,
+        w.extra[0],
+        w.extra[1],
+        r.user_us,
+        r.sys_us,
+        r.voluntary_cs,
+        r.involuntary_cs,
+        r.minor_faults,
+        r.major_faults,
+        r.blocks_in,
+        r.blocks_out
+    )
+}
+
+/// Reads both children's result lines until end-of-file on each, reaps both and parses
+/// each (writer first). A side that ends without an "ok" line gets the other killed at
+/// once: a writer whose reader died may block forever on a socket whose other end
+/// someone still holds, and a reader may wait forever for a writer that failed. The
+/// error returned is the side's that failed first, else the reader's (a short or
+/// corrupted stream is the more telling complaint).
+fn collect_both(
+    sides: [(&OwnedFd, Child); 2],
     what: &str,
-    role: &str,
     stop: &dyn Fn() -> bool,
-) -> Result<Report> {
-    let mut text = Vec::new();
+) -> Result<(Report, Report)> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let [(w_fd, w_child), (r_fd, r_child)] = sides;
+    let fds = [w_fd, r_fd];
+    let children = [&w_child, &r_child];
+    let mut text: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    let mut open = [true, true];
+    let mut failed: Option<usize> = None;
     let mut buf = [0u8; 512];
-    loop {
-        if !pipes::wait_readable(res_r, stop)? {
+    while open.iter().any(|&o| o) {
+        if stop() {
             return Err(crate::error::Interrupted.into());
         }
-        let n = calls::read(res_r, &mut buf)?;
-        if n == 0 {
-            break;
+        let live: Vec<usize> = (0..2).filter(|&i| open[i]).collect();
+        let mut polled: Vec<PollFd<'_>> = live
+            .iter()
+            .map(|&i| PollFd::new(fds[i], PollFlags::IN))
+            .collect();
+        let t = Timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
+        match poll(&mut polled, Some(&t)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(calls::SysError::new("poll", e).into()),
         }
-        text.extend_from_slice(&buf[..n]);
+        let ready: Vec<usize> = live
+            .iter()
+            .zip(&polled)
+            .filter(|(_, p)| !p.revents().is_empty())
+            .map(|(&i, _)| i)
+            .collect();
+        for i in ready {
+            let n = calls::read(fds[i], &mut buf)?;
+            if n > 0 {
+                text[i].extend_from_slice(&buf[..n]);
+                continue;
+            }
+            open[i] = false;
+            if !text[i].starts_with(b"ok ") && failed.is_none() {
+                failed = Some(i);
+                children[1 - i].kill();
+            }
+        }
     }
+    let w = finish_side(&text[0], w_child, what, "writer");
+    let r = finish_side(&text[1], r_child, what, "reader");
+    match (w, r, failed) {
+        (Ok(w), Ok(r), _) => Ok((w, r)),
+        (Err(e), _, Some(0)) | (_, Err(e), _) | (Err(e), _, _) => Err(e),
+    }
+}
+
+/// Reaps a side and parses its result line.
+fn finish_side(text: &[u8], child: Child, what: &str, role: &str) -> Result<Report> {
     let status = child.wait()?;
-    let text = String::from_utf8_lossy(&text);
+    let text = String::from_utf8_lossy(text);
     let line = text.trim();
     if let Some(msg) = line.strip_prefix("err ") {
         bail!("{what} {role}: {msg}");
@@ -256,11 +296,12 @@ fn collect(
     if status != 0 || line.is_empty() {
         bail!("{what} {role} process ended with status {status} and no result");
     }
-    parse(line).with_context(|| format!("{what} {role}: unreadable result '{line}'"))
+    parse_report(line).with_context(|| format!("{what} {role}: unreadable result '{line}'"))
 }
 
-fn parse(line: &str) -> Result<Report> {
+pub(super) fn parse_report(line: &str) -> Result<Report> {
     let v: Vec<u64> = line
+        .trim()
         .strip_prefix("ok ")
         .ok_or_else(|| anyhow!("no 'ok'"))?
         .split(' ')
@@ -297,7 +338,7 @@ mod tests {
 
     #[test]
     fn a_report_line_reads_back() {
-        let r = parse("ok 1 2 3 4 5 6 7 8 9 10 11 12 13 14").unwrap();
+        let r = parse_report("ok 1 2 3 4 5 6 7 8 9 10 11 12 13 14").unwrap();
         assert_eq!((r.start_ns, r.end_ns), (1, 2));
         let w = Work {
             bytes: 3,
@@ -307,7 +348,7 @@ mod tests {
         };
         assert_eq!(r.work, w);
         assert_eq!(r.rusage.blocks_out, 14);
-        assert!(parse("ok 1 2").is_err());
-        assert!(parse("err x").is_err());
+        assert!(parse_report("ok 1 2").is_err());
+        assert!(parse_report("err x").is_err());
     }
 }
