@@ -117,6 +117,7 @@ fn estimate(
     let mut guessed = false;
     let mut total = 0.0;
     for p in probes {
+        total += p.setup_seconds().iter().sum::<f64>();
         for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
             total += match bytes {
                 Some((lo, hi)) => {
@@ -147,17 +148,19 @@ fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(Stri
     let mut out = Vec::new();
     for p in probes {
         let name = p.kind().name();
-        for (case, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
-            let cost = match bytes {
-                Some((lo, hi)) => {
-                    let pass = h
-                        .pass_time
-                        .as_secs_f64()
-                        .clamp(lo as f64 / GUESSED_RATE, hi as f64 / GUESSED_RATE);
-                    (1 + min) as f64 * pass
-                }
-                None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
-            };
+        let setup = p.setup_seconds();
+        for (i, (case, bytes)) in p.case_names().iter().zip(p.pass_bytes()).enumerate() {
+            let cost = setup.get(i).copied().unwrap_or(0.0)
+                + match bytes {
+                    Some((lo, hi)) => {
+                        let pass = h
+                            .pass_time
+                            .as_secs_f64()
+                            .clamp(lo as f64 / GUESSED_RATE, hi as f64 / GUESSED_RATE);
+                        (1 + min) as f64 * pass
+                    }
+                    None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
+                };
             out.push((crate::harness::TimeLimit::key(name, case), cost));
         }
     }
@@ -188,6 +191,7 @@ fn least_seconds(
     let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
     let mut total = 0.0;
     for p in probes {
+        total += p.setup_seconds().iter().sum::<f64>();
         for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
             total += match bytes {
                 Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(name).map(|r| r.0)),

@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod compare;
 pub mod config;
+pub mod kept;
 pub mod limit;
 pub mod overhead;
 pub mod pair;

@@ -236,6 +236,12 @@ pub trait Probe {
     fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
         vec![None; self.case_count()]
     }
+    /// Seconds each case spends once before its passes, outside them, in
+    /// `case_names` order (a socket byte stream's connection warm-up). Used for the
+    /// time estimate.
+    fn setup_seconds(&self) -> Vec<f64> {
+        vec![0.0; self.case_count()]
+    }
     /// How long its options may take when no `--time-limit` is given (the options'
     /// `time_limit`, set per scale by `Options::for_scale`).
     fn time_limit(&self) -> Option<std::time::Duration>;

@@ -128,9 +128,51 @@ pub fn address_space_limited() -> bool {
         .is_some()
 }
 
+/// Raises the soft limit on open descriptors to the hard one, for a probe that keeps
+/// many connections open at once (two descriptors per kept row), until the guard is
+/// dropped: then the limit is put back, so that nothing ioprobe starts later (a traced
+/// program) inherits it. A refusal leaves the limit as it was: running out is then
+/// reported by the call that needed one more.
+pub fn raise_open_files() -> OpenFilesRaised {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let before = getrlimit(Resource::Nofile);
+    let raised = before.current != before.maximum
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: before.maximum,
+                maximum: before.maximum,
+            },
+        )
+        .is_ok();
+    OpenFilesRaised(raised.then_some(before))
+}
+
+/// The soft limit [`raise_open_files`] replaced, put back on drop.
+pub struct OpenFilesRaised(Option<rustix::process::Rlimit>);
+
+impl Drop for OpenFilesRaised {
+    fn drop(&mut self) {
+        if let Some(l) = self.0.take() {
+            let _ = rustix::process::setrlimit(rustix::process::Resource::Nofile, l);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_open_files_limit_is_put_back() {
+        use rustix::process::{Resource, getrlimit};
+        let before = getrlimit(Resource::Nofile);
+        {
+            let _raised = raise_open_files();
+            assert_eq!(getrlimit(Resource::Nofile).current, before.maximum);
+        }
+        assert_eq!(getrlimit(Resource::Nofile), before);
+    }
 
     #[test]
     fn exit_status_and_reaping() {

@@ -99,6 +99,21 @@ fn bound(v6: bool, ty: SocketType, t: &Tuning) -> SysResult<(OwnedFd, SocketAddr
     Ok((fd, at))
 }
 
+/// A message channel between a process and a child it forks: a connected AF_UNIX
+/// SOCK_SEQPACKET pair, close-on-exec (each read returns one whole message; end of
+/// file once the other end is closed).
+pub fn channel() -> SysResult<(OwnedFd, OwnedFd)> {
+    check(
+        "socketpair",
+        rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        ),
+    )
+}
+
 /// A connected pair of `kind`, tuned: (the writer's end, the reader's end).
 pub fn pair(kind: Kind, t: &Tuning) -> SysResult<(OwnedFd, OwnedFd)> {
     match kind {

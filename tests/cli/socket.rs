@@ -56,6 +56,26 @@ fn socket_runs_every_family_and_method_on_loopback_and_checks_the_bytes() {
         if method == "zerocopy" {
             assert!(d["zerocopy_copied_share"].is_number());
         }
+        // A byte stream's samples run on one kept connection, warmed first: the
+        // warm-up and its rate are kept; a datagram row has none.
+        if family == "unix" || family == "tcp" {
+            assert!(d["warmup_s"].as_f64().unwrap() >= 0.06, "{d}");
+            assert!(d["warmup_bytes"].as_f64().unwrap() > 0.0, "{d}");
+            assert!(d["start_bytes_per_s"].as_f64().unwrap() > 0.0, "{d}");
+            assert!(
+                [0.0, 1.0].contains(&d["warmup_settled"].as_f64().unwrap()),
+                "{d}"
+            );
+            assert!(
+                m["note"]
+                    .as_str()
+                    .unwrap()
+                    .contains("kept for every sample"),
+                "{m}"
+            );
+        } else {
+            assert!(d.get("warmup_s").is_none(), "{d}");
+        }
     }
     // Zerocopy on AF_UNIX is refused by the kernel: an unsupported row, never a
     // fallback measured under its name.

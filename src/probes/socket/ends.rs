@@ -180,36 +180,57 @@ impl Writer {
         })
     }
 
-    /// Sends the stream. For zerocopy, returns only once the kernel has released every
-    /// page (a sender must know that before it reuses a buffer), with the count it
-    /// copied after all in `extra[0]`.
-    pub fn send(&mut self, sock: &OwnedFd) -> Result<Work> {
+    /// Bytes of memory its buffers hold.
+    pub fn held(&self) -> u64 {
+        self.buf.as_slice().len() as u64
+    }
+
+    /// The bytes the next [`Writer::send`] sends.
+    pub fn set_total(&mut self, total: u64) {
+        self.shape.total = total;
+    }
+
+    /// Sends the stream's bytes `from..from + total` (a warmed connection carries one
+    /// stream across many transfers; a fresh one starts at 0). A chunk is a write, and
+    /// a transfer ending inside a chunk leaves its rest to the next. For zerocopy,
+    /// `first_id` is the socket's next send id (the kernel counts them per socket), and
+    /// this returns only once the kernel has released every page (a sender must know
+    /// that before it reuses a buffer), with the count it copied after all in
+    /// `extra[0]`.
+    pub fn send(&mut self, sock: &OwnedFd, from: u64, first_id: u32) -> Result<Work> {
         if self.shape.method.from_file() {
-            return self.send_file(sock);
+            return self.send_file(sock, from);
         }
         let sh = self.shape;
         let chunk = sh.chunk as usize;
-        let chunks = sh.total.div_ceil(sh.chunk);
-        let bad = self.corrupt.then(|| chunks.min(2) - 1);
+        let end = from + sh.total;
+        let bad = self
+            .corrupt
+            .then(|| from / sh.chunk + sh.total.div_ceil(sh.chunk).min(2) - 1);
         let zc = sh.method == Method::Zerocopy;
-        let mut done_ids = Completions::default();
+        let mut done_ids = Completions {
+            floor: first_id,
+            ..Completions::default()
+        };
         let mut slot_id: Vec<Option<u32>> = vec![None; self.slots];
-        let mut next_id: u32 = 0;
+        let mut next_id = first_id;
         let mut work = Work::default();
-        let mut seq = 0u64;
-        while work.bytes < sh.total {
-            let n = (sh.total - work.bytes).min(sh.chunk) as usize;
+        let mut at = from;
+        while at < end {
+            let (seq, within) = (at / sh.chunk, (at % sh.chunk) as usize);
+            let n = (end - at).min(sh.chunk - within as u64) as usize;
             let slot = seq as usize % self.slots;
             if let (true, Some(id)) = (zc, slot_id[slot]) {
                 done_ids.wait(sock, id)?;
             }
-            let data = &mut self.buf.as_mut_slice()[slot * chunk..slot * chunk + n];
+            let data = &mut self.buf.as_mut_slice()[slot * chunk..(slot + 1) * chunk];
             let mut st = stamp(seq);
             if bad == Some(seq) {
                 st[0] ^= 0xff;
             }
-            let k = n.min(STAMP);
+            let k = chunk.min(STAMP);
             data[..k].copy_from_slice(&st[..k]);
+            let data = &data[within..within + n];
             let mut done = 0;
             while done < n {
                 let part = &data[done..];
@@ -234,17 +255,17 @@ impl Writer {
                 done += moved;
             }
             work.bytes += n as u64;
-            seq += 1;
+            at += n as u64;
         }
-        if zc && next_id > 0 {
-            done_ids.wait(sock, next_id - 1)?;
+        if zc && next_id != first_id {
+            done_ids.wait(sock, next_id.wrapping_sub(1))?;
             work.extra[0] = done_ids.copied;
         }
         Ok(work)
     }
 
     /// sendfile(2) or splice(2) through a pipe, from the file, in chunk-sized calls.
-    fn send_file(&mut self, sock: &OwnedFd) -> Result<Work> {
+    fn send_file(&mut self, sock: &OwnedFd, from: u64) -> Result<Work> {
         let sh = self.shape;
         let Some(file) = &self.file else {
             bail!("a file method without its file");
@@ -255,7 +276,7 @@ impl Writer {
             let n = (sh.total - work.bytes).min(sh.chunk);
             let mut done = 0;
             while done < n {
-                let at = (work.bytes + done) % wrap;
+                let at = (from + work.bytes + done) % wrap;
                 let len = (n - done).min(wrap - at);
                 let moved = match &self.pipe {
                     None => {
@@ -338,6 +359,11 @@ impl Reader {
         })
     }
 
+    /// The bytes the next [`Reader::receive_stream`] receives.
+    pub fn set_total(&mut self, total: u64) {
+        self.shape.total = total;
+    }
+
     fn recv(&mut self, sock: &OwnedFd, want: usize) -> Result<usize> {
         let b = &mut self.buf.as_mut_slice()[..want];
         Ok(match self.shape.method {
@@ -347,8 +373,9 @@ impl Reader {
         })
     }
 
-    /// Receives the whole byte stream, then requires end of file.
-    pub fn receive_stream(&mut self, sock: &OwnedFd) -> Result<Work> {
+    /// Receives the stream's bytes `from..from + total` (see [`Writer::send`]); then,
+    /// when `eof` (the writer's socket is closed once it is done), requires end of file.
+    pub fn receive_stream(&mut self, sock: &OwnedFd, from: u64, eof: bool) -> Result<Work> {
         let sh = self.shape;
         let mut work = Work::default();
         while work.bytes < sh.total {
@@ -362,11 +389,11 @@ impl Reader {
                     sh.total
                 );
             }
-            verify(&self.buf.as_slice()[..n], work.bytes, &sh, self.full)?;
+            verify(&self.buf.as_slice()[..n], from + work.bytes, &sh, self.full)?;
             work.bytes += n as u64;
         }
         let mut one = [0u8; 1];
-        if calls::read(sock, &mut one)? != 0 {
+        if eof && calls::read(sock, &mut one)? != 0 {
             bail!("the stream carried more bytes than were sent");
         }
         Ok(work)

@@ -31,7 +31,7 @@ use ends::Shape;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use transfer::{Outcome, Spec};
+use transfer::{Connection, Outcome, Spec, Warmed};
 
 pub use super::pipe::Placement;
 /// A socket buffer: the kernel's default (with autotuning), or an SO_SNDBUF/SO_RCVBUF
@@ -434,6 +434,17 @@ pub struct Derived {
     /// Share of zerocopy sends the kernel copied after all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy_copied_share: Option<f64>,
+    /// Byte streams: the warm-up of their kept connection before the samples, its own
+    /// rate (a fresh connection's start), and 1 when its rate stopped rising (0: it
+    /// ran out of time first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_settled: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_bytes_per_s: Option<f64>,
 }
 
 /// The socket probe, independent of options.
@@ -570,6 +581,20 @@ impl Probe for SocketProbe {
             .collect()
     }
 
+    fn setup_seconds(&self) -> Vec<f64> {
+        self.opts
+            .cases()
+            .iter()
+            .map(|c| {
+                if c.family.datagram() {
+                    0.0
+                } else {
+                    transfer::TYPICAL_WARM_S
+                }
+            })
+            .collect()
+    }
+
     fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
         let o = &self.opts;
         if o.chunk_sizes.is_empty()
@@ -651,6 +676,9 @@ impl Probe for SocketProbe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let o = &self.opts;
         let fds_before = crate::sys::calls::open_fds();
+        // Every byte-stream row keeps its connection's two processes, and a channel to
+        // each, for the whole rotation.
+        let _raised = crate::sys::process::raise_open_files();
         let name = Kind.name();
         let out = plan(o, ctx).and_then(|plan| {
             ctx.run_plan(name, plan, |case, mut params, row, s| {
@@ -729,6 +757,12 @@ fn derived(row: &Row, median: f64, family: Family, method: Method) -> Derived {
             let sends = row.writer_calls.max(1) as f64;
             (row.copied as f64 / sends).min(1.0)
         }),
+        warmup_s: row.warmed.map(|w| w.ns as f64 / 1e9),
+        warmup_bytes: row.warmed.map(|w| w.bytes as f64),
+        warmup_settled: row.warmed.map(|w| f64::from(u8::from(w.settled))),
+        start_bytes_per_s: row
+            .warmed
+            .map(|w| w.bytes as f64 * 1e9 / w.ns.max(1) as f64),
     }
 }
 

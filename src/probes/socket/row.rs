@@ -21,6 +21,9 @@ pub(super) struct Row {
     pub(super) copied: u64,
     pub(super) segments: u64,
     pub(super) pass_total: u64,
+    /// A byte stream's connection, kept and warmed for all its samples.
+    pub(super) connection: Option<Connection>,
+    pub(super) warmed: Option<Warmed>,
 }
 
 impl Workload for Row {
@@ -39,6 +42,14 @@ impl Workload for Row {
                 .map_err(|e| e.context("verification pass (every byte checked)"))?;
         }
         self.verified = true;
+        if !self.spec.shape.family.datagram() && self.connection.is_none() {
+            let mut c = Connection::open(&self.spec, self.file.as_deref())?;
+            self.warmed = Some(
+                c.warm(self.spec.shape.chunk, &interrupt::requested)
+                    .map_err(|e| e.context("warming the connection"))?,
+            );
+            self.connection = Some(c);
+        }
         Ok(())
     }
 
@@ -54,7 +65,10 @@ impl Workload for Row {
         };
         self.pass_total = spec.shape.total;
         for _ in 0..transfers {
-            let o = transfer::run(&spec, self.file.as_deref(), &interrupt::requested)?;
+            let o = match &mut self.connection {
+                Some(c) => c.transfer(spec.shape.total, &interrupt::requested)?,
+                None => transfer::run(&spec, self.file.as_deref(), &interrupt::requested)?,
+            };
             // A requested buffer is granted the same every time; one left to the
             // kernel is autotuned (TCP sizes a new connection's send buffer from the
             // route's cached metrics), so it may start elsewhere on the next pair: the
@@ -120,8 +134,13 @@ pub(super) fn method_note(c: &Case) -> String {
             "writer send(2)s with MSG_ZEROCOPY from rotating buffers, reaping completions from the error queue before reusing one (all reaped inside the time), reader recv(2)s"
         }
     };
+    let kept = if c.family.datagram() {
+        "a fresh pair and processes per sample"
+    } else {
+        "one connection and its two processes kept for every sample, warmed first until its rate stopped rising (see derived.warmup_s; its start in derived.start_bytes_per_s)"
+    };
     format!(
-        "{how}; {reader}; every byte checked on an untimed first pass; time = release of both processes → reader's last byte"
+        "{how}; {reader}; every byte checked on an untimed first pass; {kept}; time = release of both processes → reader's last byte"
     )
 }
 
@@ -254,6 +273,8 @@ impl Row {
             copied: 0,
             segments: 0,
             pass_total: 0,
+            connection: None,
+            warmed: None,
         }
     }
 }

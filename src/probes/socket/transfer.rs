@@ -1,12 +1,21 @@
-//! One timed transfer through a fresh socket pair between two forked processes.
+//! One timed transfer between two forked processes, through a fresh socket pair or
+//! through a [`Connection`] kept across transfers.
 //!
 //! The parent makes the connected pair (tuned before it connects, so a TCP receive
 //! buffer shapes the window) and reads back the buffer sizes granted; [`pair`] forks
 //! the writer and the reader and releases both at once. Elapsed time = the reader's
 //! last byte − release. The connection's set-up and tear-down are outside the time.
+//!
+//! A byte stream's figure is its steady state: a fresh TCP connection starts slower
+//! (its buffers grow as it goes: about 100 ms at 1 MiB chunks across two CPUs here),
+//! so a stream row keeps one connection for all its samples, warmed first until its
+//! rate stops rising ([`Connection::warm`]). Each transfer forks a new writer and
+//! reader, which inherit the connection's two ends; the parent keeps both ends
+//! between transfers, and the stream's offset and zerocopy ids carry on.
 
 use super::ends::{Reader, Shape, Writer};
 use super::{Family, Method};
+use crate::harness::kept::{self, Kept, Side};
 use crate::harness::pair::{self, Gate, Report, Work};
 use crate::harness::rusage::RusageDelta;
 use crate::sys::{affinity, calls, pipes, sockets};
@@ -25,6 +34,17 @@ pub struct Spec {
     pub full_check: bool,
     /// Test hook: the writer corrupts one stamp.
     pub corrupt: bool,
+}
+
+/// Where a transfer starts on its connection: the stream's offset and the socket's next
+/// zerocopy send id (both 0 on a fresh pair).
+#[derive(Debug, Clone, Copy, Default)]
+struct Resume {
+    offset: u64,
+    zerocopy_id: u32,
+    /// The writer's end is closed when it is done (a fresh pair): the reader then
+    /// requires end of file.
+    eof: bool,
 }
 
 /// The result of one transfer.
@@ -50,7 +70,7 @@ impl Spec {
 
 fn writer_side(
     spec: &Spec,
-    sock: &OwnedFd,
+    (sock, at): (&OwnedFd, Resume),
     file: Option<&OwnedFd>,
     done_w: Option<&OwnedFd>,
     gate: &Gate,
@@ -61,9 +81,17 @@ fn writer_side(
     }
     let file = file.map(|f| f.try_clone()).transpose()?;
     let mut w = Writer::new(spec.shape, file, spec.corrupt)?;
-    let mut report = gate.timed(|| w.send(sock))?;
-    if spec.shape.family == Family::Tcp {
-        report.work.extra[1] = sockets::tcp_segments_out(sock).unwrap_or(0);
+    let tcp = spec.shape.family == Family::Tcp;
+    let segments = if tcp {
+        sockets::tcp_segments_out(sock).unwrap_or(0)
+    } else {
+        0
+    };
+    let mut report = gate.timed(|| w.send(sock, at.offset, at.zerocopy_id))?;
+    if tcp {
+        report.work.extra[1] = sockets::tcp_segments_out(sock)
+            .unwrap_or(0)
+            .saturating_sub(segments);
     }
     // A reader that got every datagram has already gone (EPIPE): nothing to tell it.
     if let Some(d) = done_w {
@@ -72,18 +100,24 @@ fn writer_side(
     Ok(report)
 }
 
-fn reader_side(spec: &Spec, sock: &OwnedFd, done_r: Option<&OwnedFd>, gate: &Gate) -> Result<Report> {
+fn reader_side(
+    spec: &Spec,
+    (sock, at): (&OwnedFd, Resume),
+    done_r: Option<&OwnedFd>,
+    gate: &Gate,
+) -> Result<Report> {
     affinity::allow_only(&spec.reader_cpus)?;
     let mut r = Reader::new(spec.shape, spec.full_check)?;
     if spec.shape.family.datagram() {
         gate.timed(|| r.receive_datagrams(sock, done_r))
     } else {
-        gate.timed(|| r.receive_stream(sock))
+        gate.timed(|| r.receive_stream(sock, at.offset, at.eof))
     }
 }
 
-/// Runs one transfer; `file` is the stream's file for a file method. `stop()` is polled
-/// while waiting for the children; when it says stop, both are killed and reaped.
+/// Runs one transfer through a fresh pair; `file` is the stream's file for a file
+/// method. `stop()` is polled while waiting for the children; when it says stop, both
+/// are killed and reaped.
 pub fn run(spec: &Spec, file: Option<&OwnedFd>, stop: &dyn Fn() -> bool) -> Result<Outcome> {
     let (w, r) = sockets::pair(spec.kind(), &spec.tuning)?;
     let granted = (sockets::buffers(&w)?.0, sockets::buffers(&r)?.1);
@@ -93,7 +127,25 @@ pub fn run(spec: &Spec, file: Option<&OwnedFd>, stop: &dyn Fn() -> bool) -> Resu
     } else {
         None
     };
-    let (done_r, done_w) = match &done {
+    let at = Resume {
+        eof: true,
+        ..Resume::default()
+    };
+    let started = start(spec, (&w, &r), at, file, done.as_ref())?;
+    // The children hold the ends now: end of file and EPIPE reach them.
+    drop((w, r, done));
+    finish(spec, started, granted, stop)
+}
+
+/// Forks the writer and the reader of one transfer on the ends `(w, r)`.
+fn start(
+    spec: &Spec,
+    (w, r): (&OwnedFd, &OwnedFd),
+    at: Resume,
+    file: Option<&OwnedFd>,
+    done: Option<&(OwnedFd, OwnedFd)>,
+) -> Result<pair::Started> {
+    let (done_r, done_w) = match done {
         Some((a, b)) => (Some(a), Some(b)),
         None => (None, None),
     };
@@ -102,12 +154,20 @@ pub fn run(spec: &Spec, file: Option<&OwnedFd>, stop: &dyn Fn() -> bool) -> Resu
     let mut rclose = vec![w.as_fd()];
     rclose.extend(done_w.map(|d| d.as_fd()));
     rclose.extend(file.map(|f| f.as_fd()));
-    let started = pair::start(
+    pair::start(
         "socket",
-        (&wclose, |g: &Gate| writer_side(spec, &w, file, done_w, g)),
-        (&rclose, |g: &Gate| reader_side(spec, &r, done_r, g)),
-    )?;
-    drop((w, r, done));
+        (&wclose, |g: &Gate| writer_side(spec, (w, at), file, done_w, g)),
+        (&rclose, |g: &Gate| reader_side(spec, (r, at), done_r, g)),
+    )
+}
+
+/// Releases both sides, collects them and checks the byte counts.
+fn finish(
+    spec: &Spec,
+    started: pair::Started,
+    granted: (u64, u64),
+    stop: &dyn Fn() -> bool,
+) -> Result<Outcome> {
     let end = started.finish(stop)?;
     let (wr, rr) = (end.writer, end.reader);
     let lost = rr.work.extra[0];
@@ -129,4 +189,248 @@ pub fn run(spec: &Spec, file: Option<&OwnedFd>, stop: &dyn Fn() -> bool) -> Resu
         writer: (wr.work, wr.rusage),
         reader: (rr.work, rr.rusage),
     })
+}
+
+/// One byte stream's connection and its two processes, kept across transfers (stream
+/// families only).
+pub struct Connection {
+    kept: Kept,
+    pub granted: (u64, u64),
+    total: u64,
+}
+
+/// How a connection was warmed: what it carried before its rate stopped rising.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Warmed {
+    pub bytes: u64,
+    pub ns: u64,
+    /// False when the rate still rose at the warm-up's end ([`WARM_MAX_NS`]).
+    pub settled: bool,
+}
+
+/// A warm-up never ends before this long, nor before [`WARM_WINDOWS`] windows.
+pub const WARM_MIN_NS: u64 = 60_000_000;
+/// A warm-up whose rate still rises after this long ends anyway, marked unsettled.
+pub const WARM_MAX_NS: u64 = 1_000_000_000;
+/// What a warm-up typically takes here (for the time estimate): at least
+/// [`WARM_MIN_NS`] and the transfers' set-up, more where the rate keeps rising.
+pub const TYPICAL_WARM_S: f64 = 0.1;
+/// The windows the steadiness rule looks at, and how long one lasts.
+pub const WARM_WINDOWS: usize = 5;
+const WINDOW_NS: f64 = 12e6;
+
+/// A side keeps its buffers between transfers up to this size; larger ones are made
+/// again before each transfer (outside the time), so that a run's idle rows do not
+/// hold gigabytes.
+const KEPT_BUFFERS: u64 = 4 << 20;
+
+/// The writer's side of a kept connection.
+struct WriterSide<'a> {
+    spec: &'a Spec,
+    sock: &'a OwnedFd,
+    file: Option<OwnedFd>,
+    writer: Option<Writer>,
+    offset: u64,
+    next_id: u32,
+}
+
+impl Side for WriterSide<'_> {
+    fn prepare(&mut self, total: u64) -> Result<()> {
+        if self.writer.is_none() {
+            let file = self.file.as_ref().map(|f| f.try_clone()).transpose()?;
+            self.writer = Some(Writer::new(self.spec.shape, file, self.spec.corrupt)?);
+        }
+        if let Some(w) = &mut self.writer {
+            w.set_total(total);
+        }
+        Ok(())
+    }
+
+    fn round(&mut self, _total: u64) -> Result<Work> {
+        let Some(w) = &mut self.writer else {
+            bail!("a round without its writer");
+        };
+        let tcp = self.spec.shape.family == Family::Tcp;
+        let segments = if tcp {
+            sockets::tcp_segments_out(self.sock).unwrap_or(0)
+        } else {
+            0
+        };
+        let mut work = w.send(self.sock, self.offset, self.next_id)?;
+        if tcp {
+            work.extra[1] = sockets::tcp_segments_out(self.sock)
+                .unwrap_or(0)
+                .saturating_sub(segments);
+        }
+        self.offset += work.bytes;
+        if self.spec.shape.method == Method::Zerocopy {
+            self.next_id = self.next_id.wrapping_add(work.calls as u32);
+        }
+        if w.held() > KEPT_BUFFERS {
+            self.writer = None;
+        }
+        Ok(work)
+    }
+}
+
+/// The reader's side of a kept connection.
+struct ReaderSide<'a> {
+    spec: &'a Spec,
+    sock: &'a OwnedFd,
+    reader: Option<Reader>,
+    offset: u64,
+}
+
+impl Side for ReaderSide<'_> {
+    fn prepare(&mut self, total: u64) -> Result<()> {
+        if self.reader.is_none() {
+            self.reader = Some(Reader::new(self.spec.shape, self.spec.full_check)?);
+        }
+        if let Some(r) = &mut self.reader {
+            r.set_total(total);
+        }
+        Ok(())
+    }
+
+    fn round(&mut self, _total: u64) -> Result<Work> {
+        let Some(r) = &mut self.reader else {
+            bail!("a round without its reader");
+        };
+        let work = r.receive_stream(self.sock, self.offset, false)?;
+        self.offset += work.bytes;
+        if self.spec.shape.chunk > KEPT_BUFFERS {
+            self.reader = None;
+        }
+        Ok(work)
+    }
+}
+
+impl Connection {
+    /// A connected pair for `spec`'s family and tuning (a stream family), and the
+    /// writer and reader that keep it; `file` is the stream's file for a file method.
+    pub fn open(spec: &Spec, file: Option<&OwnedFd>) -> Result<Connection> {
+        if spec.shape.family.datagram() {
+            bail!("a datagram family has no connection to keep");
+        }
+        let (w, r) = sockets::pair(spec.kind(), &spec.tuning)?;
+        let granted = (sockets::buffers(&w)?.0, sockets::buffers(&r)?.1);
+        let mut rclose = vec![w.as_fd()];
+        rclose.extend(file.map(|f| f.as_fd()));
+        let make_writer = || -> Result<WriterSide<'_>> {
+            affinity::allow_only(&spec.writer_cpus)?;
+            if spec.shape.method == Method::Zerocopy {
+                sockets::enable_zerocopy(&w)?;
+            }
+            Ok(WriterSide {
+                spec,
+                sock: &w,
+                file: file.map(|f| f.try_clone()).transpose()?,
+                writer: None,
+                offset: 0,
+                next_id: 0,
+            })
+        };
+        let make_reader = || -> Result<ReaderSide<'_>> {
+            affinity::allow_only(&spec.reader_cpus)?;
+            Ok(ReaderSide {
+                spec,
+                sock: &r,
+                reader: None,
+                offset: 0,
+            })
+        };
+        let kept = kept::keep("socket", (&[r.as_fd()], make_writer), (&rclose, make_reader))?;
+        // The two processes hold the ends now.
+        drop((w, r));
+        Ok(Connection {
+            kept,
+            granted,
+            total: spec.shape.total,
+        })
+    }
+
+    /// One transfer of `total` bytes, carrying on the stream: elapsed = release → the
+    /// reader's last byte.
+    pub fn transfer(&mut self, total: u64, stop: &dyn Fn() -> bool) -> Result<Outcome> {
+        let end = self.kept.round(total, stop)?;
+        let (wr, rr) = (end.writer, end.reader);
+        if wr.work.bytes != total || rr.work.bytes != total {
+            bail!(
+                "byte count mismatch: writer sent {}, reader got {}, expected {total}",
+                wr.work.bytes,
+                rr.work.bytes
+            );
+        }
+        self.total = total;
+        Ok(Outcome {
+            elapsed_ns: rr.end_ns.saturating_sub(end.go_ns).max(1),
+            granted: self.granted,
+            writer: (wr.work, wr.rusage),
+            reader: (rr.work, rr.rusage),
+        })
+    }
+
+    /// Warms the connection: transfers of about 12 ms each until, after at least
+    /// [`WARM_MIN_NS`], the rate over the last [`WARM_WINDOWS`] is no longer rising (a
+    /// least-squares slope under 1% of their mean per window, fio's steady-state rule),
+    /// or [`WARM_MAX_NS`] has passed.
+    pub fn warm(&mut self, chunk: u64, stop: &dyn Fn() -> bool) -> Result<Warmed> {
+        let chunk = chunk.max(1);
+        let mut window = (4u64 << 20).max(chunk).next_multiple_of(chunk);
+        let mut rates = Vec::new();
+        let mut warmed = Warmed {
+            bytes: 0,
+            ns: 0,
+            settled: false,
+        };
+        while warmed.ns < WARM_MAX_NS {
+            let o = self.transfer(window, stop)?;
+            warmed.bytes += window;
+            warmed.ns += o.elapsed_ns;
+            let rate = window as f64 / o.elapsed_ns as f64;
+            rates.push(rate);
+            if warmed.ns >= WARM_MIN_NS && rates.len() >= WARM_WINDOWS {
+                let last = &rates[rates.len() - WARM_WINDOWS..];
+                if !rising(last) {
+                    warmed.settled = true;
+                    break;
+                }
+            }
+            let want = (rate * WINDOW_NS) as u64;
+            window = want.clamp(chunk, 1 << 30).next_multiple_of(chunk);
+        }
+        Ok(warmed)
+    }
+}
+
+/// Whether evenly spaced rates still rise: their least-squares slope per step is at
+/// least 1% of their mean.
+pub fn rising(rates: &[f64]) -> bool {
+    let n = rates.len() as f64;
+    if rates.len() < 2 {
+        return true;
+    }
+    let mx = (n - 1.0) / 2.0;
+    let my = rates.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in rates.iter().enumerate() {
+        let dx = i as f64 - mx;
+        sxy += dx * (y - my);
+        sxx += dx * dx;
+    }
+    sxy / sxx >= 0.01 * my
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rising;
+
+    #[test]
+    fn a_ramp_rises_and_a_flat_or_noisy_plateau_does_not() {
+        assert!(rising(&[3.0, 3.4, 3.9, 4.4, 4.9]));
+        assert!(!rising(&[5.0, 5.0, 5.0, 5.0, 5.0]));
+        assert!(!rising(&[5.2, 4.8, 5.1, 4.9, 5.0]));
+        assert!(!rising(&[5.0, 4.8, 4.6, 4.4, 4.2]));
+        assert!(rising(&[5.0]));
+    }
 }

@@ -1,0 +1,295 @@
+//! A writer and a reader kept alive for many timed transfers: the shape of a stream
+//! whose steady state is the figure (a TCP connection, whose rate grows for its first
+//! hundred milliseconds or so and is not reached again by fresh processes on the same
+//! connection).
+//!
+//! [`keep`] forks both sides once. Each side builds its state (pins itself, allocates)
+//! and then serves rounds on its own message channel (an AF_UNIX SOCK_SEQPACKET pair):
+//! the parent sends "c TOTAL", the side prepares and answers "r", the parent sends "g"
+//! to both (the release), the side runs its round between two clock and two rusage
+//! readings and answers with its report line (as [`super::pair`]'s). A side that fails
+//! answers "err …" and ends; the parent then kills the other, so a writer never blocks
+//! forever on a reader that is gone. Dropping the [`Kept`] kills and reaps both.
+
+use super::pair::{Finished, Report, Work, parse_report, report_line};
+use crate::sys::calls::{self, monotonic_ns};
+use crate::sys::process::{Child, fork_child};
+use crate::sys::rusage::getrusage_self;
+use crate::sys::sockets;
+use anyhow::{Result, anyhow, bail};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// One side's state, serving rounds.
+pub trait Side {
+    /// Makes ready for a round of `total` bytes (outside the time).
+    fn prepare(&mut self, total: u64) -> Result<()>;
+    /// The timed round.
+    fn round(&mut self, total: u64) -> Result<Work>;
+}
+
+/// Both sides, forked and serving rounds.
+pub struct Kept {
+    what: &'static str,
+    children: [Child; 2],
+    chans: [OwnedFd; 2],
+}
+
+/// Forks the writer and the reader of a `what` (named in errors). Each first closes the
+/// descriptors of its `close` list, then builds its side with its `make`.
+pub fn keep<W: Side, R: Side>(
+    what: &'static str,
+    (writer_close, make_writer): (&[BorrowedFd<'_>], impl FnOnce() -> Result<W>),
+    (reader_close, make_reader): (&[BorrowedFd<'_>], impl FnOnce() -> Result<R>),
+) -> Result<Kept> {
+    let (wp, wc) = sockets::channel()?;
+    let (rp, rc) = sockets::channel()?;
+    let mut close: Vec<BorrowedFd<'_>> = writer_close.to_vec();
+    close.extend([wp.as_fd(), rp.as_fd(), rc.as_fd()]);
+    let writer = fork_child(&close, || serve(&wc, make_writer))?;
+    let mut close: Vec<BorrowedFd<'_>> = reader_close.to_vec();
+    close.extend([wp.as_fd(), wc.as_fd(), rp.as_fd()]);
+    let reader = fork_child(&close, || serve(&rc, make_reader))?;
+    Ok(Kept {
+        what,
+        children: [writer, reader],
+        chans: [wp, rp],
+    })
+}
+
+/// A side's whole life: build, then serve rounds until the channel closes.
+fn serve<S: Side>(chan: &OwnedFd, make: impl FnOnce() -> Result<S>) -> i32 {
+    let mut side = match make() {
+        Ok(s) => s,
+        Err(e) => return fail(chan, &e),
+    };
+    let mut buf = [0u8; 64];
+    loop {
+        let total = match receive(chan, &mut buf) {
+            Ok(Some(m)) => match m.strip_prefix("c ").map(str::parse::<u64>) {
+                Some(Ok(t)) => t,
+                _ => return fail(chan, &anyhow!("unexpected message '{m}'")),
+            },
+            Ok(None) => return 0,
+            Err(e) => return fail(chan, &e),
+        };
+        match one_round(chan, &mut side, total, &mut buf) {
+            Ok(line) => {
+                if calls::write(chan, line.as_bytes()).is_err() {
+                    return 1;
+                }
+            }
+            Err(e) => return fail(chan, &e),
+        }
+    }
+}
+
+fn one_round<S: Side>(chan: &OwnedFd, side: &mut S, total: u64, buf: &mut [u8]) -> Result<String> {
+    side.prepare(total)?;
+    calls::write(chan, b"r")?;
+    match receive(chan, buf)? {
+        Some("g") => {}
+        other => bail!("expected the release, got {other:?}"),
+    }
+    let r0 = getrusage_self()?;
+    let start_ns = monotonic_ns();
+    let work = side.round(total)?;
+    let end_ns = monotonic_ns();
+    let r1 = getrusage_self()?;
+    Ok(report_line(&Report {
+        start_ns,
+        end_ns,
+        work,
+        rusage: super::rusage::RusageDelta::between(&r0, &r1),
+    }))
+}
+
+fn fail(chan: &OwnedFd, e: &anyhow::Error) -> i32 {
+    let line = format!("err {}", format!("{e:#}").replace('\n', " "));
+    let _ = calls::write(chan, line.as_bytes());
+    1
+}
+
+/// One message, or None at end of file.
+fn receive<'a>(chan: &OwnedFd, buf: &'a mut [u8]) -> Result<Option<&'a str>> {
+    let n = calls::read(chan, buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    Ok(Some(std::str::from_utf8(&buf[..n])?))
+}
+
+impl Kept {
+    /// One round of `total` bytes: both sides prepare, are released at once, and
+    /// report. `stop()` is polled while waiting; when it says stop, both are killed and
+    /// an interruption error is returned.
+    pub fn round(&mut self, total: u64, stop: &dyn Fn() -> bool) -> Result<Finished> {
+        let cmd = format!("c {total}");
+        for c in &self.chans {
+            calls::write(c, cmd.as_bytes())?;
+        }
+        let ready = self.answers(stop)?;
+        if ready.iter().any(|m| m != "r") {
+            bail!("a {} side answered {ready:?} instead of ready", self.what);
+        }
+        let go_ns = monotonic_ns();
+        for c in &self.chans {
+            calls::write(c, b"g")?;
+        }
+        let [w, r] = self.answers(stop)?;
+        let report = |line: &str, role: &str| {
+            parse_report(line)
+                .map_err(|e| anyhow!("{} {role}: unreadable result '{line}': {e}", self.what))
+        };
+        Ok(Finished {
+            go_ns,
+            writer: report(&w, "writer")?,
+            reader: report(&r, "reader")?,
+        })
+    }
+
+    /// One message from each side. A side that answers "err …" or ends gets both
+    /// killed and its error returned.
+    fn answers(&mut self, stop: &dyn Fn() -> bool) -> Result<[String; 2]> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut got: [Option<String>; 2] = [None, None];
+        let mut buf = [0u8; 512];
+        while got.iter().any(Option::is_none) {
+            if stop() {
+                self.kill();
+                return Err(crate::error::Interrupted.into());
+            }
+            let waiting: Vec<usize> = (0..2).filter(|&i| got[i].is_none()).collect();
+            let mut fds: Vec<PollFd<'_>> = waiting
+                .iter()
+                .map(|&i| PollFd::new(&self.chans[i], PollFlags::IN))
+                .collect();
+            let t = Timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
+            match poll(&mut fds, Some(&t)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(calls::SysError::new("poll", e).into()),
+            }
+            let ready: Vec<usize> = waiting
+                .iter()
+                .zip(&fds)
+                .filter(|(_, p)| !p.revents().is_empty())
+                .map(|(&i, _)| i)
+                .collect();
+            for i in ready {
+                let n = calls::read(&self.chans[i], &mut buf)?;
+                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let role = ["writer", "reader"][i];
+                if n == 0 || msg.starts_with("err ") {
+                    self.kill();
+                    match msg.strip_prefix("err ") {
+                        Some(m) => bail!("{} {role}: {m}", self.what),
+                        None => bail!("the {} {role} process ended", self.what),
+                    }
+                }
+                got[i] = Some(msg);
+            }
+        }
+        let [a, b] = got;
+        Ok([a.unwrap_or_default(), b.unwrap_or_default()])
+    }
+
+    fn kill(&self) {
+        for c in &self.children {
+            c.kill();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::pipes;
+
+    /// Moves `total` bytes through a pipe, 64 KiB per call; the reader gives up in its
+    /// round `fail_at`.
+    struct Through {
+        fd: OwnedFd,
+        writes: bool,
+        rounds: u32,
+        fail_at: Option<u32>,
+    }
+
+    impl Side for Through {
+        fn prepare(&mut self, _total: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn round(&mut self, total: u64) -> Result<Work> {
+            self.rounds += 1;
+            if self.fail_at == Some(self.rounds) {
+                bail!("gives up in round {}", self.rounds);
+            }
+            let mut buf = vec![0u8; 64 << 10];
+            let mut w = Work::default();
+            while w.bytes < total {
+                let n = (total - w.bytes).min(buf.len() as u64) as usize;
+                let moved = if self.writes {
+                    calls::write(&self.fd, &buf[..n])?
+                } else {
+                    calls::read(&self.fd, &mut buf[..n])?
+                };
+                if moved == 0 {
+                    bail!("end of file");
+                }
+                w.bytes += moved as u64;
+                w.calls += 1;
+            }
+            Ok(w)
+        }
+    }
+
+    fn kept_pipe(fail_at: Option<u32>) -> (Kept, OwnedFd) {
+        let (r, w) = pipes::pipe().unwrap();
+        let writer = || {
+            Ok(Through {
+                fd: w.try_clone()?,
+                writes: true,
+                rounds: 0,
+                fail_at: None,
+            })
+        };
+        let reader = || {
+            Ok(Through {
+                fd: r.try_clone()?,
+                writes: false,
+                rounds: 0,
+                fail_at,
+            })
+        };
+        let k = keep("test", (&[r.as_fd()], writer), (&[w.as_fd()], reader)).unwrap();
+        (k, r)
+    }
+
+    #[test]
+    fn rounds_carry_on_with_the_same_two_processes() {
+        let (mut k, r) = kept_pipe(None);
+        drop(r);
+        let pids: Vec<i32> = k.children.iter().map(Child::pid).collect();
+        for _ in 0..5 {
+            let f = k.round(256 << 10, &|| false).unwrap();
+            assert_eq!(
+                (f.writer.work.bytes, f.reader.work.bytes),
+                (256 << 10, 256 << 10)
+            );
+            assert!(f.reader.end_ns >= f.go_ns);
+        }
+        assert_eq!(k.children.iter().map(Child::pid).collect::<Vec<_>>(), pids);
+    }
+
+    /// The parent still holds the pipe's read end, as a kept socket's other end may be
+    /// held: the writer blocks on a full pipe, and the round must not wait for it.
+    #[test]
+    fn a_side_that_fails_ends_the_round_with_its_error_without_waiting_for_the_other() {
+        let (mut k, _held) = kept_pipe(Some(2));
+        k.round(1 << 20, &|| false).unwrap();
+        let e = k.round(1 << 20, &|| false).unwrap_err().to_string();
+        assert!(e.contains("test reader: gives up in round 2"), "{e}");
+    }
+}
