@@ -10,6 +10,10 @@
 # that changed. The goal: high ≥ 95%, medium ≥ 80%, idle or loaded.
 #   PAIRS=3 bench/repeatability.sh            (CONDITIONS="idle load" by default;
 #                                             KEEP=dir keeps the runs' JSON)
+#   REPLAY=dir PAIRS=5 bench/repeatability.sh  (no new runs: the kept runs of dir, their
+#                                             advice derived again by this build, each
+#                                             imported alone and exported: a rule change
+#                                             judged on the same measurements)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-3}
@@ -27,6 +31,15 @@ cargo build --release --quiet
 IOPROBE=target/release/ioprobe
 
 for cond in $CONDITIONS; do
+    if [[ -n ${REPLAY:-} ]]; then
+        for f in "$REPLAY/$cond"-*.json; do
+            rm -f "$work/replay.db"*
+            "$IOPROBE" import --store "$work/replay.db" "$f" >/dev/null 2>&1
+            "$IOPROBE" export --store "$work/replay.db" last > "$work/$(basename "$f")"
+        done
+        rm -f "$work/replay.db"*
+        continue
+    fi
     if [[ $cond == load ]]; then
         yes > /dev/null & loads+=($!)
         yes > /dev/null & loads+=($!)
