@@ -138,6 +138,22 @@ impl Preloaded {
         !self.own.is_empty() && self.own.contains(&(tid, fd as i32))
     }
 
+    /// What an own call other than an open changes, seen at its entry: a close
+    /// forgets the descriptor (one that fails had nothing to forget), the gate's mmap
+    /// ends the loading (the library is loaded; should the mmap fail, its calls stop
+    /// as any other, and nothing else is taken for its own).
+    pub(in crate::sys::trace) fn own_at_entry(&mut self, tid: i32, call: Syscall, args: &[u64; 6]) {
+        match call {
+            Syscall::Close => {
+                self.own.remove(&(tid, args[0] as i32));
+            }
+            Syscall::Mmap if args[0] == self.ring.gate() => {
+                self.loading.remove(&tid);
+            }
+            _ => {}
+        }
+    }
+
     /// An execve (`at`: execveat) by stopped `tid`: when its program is dynamically
     /// linked, the library is added to the environment it passes, as to the command's
     /// own (the library removes it again before the program's code runs). The
@@ -188,10 +204,20 @@ pub(super) fn environment_of(
     if envp == 0 {
         return Ok((kept, was));
     }
+    // The pointers 64 at a time (one read instead of one each); the array may end
+    // near the end of its mapping, so a short read is taken as far as it goes.
+    let mut block = [0u8; 512];
+    let mut have = 0..0u64;
     for i in 0..65536u64 {
-        let mut b = [0u8; 8];
-        mem.read_exact_at(&mut b, envp + 8 * i)?;
-        let p = u64::from_ne_bytes(b);
+        if !have.contains(&i) {
+            let n = mem.read_at(&mut block, envp + 8 * i)? / 8;
+            if n == 0 {
+                return Err(io::Error::other("the environment array is unreadable"));
+            }
+            have = i..i + n as u64;
+        }
+        let at = ((i - have.start) * 8) as usize;
+        let p = u64::from_ne_bytes(block[at..at + 8].try_into().unwrap_or_default());
         if p == 0 {
             break;
         }

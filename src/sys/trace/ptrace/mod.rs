@@ -102,9 +102,10 @@ pub(super) enum Pending {
     Call(Syscall, [u64; 6]),
     /// A descriptor maker (preload): not counted, what it made is told.
     Maker(Maker, [u64; 6]),
-    /// The dynamic loader's or the preload library's own call on the library or the
-    /// ring: not the command's.
-    Own(Syscall, [u64; 6]),
+    /// The dynamic loader's open of the preload library: not the command's; its
+    /// descriptor is left out of what follows. (The library's other calls stop only
+    /// at their entry.)
+    OwnOpen,
     /// An exec (preload) given the library in its environment: the environment
     /// array it passed, put back if the exec fails.
     Exec { at: bool, envp: u64 },
@@ -525,8 +526,17 @@ impl Tracer {
     fn seccomp_stop(&mut self, tid: i32) -> io::Result<()> {
         let (_, nr, args, _) = syscall_info(tid)?;
         // The filter stops only at the traced calls: every number is known.
-        let pending = match (self.calls.get(&nr), &self.preload) {
-            (Some(&call), Some(p)) if p.own(tid, call, &args) => Some(Pending::Own(call, args)),
+        let pending = match (self.calls.get(&nr), &mut self.preload) {
+            (Some(&call), Some(p)) if p.own(tid, call, &args) => {
+                // Only an open's result matters (the descriptor to leave out later):
+                // the library's other calls go on without a stop at their exit (8
+                // fewer stops per program the library is loaded into).
+                if !matches!(call, Syscall::Openat | Syscall::Open) {
+                    p.own_at_entry(tid, call, &args);
+                    return self.go(tid, 0);
+                }
+                Some(Pending::OwnOpen)
+            }
             (Some(&call), _) => Some(Pending::Call(call, args)),
             (None, Some(p)) if nr == libc::SYS_execve as u64 => p.exec(tid, false, &args),
             (None, Some(p)) if nr == libc::SYS_execveat as u64 => p.exec(tid, true, &args),
@@ -563,21 +573,11 @@ impl Tracer {
                     mem: super::Memory::Live(tid),
                 }));
             }
-            Some(Pending::Own(call, args)) => {
-                if let Some(p) = &mut self.preload {
-                    match call {
-                        Syscall::Openat | Syscall::Open if ret >= 0 => {
-                            p.own.insert((tid, ret as i32));
-                        }
-                        Syscall::Close => {
-                            p.own.remove(&(tid, args[0] as i32));
-                        }
-                        // The gate: the library is loaded and set up.
-                        Syscall::Mmap if args[0] == p.ring.gate() => {
-                            p.loading.remove(&tid);
-                        }
-                        _ => {}
-                    }
+            Some(Pending::OwnOpen) => {
+                if let Some(p) = &mut self.preload
+                    && ret >= 0
+                {
+                    p.own.insert((tid, ret as i32));
                 }
             }
             Some(Pending::Maker(m, args)) => {
