@@ -4,12 +4,13 @@
 //! connection).
 //!
 //! [`keep`] forks both sides once. Each side builds its state (pins itself, allocates)
-//! and then serves rounds on its own message channel (an AF_UNIX SOCK_SEQPACKET pair):
-//! the parent sends "c TOTAL", the side prepares and answers "r", the parent sends "g"
-//! to both (the release), the side runs its round between two clock and two rusage
-//! readings and answers with its report line (as [`super::pair`]'s). A side that fails
-//! answers "err …" and ends; the parent then kills the other, so a writer never blocks
-//! forever on a reader that is gone. Dropping the [`Kept`] kills and reaps both.
+//! and then serves rounds on its own channel (an AF_UNIX stream pair; every message one
+//! line, and one at most in flight each way): the parent sends "c TOTAL", the side
+//! prepares and answers "r", the parent sends "g" to both (the release), the side runs
+//! its round between two clock and two rusage readings and answers with its report
+//! line (as [`super::pair`]'s). A side that fails answers "err …" and ends; the parent
+//! then kills the other, so a writer never blocks forever on a reader that is gone.
+//! Dropping the [`Kept`] kills and reaps both.
 
 use super::pair::{Finished, Report, Work, parse_report, report_line};
 use crate::sys::calls::{self, monotonic_ns};
@@ -62,9 +63,8 @@ fn serve<S: Side>(chan: &OwnedFd, make: impl FnOnce() -> Result<S>) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(chan, &e),
     };
-    let mut buf = [0u8; 64];
     loop {
-        let total = match receive(chan, &mut buf) {
+        let total = match receive(chan) {
             Ok(Some(m)) => match m.strip_prefix("c ").map(str::parse::<u64>) {
                 Some(Ok(t)) => t,
                 _ => return fail(chan, &anyhow!("unexpected message '{m}'")),
@@ -72,7 +72,7 @@ fn serve<S: Side>(chan: &OwnedFd, make: impl FnOnce() -> Result<S>) -> i32 {
             Ok(None) => return 0,
             Err(e) => return fail(chan, &e),
         };
-        match one_round(chan, &mut side, total, &mut buf) {
+        match one_round(chan, &mut side, total) {
             Ok(line) => {
                 if calls::write(chan, line.as_bytes()).is_err() {
                     return 1;
@@ -83,10 +83,10 @@ fn serve<S: Side>(chan: &OwnedFd, make: impl FnOnce() -> Result<S>) -> i32 {
     }
 }
 
-fn one_round<S: Side>(chan: &OwnedFd, side: &mut S, total: u64, buf: &mut [u8]) -> Result<String> {
+fn one_round<S: Side>(chan: &OwnedFd, side: &mut S, total: u64) -> Result<String> {
     side.prepare(total)?;
-    calls::write(chan, b"r")?;
-    match receive(chan, buf)? {
+    calls::write(chan, b"r\n")?;
+    match receive(chan)?.as_deref() {
         Some("g") => {}
         other => bail!("expected the release, got {other:?}"),
     }
@@ -104,18 +104,27 @@ fn one_round<S: Side>(chan: &OwnedFd, side: &mut S, total: u64, buf: &mut [u8]) 
 }
 
 fn fail(chan: &OwnedFd, e: &anyhow::Error) -> i32 {
-    let line = format!("err {}", format!("{e:#}").replace('\n', " "));
+    let line = format!("err {}\n", format!("{e:#}").replace('\n', " "));
     let _ = calls::write(chan, line.as_bytes());
     1
 }
 
-/// One message, or None at end of file.
-fn receive<'a>(chan: &OwnedFd, buf: &'a mut [u8]) -> Result<Option<&'a str>> {
-    let n = calls::read(chan, buf)?;
-    if n == 0 {
-        return Ok(None);
+/// One message (a line, without its newline), or None at end of file. One message at
+/// most is in flight, so nothing past the newline is read.
+fn receive(chan: &OwnedFd) -> Result<Option<String>> {
+    let mut line = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let n = calls::read(chan, &mut buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        line.extend_from_slice(&buf[..n]);
+        if line.ends_with(b"\n") {
+            line.pop();
+            return Ok(Some(String::from_utf8(line)?));
+        }
     }
-    Ok(Some(std::str::from_utf8(&buf[..n])?))
 }
 
 impl Kept {
@@ -123,7 +132,7 @@ impl Kept {
     /// report. `stop()` is polled while waiting; when it says stop, both are killed and
     /// an interruption error is returned.
     pub fn round(&mut self, total: u64, stop: &dyn Fn() -> bool) -> Result<Finished> {
-        let cmd = format!("c {total}");
+        let cmd = format!("c {total}\n");
         for c in &self.chans {
             calls::write(c, cmd.as_bytes())?;
         }
@@ -133,7 +142,7 @@ impl Kept {
         }
         let go_ns = monotonic_ns();
         for c in &self.chans {
-            calls::write(c, b"g")?;
+            calls::write(c, b"g\n")?;
         }
         let [w, r] = self.answers(stop)?;
         let report = |line: &str, role: &str| {
@@ -147,18 +156,19 @@ impl Kept {
         })
     }
 
-    /// One message from each side. A side that answers "err …" or ends gets both
-    /// killed and its error returned.
+    /// One message from each side (a line, without its newline). A side that answers
+    /// "err …" or ends gets both killed and its error returned.
     fn answers(&mut self, stop: &dyn Fn() -> bool) -> Result<[String; 2]> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let mut got: [Option<String>; 2] = [None, None];
+        let mut got: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+        let done = |g: &[Vec<u8>; 2], i: usize| g[i].ends_with(b"\n");
         let mut buf = [0u8; 512];
-        while got.iter().any(Option::is_none) {
+        while !(done(&got, 0) && done(&got, 1)) {
             if stop() {
                 self.kill();
                 return Err(crate::error::Interrupted.into());
             }
-            let waiting: Vec<usize> = (0..2).filter(|&i| got[i].is_none()).collect();
+            let waiting: Vec<usize> = (0..2).filter(|&i| !done(&got, i)).collect();
             let mut fds: Vec<PollFd<'_>> = waiting
                 .iter()
                 .map(|&i| PollFd::new(&self.chans[i], PollFlags::IN))
@@ -179,20 +189,21 @@ impl Kept {
                 .collect();
             for i in ready {
                 let n = calls::read(&self.chans[i], &mut buf)?;
-                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                got[i].extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got[i]).trim_end().to_string();
                 let role = ["writer", "reader"][i];
-                if n == 0 || msg.starts_with("err ") {
+                if let Some(m) = text.strip_prefix("err ").filter(|_| done(&got, i)) {
                     self.kill();
-                    match msg.strip_prefix("err ") {
-                        Some(m) => bail!("{} {role}: {m}", self.what),
-                        None => bail!("the {} {role} process ended", self.what),
-                    }
+                    bail!("{} {role}: {m}", self.what);
                 }
-                got[i] = Some(msg);
+                if n == 0 {
+                    self.kill();
+                    bail!("the {} {role} process ended", self.what);
+                }
             }
         }
-        let [a, b] = got;
-        Ok([a.unwrap_or_default(), b.unwrap_or_default()])
+        let [a, b] = got.map(|g| String::from_utf8_lossy(&g).trim_end().to_string());
+        Ok([a, b])
     }
 
     fn kill(&self) {

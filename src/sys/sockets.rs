@@ -99,19 +99,20 @@ fn bound(v6: bool, ty: SocketType, t: &Tuning) -> SysResult<(OwnedFd, SocketAddr
     Ok((fd, at))
 }
 
-/// A message channel between a process and a child it forks: a connected AF_UNIX
-/// SOCK_SEQPACKET pair, close-on-exec (each read returns one whole message; end of
-/// file once the other end is closed).
+/// A channel between a process and a child it forks: a connected AF_UNIX stream pair
+/// (end of file once the other end is closed; SOCK_SEQPACKET would keep messages
+/// whole, but macOS has none), close-on-exec.
 pub fn channel() -> SysResult<(OwnedFd, OwnedFd)> {
-    check(
+    let (a, b) = check(
         "socketpair",
         rustix::net::socketpair(
             AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
+            SocketType::STREAM,
+            SocketFlags::empty(),
             None,
         ),
-    )
+    )?;
+    Ok((cloexec(a)?, cloexec(b)?))
 }
 
 /// A connected pair of `kind`, tuned: (the writer's end, the reader's end).
