@@ -304,9 +304,11 @@ io_uring's rings, sendmmsg/recvmmsg's arrays) are counted and named, their bytes
 
 Overhead (bench/trace.sh on a 2-core KVM guest, medians of 5, ioprobe's own start,
 pricing and report included), eBPF / preload / ptrace: dd bs=4k over a cached 64 MiB
-file (16 ms untraced) ×2.44 / ×2.73 / ×71 (strace ×90); make of 8 C files ×1.22 / ×4.09
-/ ×3.73; a Python script reading 400k lines ×1.21 / ×1.56 / ×3.1; true 1.1 ms untraced,
-11.1 / 7.7 / 7.05 ms (strace 4.5 ms); per traced call 0.2-0.3 µs / 0.1-0.15 µs / 9-30 µs.
+file (17 ms untraced) ×2.05-2.44 / ×2.24-2.73 / ×71-183 (strace ×90-186); make of 8 C
+files ×1.21 / ×4.1-4.2 / ×3.4-3.7; a Python script reading 400k lines ×1.18-1.21 /
+×1.33-1.56 / ×3.1-5.2; true 1.1 ms untraced, 10.7 / 6.7 / 6.4 ms (strace 4.5 ms); per
+traced call 0.2-0.36 µs / 0.08-0.15 µs / 9-99 µs (ptrace's follows the guest's context
+switches, strace's with it).
 Counts equal strace -f -c's (preload: the loader's bookkeeping for the library can add
 an anonymous mmap per program, which the report says).
 
