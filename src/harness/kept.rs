@@ -12,7 +12,7 @@
 //! then kills the other, so a writer never blocks forever on a reader that is gone.
 //! Dropping the [`Kept`] kills and reaps both.
 
-use super::pair::{Finished, Report, Work, parse_report, report_line};
+use super::pair::{Finished, Report, Work, parse_report, readable, report_line};
 use crate::sys::calls::{self, monotonic_ns};
 use crate::sys::process::{Child, fork_child};
 use crate::sys::rusage::getrusage_self;
@@ -159,7 +159,6 @@ impl Kept {
     /// One message from each side (a line, without its newline). A side that answers
     /// "err …" or ends gets both killed and its error returned.
     fn answers(&mut self, stop: &dyn Fn() -> bool) -> Result<[String; 2]> {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let mut got: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
         let done = |g: &[Vec<u8>; 2], i: usize| g[i].ends_with(b"\n");
         let mut buf = [0u8; 512];
@@ -169,25 +168,8 @@ impl Kept {
                 return Err(crate::error::Interrupted.into());
             }
             let waiting: Vec<usize> = (0..2).filter(|&i| !done(&got, i)).collect();
-            let mut fds: Vec<PollFd<'_>> = waiting
-                .iter()
-                .map(|&i| PollFd::new(&self.chans[i], PollFlags::IN))
-                .collect();
-            let t = Timespec {
-                tv_sec: 0,
-                tv_nsec: 100_000_000,
-            };
-            match poll(&mut fds, Some(&t)) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(calls::SysError::new("poll", e).into()),
-            }
-            let ready: Vec<usize> = waiting
-                .iter()
-                .zip(&fds)
-                .filter(|(_, p)| !p.revents().is_empty())
-                .map(|(&i, _)| i)
-                .collect();
-            for i in ready {
+            let chans = [&self.chans[0], &self.chans[1]];
+            for i in readable(&chans, &waiting)? {
                 let n = calls::read(&self.chans[i], &mut buf)?;
                 got[i].extend_from_slice(&buf[..n]);
                 let text = String::from_utf8_lossy(&got[i]).trim_end().to_string();

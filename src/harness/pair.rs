@@ -233,7 +233,6 @@ fn collect_both(
     what: &str,
     stop: &dyn Fn() -> bool,
 ) -> Result<(Report, Report)> {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let [(w_fd, w_child), (r_fd, r_child)] = sides;
     let fds = [w_fd, r_fd];
     let children = [&w_child, &r_child];
@@ -246,25 +245,7 @@ fn collect_both(
             return Err(crate::error::Interrupted.into());
         }
         let live: Vec<usize> = (0..2).filter(|&i| open[i]).collect();
-        let mut polled: Vec<PollFd<'_>> = live
-            .iter()
-            .map(|&i| PollFd::new(fds[i], PollFlags::IN))
-            .collect();
-        let t = Timespec {
-            tv_sec: 0,
-            tv_nsec: 100_000_000,
-        };
-        match poll(&mut polled, Some(&t)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(calls::SysError::new("poll", e).into()),
-        }
-        let ready: Vec<usize> = live
-            .iter()
-            .zip(&polled)
-            .filter(|(_, p)| !p.revents().is_empty())
-            .map(|(&i, _)| i)
-            .collect();
-        for i in ready {
+        for i in readable(&fds, &live)? {
             let n = calls::read(fds[i], &mut buf)?;
             if n > 0 {
                 text[i].extend_from_slice(&buf[..n]);
@@ -283,6 +264,30 @@ fn collect_both(
         (Ok(w), Ok(r), _) => Ok((w, r)),
         (Err(e), _, Some(0)) | (_, Err(e), _) | (Err(e), _, _) => Err(e),
     }
+}
+
+/// Which of `fds[i]` for `i` in `which` are readable (data or end of file), waiting
+/// up to 100 ms (the caller looks at its stop flag between waits).
+pub(super) fn readable(fds: &[&OwnedFd], which: &[usize]) -> Result<Vec<usize>> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut polled: Vec<PollFd<'_>> = which
+        .iter()
+        .map(|&i| PollFd::new(fds[i], PollFlags::IN))
+        .collect();
+    let t = Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    match poll(&mut polled, Some(&t)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        Err(e) => return Err(calls::SysError::new("poll", e).into()),
+    }
+    Ok(which
+        .iter()
+        .zip(&polled)
+        .filter(|(_, p)| !p.revents().is_empty())
+        .map(|(&i, _)| i)
+        .collect())
 }
 
 /// Reaps a side and parses its result line.
