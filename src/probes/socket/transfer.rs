@@ -7,11 +7,11 @@
 //! last byte − release. The connection's set-up and tear-down are outside the time.
 //!
 //! A byte stream's figure is its steady state: a fresh TCP connection starts slower
-//! (its buffers grow as it goes: about 100 ms at 1 MiB chunks across two CPUs here),
-//! so a stream row keeps one connection for all its samples, warmed first until its
-//! rate stops rising ([`Connection::warm`]). Each transfer forks a new writer and
-//! reader, which inherit the connection's two ends; the parent keeps both ends
-//! between transfers, and the stream's offset and zerocopy ids carry on.
+//! (about 100 ms at 1 MiB chunks across two CPUs here), and fresh processes on a kept
+//! connection did not reach its rate at all. So a stream row keeps one connection and
+//! its writer and reader ([`crate::harness::kept`]) for all its samples, warmed first
+//! until its rate stops rising ([`Connection::warm`]); each side carries the stream's
+//! offset (and the writer its zerocopy send ids) from one transfer to the next.
 
 use super::ends::{Reader, Shape, Writer};
 use super::{Family, Method};
@@ -34,17 +34,6 @@ pub struct Spec {
     pub full_check: bool,
     /// Test hook: the writer corrupts one stamp.
     pub corrupt: bool,
-}
-
-/// Where a transfer starts on its connection: the stream's offset and the socket's next
-/// zerocopy send id (both 0 on a fresh pair).
-#[derive(Debug, Clone, Copy, Default)]
-struct Resume {
-    offset: u64,
-    zerocopy_id: u32,
-    /// The writer's end is closed when it is done (a fresh pair): the reader then
-    /// requires end of file.
-    eof: bool,
 }
 
 /// The result of one transfer.
@@ -70,7 +59,7 @@ impl Spec {
 
 fn writer_side(
     spec: &Spec,
-    (sock, at): (&OwnedFd, Resume),
+    sock: &OwnedFd,
     file: Option<&OwnedFd>,
     done_w: Option<&OwnedFd>,
     gate: &Gate,
@@ -87,7 +76,7 @@ fn writer_side(
     } else {
         0
     };
-    let mut report = gate.timed(|| w.send(sock, at.offset, at.zerocopy_id))?;
+    let mut report = gate.timed(|| w.send(sock, 0, 0))?;
     if tcp {
         report.work.extra[1] = sockets::tcp_segments_out(sock)
             .unwrap_or(0)
@@ -100,18 +89,14 @@ fn writer_side(
     Ok(report)
 }
 
-fn reader_side(
-    spec: &Spec,
-    (sock, at): (&OwnedFd, Resume),
-    done_r: Option<&OwnedFd>,
-    gate: &Gate,
-) -> Result<Report> {
+fn reader_side(spec: &Spec, sock: &OwnedFd, done_r: Option<&OwnedFd>, gate: &Gate) -> Result<Report> {
     affinity::allow_only(&spec.reader_cpus)?;
     let mut r = Reader::new(spec.shape, spec.full_check)?;
     if spec.shape.family.datagram() {
         gate.timed(|| r.receive_datagrams(sock, done_r))
     } else {
-        gate.timed(|| r.receive_stream(sock, at.offset, at.eof))
+        // The writer's end is closed when it is done: end of file follows.
+        gate.timed(|| r.receive_stream(sock, 0, true))
     }
 }
 
@@ -127,11 +112,7 @@ pub fn run(spec: &Spec, file: Option<&OwnedFd>, stop: &dyn Fn() -> bool) -> Resu
     } else {
         None
     };
-    let at = Resume {
-        eof: true,
-        ..Resume::default()
-    };
-    let started = start(spec, (&w, &r), at, file, done.as_ref())?;
+    let started = start(spec, (&w, &r), file, done.as_ref())?;
     // The children hold the ends now: end of file and EPIPE reach them.
     drop((w, r, done));
     finish(spec, started, granted, stop)
@@ -141,7 +122,6 @@ pub fn run(spec: &Spec, file: Option<&OwnedFd>, stop: &dyn Fn() -> bool) -> Resu
 fn start(
     spec: &Spec,
     (w, r): (&OwnedFd, &OwnedFd),
-    at: Resume,
     file: Option<&OwnedFd>,
     done: Option<&(OwnedFd, OwnedFd)>,
 ) -> Result<pair::Started> {
@@ -156,8 +136,8 @@ fn start(
     rclose.extend(file.map(|f| f.as_fd()));
     pair::start(
         "socket",
-        (&wclose, |g: &Gate| writer_side(spec, (w, at), file, done_w, g)),
-        (&rclose, |g: &Gate| reader_side(spec, (r, at), done_r, g)),
+        (&wclose, |g: &Gate| writer_side(spec, w, file, done_w, g)),
+        (&rclose, |g: &Gate| reader_side(spec, r, done_r, g)),
     )
 }
 
@@ -196,7 +176,6 @@ fn finish(
 pub struct Connection {
     kept: Kept,
     pub granted: (u64, u64),
-    total: u64,
 }
 
 /// How a connection was warmed: what it carried before its rate stopped rising.
@@ -342,11 +321,7 @@ impl Connection {
         let kept = kept::keep("socket", (&[r.as_fd()], make_writer), (&rclose, make_reader))?;
         // The two processes hold the ends now.
         drop((w, r));
-        Ok(Connection {
-            kept,
-            granted,
-            total: spec.shape.total,
-        })
+        Ok(Connection { kept, granted })
     }
 
     /// One transfer of `total` bytes, carrying on the stream: elapsed = release → the
@@ -361,7 +336,6 @@ impl Connection {
                 rr.work.bytes
             );
         }
-        self.total = total;
         Ok(Outcome {
             elapsed_ns: rr.end_ns.saturating_sub(end.go_ns).max(1),
             granted: self.granted,
