@@ -12,7 +12,7 @@
 //! then kills the other, so a writer never blocks forever on a reader that is gone.
 //! Dropping the [`Kept`] kills and reaps both.
 
-use super::pair::{Finished, Report, Work, parse_report, readable, report_line};
+use super::pair::{Finished, Report, Work, parse_report, readable, report_line, telling};
 use crate::sys::calls::{self, monotonic_ns};
 use crate::sys::process::{Child, fork_child};
 use crate::sys::rusage::getrusage_self;
@@ -172,20 +172,32 @@ impl Kept {
             for i in readable(&chans, &waiting)? {
                 let n = calls::read(&self.chans[i], &mut buf)?;
                 got[i].extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&got[i]).trim_end().to_string();
-                let role = ["writer", "reader"][i];
-                if let Some(m) = text.strip_prefix("err ").filter(|_| done(&got, i)) {
-                    self.kill();
-                    bail!("{} {role}: {m}", self.what);
-                }
-                if n == 0 {
-                    self.kill();
-                    bail!("the {} {role} process ended", self.what);
+                if n == 0 || (got[i].starts_with(b"err ") && done(&got, i)) {
+                    return Err(self.failed(&mut got));
                 }
             }
         }
         let [a, b] = got.map(|g| String::from_utf8_lossy(&g).trim_end().to_string());
         Ok([a, b])
+    }
+
+    /// A side failed: both are killed, what the other had said is read to its end,
+    /// and the telling error is returned ([`telling`]).
+    fn failed(&self, got: &mut [Vec<u8>; 2]) -> anyhow::Error {
+        self.kill();
+        let mut buf = [0u8; 512];
+        for (chan, g) in self.chans.iter().zip(got.iter_mut()) {
+            while let Ok(n @ 1..) = calls::read(chan, &mut buf) {
+                g.extend_from_slice(&buf[..n]);
+            }
+        }
+        let i = telling(got);
+        let role = ["writer", "reader"][i];
+        let text = String::from_utf8_lossy(&got[i]);
+        match text.lines().find_map(|l| l.strip_prefix("err ")) {
+            Some(m) => anyhow!("{} {role}: {m}", self.what),
+            None => anyhow!("the {} {role} process ended", self.what),
+        }
     }
 
     fn kill(&self) {

@@ -226,8 +226,7 @@ pub(super) fn report_line(rep: &Report) -> String {
 /// each (writer first). A side that ends without an "ok" line gets the other killed at
 /// once: a writer whose reader died may block forever on a socket whose other end
 /// someone still holds, and a reader may wait forever for a writer that failed. The
-/// error returned is the side's that failed first, else the reader's (a short or
-/// corrupted stream is the more telling complaint).
+/// error returned is [`telling`]'s choice.
 fn collect_both(
     sides: [(&OwnedFd, Child); 2],
     what: &str,
@@ -238,7 +237,7 @@ fn collect_both(
     let children = [&w_child, &r_child];
     let mut text: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut open = [true, true];
-    let mut failed: Option<usize> = None;
+    let mut killed = false;
     let mut buf = [0u8; 512];
     while open.iter().any(|&o| o) {
         if stop() {
@@ -252,18 +251,29 @@ fn collect_both(
                 continue;
             }
             open[i] = false;
-            if !text[i].starts_with(b"ok ") && failed.is_none() {
-                failed = Some(i);
+            if !text[i].starts_with(b"ok ") && !killed {
+                killed = true;
                 children[1 - i].kill();
             }
         }
     }
     let w = finish_side(&text[0], w_child, what, "writer");
     let r = finish_side(&text[1], r_child, what, "reader");
-    match (w, r, failed) {
-        (Ok(w), Ok(r), _) => Ok((w, r)),
-        (Err(e), _, Some(0)) | (_, Err(e), _) | (Err(e), _, _) => Err(e),
+    match (w, r) {
+        (Ok(w), Ok(r)) => Ok((w, r)),
+        (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
+        (Err(we), Err(re)) => Err(if telling(&text) == 1 { re } else { we }),
     }
+}
+
+/// Which side's error to tell when both failed (0 writer, 1 reader): the reader's when
+/// it told one ("err …"), else the writer's when it did, else the reader's. A reader
+/// that finds a corrupted or short stream ends, and its writer then fails too, on a
+/// closed socket or pipe, often before the reader's end is seen: the reader's is the
+/// telling complaint.
+pub(super) fn telling(text: &[impl AsRef<[u8]>; 2]) -> usize {
+    let told = |i: usize| text[i].as_ref().starts_with(b"err ");
+    if told(1) || !told(0) { 1 } else { 0 }
 }
 
 /// Which of `fds[i]` for `i` in `which` are readable (data or end of file), waiting
@@ -340,6 +350,16 @@ pub(super) fn parse_report(line: &str) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_readers_own_error_is_told_before_the_writers() {
+        assert_eq!(
+            telling(&[b"err write: EPIPE".to_vec(), b"err wrong stamp".to_vec()]),
+            1
+        );
+        assert_eq!(telling(&[b"err write: EPIPE".to_vec(), b"".to_vec()]), 0);
+        assert_eq!(telling(&[b"".to_vec(), b"".to_vec()]), 1);
+    }
 
     #[test]
     fn a_report_line_reads_back() {
