@@ -245,6 +245,10 @@ fn a_killed_ioprobe_leaves_the_attached_writer_running() {
 
 #[test]
 fn sigint_ends_the_window_and_the_report_is_written() {
+    // Run as a background job, the suite inherits SIGINT ignored, and ioprobe keeps it
+    // so: without this the window never ended (CI hung here when no other interrupting
+    // test had put SIGINT back first).
+    default_stop_signals();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let Some(w) = Writer::start(d) else { return };
