@@ -12,10 +12,11 @@
 //! then kills the other, so a writer never blocks forever on a reader that is gone.
 //! Dropping the [`Kept`] kills and reaps both.
 
-use super::pair::{Finished, Report, Work, parse_report, readable, report_line, telling};
+use super::pair::{
+    Finished, Work, error_line, measured, parse_report, readable, report_line, telling,
+};
 use crate::sys::calls::{self, monotonic_ns};
 use crate::sys::process::{Child, fork_child};
-use crate::sys::rusage::getrusage_self;
 use crate::sys::sockets;
 use anyhow::{Result, anyhow, bail};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -90,22 +91,11 @@ fn one_round<S: Side>(chan: &OwnedFd, side: &mut S, total: u64) -> Result<String
         Some("g") => {}
         other => bail!("expected the release, got {other:?}"),
     }
-    let r0 = getrusage_self()?;
-    let start_ns = monotonic_ns();
-    let work = side.round(total)?;
-    let end_ns = monotonic_ns();
-    let r1 = getrusage_self()?;
-    Ok(report_line(&Report {
-        start_ns,
-        end_ns,
-        work,
-        rusage: super::rusage::RusageDelta::between(&r0, &r1),
-    }))
+    Ok(report_line(&measured(|| side.round(total))?))
 }
 
 fn fail(chan: &OwnedFd, e: &anyhow::Error) -> i32 {
-    let line = format!("err {}\n", format!("{e:#}").replace('\n', " "));
-    let _ = calls::write(chan, line.as_bytes());
+    let _ = calls::write(chan, error_line(e).as_bytes());
     1
 }
 

@@ -59,21 +59,32 @@ impl Gate<'_> {
         if calls::read(self.go_r, &mut b)? != 0 {
             bail!("unexpected byte on the go pipe");
         }
-        let r0 = getrusage_self()?;
-        let start_ns = monotonic_ns();
-        let work = timed()?;
-        let end_ns = match work.last_ns {
-            0 => monotonic_ns(),
-            t => t,
-        };
-        let r1 = getrusage_self()?;
-        Ok(Report {
-            start_ns,
-            end_ns,
-            work,
-            rusage: RusageDelta::between(&r0, &r1),
-        })
+        measured(timed)
     }
+}
+
+/// Runs `timed` between two clock readings and two rusage readings (the end at the
+/// side's last useful byte when it says one, [`Work::last_ns`]).
+pub(super) fn measured(timed: impl FnOnce() -> Result<Work>) -> Result<Report> {
+    let r0 = getrusage_self()?;
+    let start_ns = monotonic_ns();
+    let work = timed()?;
+    let end_ns = match work.last_ns {
+        0 => monotonic_ns(),
+        t => t,
+    };
+    let r1 = getrusage_self()?;
+    Ok(Report {
+        start_ns,
+        end_ns,
+        work,
+        rusage: RusageDelta::between(&r0, &r1),
+    })
+}
+
+/// A side's error as the one line it sends back.
+pub(super) fn error_line(e: &anyhow::Error) -> String {
+    format!("err {}\n", format!("{e:#}").replace('\n', " "))
 }
 
 /// Both sides, forked and preparing.
@@ -194,7 +205,7 @@ fn both_ready(ready_r: &OwnedFd, stop: &dyn Fn() -> bool) -> Result<bool> {
 fn child(result_w: &OwnedFd, body: impl FnOnce() -> Result<Report>) -> i32 {
     let (line, code) = match body() {
         Ok(r) => (report_line(&r), 0),
-        Err(e) => (format!("err {}\n", format!("{e:#}").replace('\n', " ")), 1),
+        Err(e) => (error_line(&e), 1),
     };
     let _ = calls::write(result_w, line.as_bytes());
     code
