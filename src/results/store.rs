@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Schema version this build writes and reads.
-pub const STORE_SCHEMA: i64 = 3;
+pub const STORE_SCHEMA: i64 = 4;
 
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     // 0 → 1: runs with their full JSON document; measurements and raw samples for queries.
     "CREATE TABLE runs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -65,6 +65,14 @@ const MIGRATIONS: [&str; 3] = [
         runs TEXT NOT NULL,
         seen_at TEXT NOT NULL,
         PRIMARY KEY (machine, id)
+    );",
+    // 3 → 4: what a command derived from saved runs, under a name and the runs it came
+    // from (`source`), so that the next one need not read those runs' documents again
+    // (trace's figures: a few KB in place of whole runs).
+    "CREATE TABLE digests (
+        name TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        body TEXT NOT NULL
     );",
 ];
 
@@ -143,6 +151,26 @@ pub struct Saved {
 }
 
 impl Saved {
+    /// The digest saved under `name` when it was derived from `source` (None: none, or
+    /// one derived from other runs, or a store older than digests).
+    pub fn digest(&self, name: &str, source: &str) -> Result<Option<String>> {
+        let Some(s) = &self.store else {
+            return Ok(None);
+        };
+        if s.user_version()? < 4 {
+            return Ok(None);
+        }
+        match s.conn.query_row(
+            "SELECT body FROM digests WHERE name = ?1 AND source = ?2",
+            params![name, source],
+            |r| r.get(0),
+        ) {
+            Ok(body) => Ok(Some(body)),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(s.err(e)),
+        }
+    }
+
     /// Loads saved run `id`.
     pub fn load(&self, id: i64) -> Result<Run> {
         match &self.store {
@@ -504,6 +532,17 @@ impl Store {
         tx.commit().map_err(|e| store_err(&path, e))
     }
 
+    /// Saves `body` as the digest `name` derived from `source`, in place of any before.
+    pub fn save_digest(&mut self, name: &str, source: &str, body: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO digests (name, source, body) VALUES (?1, ?2, ?3)",
+                params![name, source, body],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
     /// All runs, oldest first.
     pub fn list(&self) -> Result<Vec<RunSummary>> {
         let mut stmt = self
@@ -662,6 +701,25 @@ mod tests {
             |_| Ok(()),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_digest_is_found_only_under_the_source_it_was_saved_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let mut s = Store::open(&path).unwrap();
+        s.save(&fixture()).unwrap();
+        let saved = |e: &Evidence| Store::evidence_at(&path, e).unwrap();
+        let e = Evidence::of("fixture-host", &[], 10);
+        assert_eq!(saved(&e).digest("d", "1:1").unwrap(), None);
+        s.save_digest("d", "1:1", "one").unwrap();
+        s.save_digest("d", "1:2,1", "two").unwrap();
+        assert_eq!(saved(&e).digest("d", "1:1").unwrap(), None);
+        assert_eq!(
+            saved(&e).digest("d", "1:2,1").unwrap().as_deref(),
+            Some("two")
+        );
+        assert_eq!(saved(&e).digest("other", "1:2,1").unwrap(), None);
     }
 
     #[test]

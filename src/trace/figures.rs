@@ -7,11 +7,11 @@
 use crate::names::Named;
 use crate::probes::syscalls::Case;
 use crate::results::Run;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Throughput (bytes/s) by request size, sorted by size.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Curve(pub Vec<(u64, f64)>);
 
 impl Curve {
@@ -41,7 +41,7 @@ impl Curve {
 }
 
 /// One socket family's curves.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SocketCurves {
     pub write_read: Curve,
     pub sendfile: Curve,
@@ -51,7 +51,7 @@ pub struct SocketCurves {
 }
 
 /// The figures a profile is priced with, and the runs they came from.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Figures {
     pub read: Curve,
     pub write: Curve,

@@ -25,6 +25,7 @@ use figures::Figures;
 use profile::Profile;
 use report::Report;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -291,6 +292,47 @@ fn chosen_figures(
         runs.push((named.id.unwrap_or(0), named.run));
     }
     Ok((Figures::from_runs(&runs), None))
+}
+
+/// Trace's figures as a digest in the store: the few KB pricing takes, saved under
+/// the ids of the runs they were chosen from, so a trace reads them in place of whole
+/// runs (one run's document is about 130 KB) until a run is saved or removed.
+struct FiguresDigest {
+    name: String,
+    source: String,
+}
+
+/// The digest's layout; a change makes older digests unread (and then replaced).
+const FIGURES_DIGEST: u32 = 1;
+
+fn figures_digest(host: &str, saved: &crate::results::store::Saved) -> FiguresDigest {
+    let ids: Vec<String> = saved.runs.iter().map(|r| r.id.to_string()).collect();
+    FiguresDigest {
+        name: format!("trace figures on {host}"),
+        source: format!("{FIGURES_DIGEST}:{}", ids.join(",")),
+    }
+}
+
+impl FiguresDigest {
+    /// The saved figures, when they were derived from these runs and are enough.
+    fn read(&self, saved: &crate::results::store::Saved) -> Option<Figures> {
+        let body = saved.digest(&self.name, &self.source).ok()??;
+        let (mut f, ci): (Figures, BTreeMap<String, [f64; 2]>) =
+            serde_json::from_str(&body).ok()?;
+        f.calls_ci = ci;
+        f.enough().then_some(f)
+    }
+
+    /// Saves `f` for the next trace. A store that cannot be written (read-only) only
+    /// loses the shortcut: the next trace reads the runs again.
+    fn write(&self, settings: &Settings, f: &Figures) {
+        let saved = settings.store_path().and_then(|p| {
+            let body = serde_json::to_string(&(f, &f.calls_ci))?;
+            crate::results::store::Store::open(&p)?.save_digest(&self.name, &self.source, &body)
+        });
+        // Deliberately quiet: the trace itself is whole without it.
+        drop(saved);
+    }
 }
 
 /// Runs the command traced to its end: its profile, how it ended, and its work here
@@ -577,6 +619,10 @@ fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figure
     // Newest first, only the runs that give a probe not yet found: the figures take
     // each probe from the newest run that measured it (Figures::from_runs), so the
     // older runs' documents need not be read.
+    let digest = figures_digest(&host, &saved);
+    if let Some(f) = digest.read(&saved) {
+        return Ok((f, None));
+    }
     let mut needed: Vec<&str> = wanted.to_vec();
     for r in &saved.runs {
         if !r.probes.iter().any(|p| needed.contains(&p.as_str())) {
@@ -592,6 +638,7 @@ fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figure
     runs.reverse();
     let f = Figures::from_runs(&runs);
     if f.enough() {
+        digest.write(settings, &f);
         return Ok((f, None));
     }
     let probes = crate::probes::for_pricing();

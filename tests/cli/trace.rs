@@ -1397,3 +1397,79 @@ fn many_sources_into_one_output_are_priced_once_and_name_the_output() {
         "{found:?}"
     );
 }
+
+/// Imports the fixture run, as this host's, into the store under `data`.
+fn import_as_this_host(dir: &Path, data: &Path, name: &str) {
+    let host = Command::new(BIN)
+        .args(["sysinfo", "--json"])
+        .output()
+        .unwrap();
+    let env: Value = serde_json::from_slice(&host.stdout).unwrap();
+    let env = env.get("environment").unwrap_or(&env).clone();
+    let mut run: Value = serde_json::from_str(include_str!("../fixtures/run-a.json")).unwrap();
+    run["environment"]["hostname"] = env["hostname"].clone();
+    let file = dir.join(name);
+    std::fs::write(&file, run.to_string()).unwrap();
+    Command::new(BIN)
+        .env("XDG_DATA_HOME", data)
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .success();
+}
+
+/// The figures a `trace -- true` priced with, from the store under `data`.
+fn priced_with(dir: &Path, data: &Path) -> Value {
+    let out = dir.join("t.json");
+    Command::new(BIN)
+        .env("XDG_DATA_HOME", data)
+        .args(["trace", "--tracer", "ptrace", "--json", "--output"])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    doc["figures"].clone()
+}
+
+#[test]
+fn the_figures_are_read_from_their_digest_until_the_runs_they_came_from_change() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    import_as_this_host(d.path(), &data, "a.json");
+    let db = data.join("ioprobe/results.db");
+    let first = priced_with(d.path(), &data);
+    assert!(
+        first["read"].as_array().is_some_and(|r| !r.is_empty()),
+        "{first}"
+    );
+    // The first trace kept its figures, under the run they came from.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (source, body): (String, String) = conn
+        .query_row("SELECT source, body FROM digests", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!(source.ends_with(":1"), "{source}");
+    // The next trace reads the digest, not the run: a figure changed in the digest
+    // alone is the one it prices with.
+    let mut kept: Value = serde_json::from_str(&body).unwrap();
+    kept[0]["read"][0][1] = serde_json::json!(123456789.0);
+    conn.execute("UPDATE digests SET body = ?1", [kept.to_string()])
+        .unwrap();
+    let second = priced_with(d.path(), &data);
+    assert_eq!(
+        second["read"][0][1],
+        serde_json::json!(123456789.0),
+        "{second}"
+    );
+    // A new run makes the digest stale: the figures come from the runs again (the
+    // fixture's), and a new digest is kept.
+    import_as_this_host(d.path(), &data, "b.json");
+    let third = priced_with(d.path(), &data);
+    assert_eq!(third["read"], first["read"]);
+    let source: String = conn
+        .query_row("SELECT source FROM digests", [], |r| r.get(0))
+        .unwrap();
+    assert!(source.ends_with(":2,1"), "{source}");
+}
