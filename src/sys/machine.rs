@@ -483,6 +483,24 @@ fn mitigations() -> BTreeMap<String, String> {
 /// path prefix of the canonical directory).
 pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
     let canon = fs::canonicalize(dir).ok()?;
+    let mut best = mount_holding(&canon);
+    if let Some(b) = best.as_mut() {
+        b.read_ahead_kb = read_ahead_kb(&canon);
+    }
+    best.or_else(|| statfs_mount(&canon))
+}
+
+/// The type of the filesystem holding `dir` (ext4, tmpfs, …): [`filesystem_of`] without
+/// its block device's read-ahead, which takes a dozen sysfs lookups.
+pub fn fs_type_of(dir: &Path) -> Option<String> {
+    let canon = fs::canonicalize(dir).ok()?;
+    mount_holding(&canon)
+        .or_else(|| statfs_mount(&canon))
+        .map(|f| f.fs_type)
+}
+
+/// The mount in /proc/self/mountinfo holding the canonical directory `canon`.
+fn mount_holding(canon: &Path) -> Option<Filesystem> {
     let mut best: Option<Filesystem> = None;
     for m in super::mounts::table() {
         if !canon.starts_with(&m.point) {
@@ -505,21 +523,20 @@ pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
             read_ahead_kb: None,
         });
     }
-    if let Some(b) = best.as_mut() {
-        b.read_ahead_kb = read_ahead_kb(&canon);
-    }
-    // Without /proc (macOS, FreeBSD): statfs.
-    best.or_else(|| {
-        let (mount_point, fs_type, source, mount_options) = super::os::mount_of(&canon)?;
-        Some(Filesystem {
-            path: canon.display().to_string(),
-            compression: Some(compression(&fs_type, &mount_options)),
-            mount_point,
-            fs_type,
-            source,
-            mount_options,
-            read_ahead_kb: None,
-        })
+    best
+}
+
+/// Without /proc (macOS, FreeBSD): the mount holding `canon`, from statfs.
+fn statfs_mount(canon: &Path) -> Option<Filesystem> {
+    let (mount_point, fs_type, source, mount_options) = super::os::mount_of(canon)?;
+    Some(Filesystem {
+        path: canon.display().to_string(),
+        compression: Some(compression(&fs_type, &mount_options)),
+        mount_point,
+        fs_type,
+        source,
+        mount_options,
+        read_ahead_kb: None,
     })
 }
 

@@ -49,7 +49,7 @@ impl Profile {
         if let Some(f) = self.fs_by_dir.get(dir) {
             return f.clone();
         }
-        let f = crate::sys::machine::filesystem_of(dir).map(|f| f.fs_type);
+        let f = crate::sys::machine::fs_type_of(dir);
         self.fs_by_dir.insert(dir.to_path_buf(), f.clone());
         f
     }
@@ -68,8 +68,7 @@ impl Profile {
             let i = match self.by_name.get(&folded) {
                 Some(&i) => i,
                 None => {
-                    let fs = crate::sys::machine::filesystem_of(std::path::Path::new(&dir))
-                        .map(|f| f.fs_type);
+                    let fs = crate::sys::machine::fs_type_of(std::path::Path::new(&dir));
                     self.targets.push(Target {
                         name: folded.clone(),
                         kind: Kind::File,
