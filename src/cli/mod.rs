@@ -275,7 +275,8 @@ library ioprobe adds to LD_PRELOAD (and removes again before the program's code 
 that makes the programs' own read, write, pread, pwrite, lseek, open, close and stat
 calls from a page the filter lets through, recording them for ioprobe without a stop;
 the loader's, libc's own and multithreaded programs' calls stop as under ptrace, so the
-counts stay strace's. ptrace: CMD runs as a
+counts stay strace's; a program whose processes made fewer than 100 calls through it
+starts without it from then on (its start costs more than it saves). ptrace: CMD runs as a
 ptrace tracee under a seccomp filter that stops it only at I/O calls
 (read/write and their p/v forms, lseek, open/close, fsync, sendfile/splice/copy_file_range,
 mmap, stat, getdents64, fcntl, io_uring_enter; socket data: sendto/recvfrom, sendmsg/

@@ -157,6 +157,7 @@ fn tracing_of(tracer: &Attached, way: Way, ebpf_unavailable: Option<String>) -> 
             Attached::Ebpf(t) => t.lost(),
         },
         unstopped_calls: 0,
+        plain_starts: 0,
     }
 }
 

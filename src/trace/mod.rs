@@ -74,6 +74,9 @@ pub struct Tracing {
     pub lost: u64,
     /// Preload: the calls its library recorded without a stop (the rest stopped).
     pub unstopped_calls: u64,
+    /// preload: program starts that ran without the library (their earlier processes
+    /// made too few calls through it to pay for its loading).
+    pub plain_starts: u64,
 }
 
 /// The eBPF programs being loaded on another thread while the figures are read (the
@@ -108,6 +111,7 @@ impl Running {
             preload_unavailable: None,
             lost: 0,
             unstopped_calls: 0,
+            plain_starts: 0,
         };
         if matches!(via, Via::Auto | Via::Ebpf) {
             let loaded = match loading {
@@ -362,6 +366,7 @@ fn trace_command(
     tracing.lost = tracer.lost();
     if let Running::Ptrace(t) = &tracer {
         tracing.unstopped_calls = t.unstopped_calls();
+        tracing.plain_starts = t.plain_starts();
     }
     tracer_notes(&mut prof, &tracing);
     prof.finish();

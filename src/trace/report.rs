@@ -140,10 +140,19 @@ fn tracer_note(t: &super::Tracing) -> String {
             "traced with eBPF: the command ran without stops, its calls recorded in the kernel"
                 .to_string()
         }
-        "preload" => format!(
-            "traced with preload: ptrace, but {} of the programs' own read, write, pread, pwrite, lseek, open, close and stat calls were recorded by a library in them, without a stop ({why})",
-            thousands(t.unstopped_calls)
-        ),
+        "preload" => {
+            let plain = match t.plain_starts {
+                0 => String::new(),
+                n => format!(
+                    "; {} program starts ran without it, as under ptrace: earlier processes of their program made too few calls through it to pay for its loading",
+                    thousands(n)
+                ),
+            };
+            format!(
+                "traced with preload: ptrace, but {} of the programs' own read, write, pread, pwrite, lseek, open, close and stat calls were recorded by a library in them, without a stop ({why}){plain}",
+                thousands(t.unstopped_calls)
+            )
+        }
         _ => format!("traced with ptrace ({why})"),
     }
 }

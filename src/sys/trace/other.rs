@@ -109,6 +109,9 @@ impl Tracer {
     pub fn unstopped_calls(&self) -> u64 {
         0
     }
+    pub fn plain_starts(&self) -> u64 {
+        0
+    }
     pub fn lost(&self) -> u64 {
         0
     }

@@ -14,9 +14,11 @@
 
 mod elf;
 mod ring;
+mod starts;
 
 pub use elf::dynamic;
 pub use ring::Preload;
+pub(in crate::sys::trace) use starts::Starts;
 
 use super::calls::Syscall;
 use super::ptrace::{Maker, Pending, regs, set_regs, stack_and_envp};
@@ -39,6 +41,8 @@ pub(in crate::sys::trace) struct Preloaded {
     pub(in crate::sys::trace) loading: HashSet<i32>,
     /// The command's descriptors and working directory at its exec.
     pub(in crate::sys::trace) first: Option<Seen>,
+    /// Which later program starts are given the library.
+    pub(in crate::sys::trace) starts: Starts,
 }
 
 impl Drop for Preloaded {
@@ -155,11 +159,11 @@ impl Preloaded {
     }
 
     /// An execve (`at`: execveat) by stopped `tid`: when its program is dynamically
-    /// linked, the library is added to the environment it passes, as to the command's
+    /// linked and worth it ([`Starts`]), the library is added to the environment it passes, as to the command's
     /// own (the library removes it again before the program's code runs). The
     /// environment array it passed, or None (not changed).
     pub(in crate::sys::trace) fn exec(
-        &self,
+        &mut self,
         tid: i32,
         at: bool,
         args: &[u64; 6],
@@ -181,6 +185,14 @@ impl Preloaded {
             format!("/proc/{tid}/fd/{dir}/{path}")
         };
         dynamic(std::path::Path::new(&target)).ok()?;
+        let file = std::fs::metadata(&target).ok()?;
+        let program = (
+            std::os::unix::fs::MetadataExt::dev(&file),
+            std::os::unix::fs::MetadataExt::ino(&file),
+        );
+        if !self.starts.give(tid, program) {
+            return None;
+        }
         let mut r = regs(tid).ok()?;
         let (sp, envp) = stack_and_envp(&mut r, at);
         let old = *envp;

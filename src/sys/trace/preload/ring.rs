@@ -53,6 +53,8 @@ pub struct Preload {
     lost: u64,
     /// Calls read from the ring.
     calls_read: u64,
+    /// Calls read per task, until taken ([`Preload::take_calls`]).
+    by_task: HashMap<i32, u64>,
     /// Per task stopped for a signal just after its call through the gate: (slot,
     /// result), in case the signal ends it before the library records the result.
     signalled: HashMap<i32, (u64, i64)>,
@@ -154,6 +156,7 @@ impl Preload {
             calls: super::super::calls::traced().into_iter().collect(),
             lost: 0,
             calls_read: 0,
+            by_task: HashMap::new(),
             signalled: HashMap::new(),
         };
         // SAFETY: the head page is mapped and 8-aligned; the command is not started.
@@ -265,6 +268,9 @@ impl Preload {
             match self.state(i).load(Acquire) {
                 RETURNED => {
                     if let Some(e) = self.decode(i) {
+                        if let Event::Call { tid, .. } = e {
+                            *self.by_task.entry(tid).or_default() += 1;
+                        }
                         out.push_back(e);
                         self.calls_read += 1;
                     }
@@ -355,6 +361,11 @@ impl Preload {
     }
 
     /// Calls the library recorded (made without a stop).
+    /// The calls read of task `tid` since the last time they were taken.
+    pub fn take_calls(&mut self, tid: i32) -> u64 {
+        self.by_task.remove(&tid).unwrap_or(0)
+    }
+
     pub fn calls_read(&self) -> u64 {
         self.calls_read
     }

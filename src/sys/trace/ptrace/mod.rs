@@ -171,6 +171,7 @@ impl Tracer {
                 own: HashSet::new(),
                 loading: HashSet::new(),
                 first: None,
+                starts: Default::default(),
             })
         });
         let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid, preload));
@@ -304,6 +305,11 @@ impl Tracer {
         self.preload.as_ref().map_or(0, |p| p.ring.calls_read())
     }
 
+    /// Program starts under preload that ran without the library ([`preload::Starts`]).
+    pub fn plain_starts(&self) -> u64 {
+        self.preload.as_ref().map_or(0, |p| p.starts.plain)
+    }
+
     /// Resumes `tid` after a stop, delivering `sig`: to its next traced call's stop
     /// (attached: to its next system call).
     fn go(&self, tid: i32, sig: i32) -> io::Result<()> {
@@ -374,6 +380,8 @@ impl Tracer {
                 p.ring.ended(tid, &mut self.queue);
                 p.own.retain(|&(t, _)| t != tid);
                 p.loading.remove(&tid);
+                let calls = p.ring.take_calls(tid);
+                p.starts.ended(tid, calls);
             }
             self.queue.push_back(e);
             return Ok(self.queue.pop_front());
@@ -480,6 +488,9 @@ impl Tracer {
             // tracer's: what the program started with is looked at now.
             let (comm, seen) = match &mut self.preload {
                 Some(p) => {
+                    p.ring.read(&mut self.queue);
+                    let calls = p.ring.take_calls(tid);
+                    p.starts.started(tid, calls);
                     p.own.retain(|&(t, _)| t != tid);
                     if given {
                         p.loading.insert(tid);
