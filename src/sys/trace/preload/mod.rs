@@ -7,32 +7,35 @@
 //! stops as under plain ptrace, so the counts stay strace's. This module makes the
 //! library's and the ring's memfds and the command's environment, reads the ring,
 //! and holds the tracer's preload part ([`Preloaded`]: the loader's and library's own
-//! calls, execs given the library, SIGCHLD as a descriptor).
+//! calls, execs given the library, the wait's tick).
 //!
 //! `ring.rs` is the library and its ring (the layout in `layout.rs`, which build.rs
-//! hands to the C compiler), `elf.rs` the check that a program is dynamically linked.
+//! hands to the C compiler), `elf.rs` the check that a program is dynamically linked,
+//! `starts.rs` which program starts are given the library, `tick.rs` the wait that
+//! blocks as ptrace's does and is interrupted to read the ring.
 
 mod elf;
 mod ring;
 mod starts;
+mod tick;
 
 pub use elf::dynamic;
 pub use ring::Preload;
 pub(in crate::sys::trace) use starts::Starts;
+pub(in crate::sys::trace) use tick::Tick;
 
 use super::calls::Syscall;
 use super::ptrace::{Maker, Pending, regs, set_regs, stack_and_envp};
 use super::{Event, Memory, Seen};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The preload tracer's part of [`Tracer`].
 pub(in crate::sys::trace) struct Preloaded {
     pub(in crate::sys::trace) ring: Preload,
-    /// SIGCHLD, blocked in this thread while the command runs, as a descriptor to
-    /// wait on beside the ring; and the mask to restore.
-    pub(in crate::sys::trace) sigchld: Option<(OwnedFd, libc::sigset_t)>,
+    /// The wait interrupted every few ms to read the ring ([`Tick`]); None where it
+    /// cannot be set up (the tracer then polls).
+    pub(in crate::sys::trace) tick: Option<Tick>,
     pub(in crate::sys::trace) makers: HashMap<u64, Maker>,
     /// (task, descriptor) open on the library or the ring.
     pub(in crate::sys::trace) own: HashSet<(i32, i32)>,
@@ -52,70 +55,23 @@ impl Drop for Preloaded {
 }
 
 impl Preloaded {
-    /// SIGCHLD blocked in this thread and readable from a descriptor: the trace loop
-    /// then sleeps until a task stops or ends, or 2 ms pass, and reads the ring
-    /// meanwhile. None where that cannot be set up (the loop then polls every 2 ms).
-    pub(in crate::sys::trace) fn watch_sigchld() -> Option<(OwnedFd, libc::sigset_t)> {
-        // SAFETY: sigset_t is plain data, initialised by sigemptyset.
-        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the sets are local; signalfd gets a valid set and returns a new
-        // descriptor or -1; pthread_sigmask changes this thread's mask only.
-        unsafe {
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGCHLD);
-            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) != 0 {
-                return None;
-            }
-            let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
-            if fd == -1 {
-                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-                return None;
-            }
-            Some((OwnedFd::from_raw_fd(fd), old))
-        }
-    }
-
     /// No task changed state: the ring's new calls into `queue` (true when there
-    /// were some), else a sleep until SIGCHLD or 2 ms.
+    /// were some), else (without a [`Tick`]) a sleep of a tick's period.
     pub(in crate::sys::trace) fn idle(&mut self, queue: &mut VecDeque<Event>) -> bool {
         let before = queue.len();
         self.ring.read(queue);
         if queue.len() > before {
             return true;
         }
-        let Some((fd, _)) = &self.sigchld else {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-            return false;
-        };
-        let mut pfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let mut buf = [0u8; 8 * 128];
-        // SAFETY: poll on one local pollfd; reads into a local buffer of whole
-        // signalfd_siginfo records from our non-blocking descriptor (SIGCHLD is a
-        // standard signal: at most one is pending, and one read takes it).
-        unsafe {
-            if libc::poll(&mut pfd, 1, 2) > 0 {
-                libc::read(
-                    fd.as_raw_fd(),
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    buf.len(),
-                );
-            }
+        if self.tick.is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(tick::EVERY_MS as u64));
         }
         false
     }
 
-    /// The trace is over: SIGCHLD as it was.
+    /// The trace is over: the timer stopped, its signal as it was.
     pub(in crate::sys::trace) fn quiet(&mut self) {
-        if let Some((_, old)) = self.sigchld.take() {
-            // SAFETY: restores this thread's mask saved in `watch_sigchld`.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-        }
+        self.tick = None;
     }
 
     /// Whether `call` by `tid` is on the trace's own files (opening them, or using

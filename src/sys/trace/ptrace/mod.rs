@@ -162,10 +162,10 @@ impl Tracer {
         let pid = child.start()?;
         // SAFETY: closing the parent's copy of the write end, which it owns.
         unsafe { libc::close(wr) };
-        // After the fork: the command must not start with SIGCHLD blocked.
+        // After the fork: the command must not start with the tick's signal blocked.
         let preload = preload.map(|ring| {
             Box::new(Preloaded {
-                sigchld: Preloaded::watch_sigchld(),
+                tick: preload::Tick::start().ok(),
                 ring,
                 makers: makers().into_iter().collect(),
                 own: HashSet::new(),
@@ -394,21 +394,32 @@ impl Tracer {
     /// (so that its calls are not all left to read when it ends): Some((0, 0)) when
     /// that queued calls.
     fn wait(&mut self) -> io::Result<Option<(i32, i32)>> {
-        let flags = match self.preload {
-            Some(_) => libc::__WALL | libc::WNOHANG,
-            None => libc::__WALL,
-        };
         loop {
             let mut status = 0;
-            // SAFETY: waitpid writes the status into a local integer.
-            let tid = unsafe { libc::waitpid(-1, &mut status, flags) };
-            if tid == 0
+            let tid = match &self.preload {
+                Some(p) => match &p.tick {
+                    Some(t) => t.wait(&mut status),
+                    // SAFETY: waitpid writes the status into a local integer.
+                    None => unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) },
+                },
+                // SAFETY: as above.
+                None => unsafe { libc::waitpid(-1, &mut status, libc::__WALL) },
+            };
+            let failed = (tid == -1).then(io::Error::last_os_error);
+            let interrupted = failed
+                .as_ref()
+                .is_some_and(|e| e.raw_os_error() == Some(libc::EINTR));
+            // Preload: no task changed state (WNOHANG) or the tick interrupted the wait:
+            // the ring is read (an interruption then goes on as any other below).
+            if (tid == 0 || interrupted)
                 && let Some(p) = &mut self.preload
             {
                 if p.idle(&mut self.queue) {
                     return Ok(Some((0, 0)));
                 }
-                continue;
+                if tid == 0 {
+                    continue;
+                }
             }
             let sig = PASSED.swap(0, std::sync::atomic::Ordering::Relaxed);
             if sig != 0 {
@@ -418,10 +429,9 @@ impl Tracer {
                     unsafe { libc::kill(t, sig) };
                 }
             }
-            if tid != -1 {
+            let Some(e) = failed else {
                 return Ok(Some((tid, status)));
-            }
-            let e = io::Error::last_os_error();
+            };
             match e.raw_os_error() {
                 Some(libc::EINTR) if self.attached && super::attach::ending().is_some() => {
                     return Ok(Some((0, 0)));
