@@ -306,7 +306,9 @@ struct FiguresDigest {
     source: String,
 }
 
-/// The digest's layout; a change makes older digests unread (and then replaced).
+/// The digest's version: a change to its layout or to how the figures are chosen
+/// (`Figures::from_runs`, the probes' readers) must bump it, which makes older
+/// digests unread (and then replaced).
 const FIGURES_DIGEST: u32 = 1;
 
 fn figures_digest(host: &str, saved: &crate::results::store::Saved) -> FiguresDigest {
@@ -621,13 +623,13 @@ fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figure
     let wanted = ["read", "write", "pipe", "socket", "syscalls", "copy"];
     let evidence = crate::results::store::Evidence::of(&host, &wanted, 40);
     let saved = crate::results::store::Store::evidence_at(&settings.store_path()?, &evidence)?;
-    // Newest first, only the runs that give a probe not yet found: the figures take
-    // each probe from the newest run that measured it (Figures::from_runs), so the
-    // older runs' documents need not be read.
     let digest = figures_digest(&host, &saved);
     if let Some(f) = digest.read(&saved) {
         return Ok((f, None));
     }
+    // Newest first, only the runs that give a probe not yet found: the figures take
+    // each probe from the newest run that measured it (Figures::from_runs), so the
+    // older runs' documents need not be read.
     let mut needed: Vec<&str> = wanted.to_vec();
     for r in &saved.runs {
         if !r.probes.iter().any(|p| needed.contains(&p.as_str())) {
