@@ -36,9 +36,11 @@ pub(super) const JSGT: u8 = 0x60;
 pub(super) const JLE: u8 = 0xb0;
 
 pub(super) const ADD: u8 = 0x00;
+pub(super) const OR: u8 = 0x40;
 pub(super) const AND: u8 = 0x50;
 pub(super) const LSH: u8 = 0x60;
 pub(super) const RSH: u8 = 0x70;
+pub(super) const XOR: u8 = 0xa0;
 
 /// Helper functions (their numbers in `enum bpf_func_id`).
 pub(super) const LOOKUP: i32 = 1;
@@ -85,6 +87,14 @@ impl Asm {
     }
     pub(super) fn alui(&mut self, op: u8, dst: u8, imm: i32) {
         self.op(0x07 | op, dst, 0, 0, imm);
+    }
+    /// dst op= src (64 bits).
+    pub(super) fn alu(&mut self, op: u8, dst: u8, src: u8) {
+        self.op(0x07 | op | 0x08, dst, src, 0, 0);
+    }
+    /// lock *(u64 *)(dst + off) op= src, for op [`OR`], [`AND`] or [`ADD`] (no fetch).
+    pub(super) fn atomic(&mut self, op: u8, dst: u8, off: i16, src: u8) {
+        self.op(0x03 | 0xc0 | DW, dst, src, off, i32::from(op));
     }
     /// dst = *(size *)(src + off)
     pub(super) fn ldx(&mut self, size: u8, dst: u8, src: u8, off: i16) {
@@ -141,8 +151,7 @@ impl Asm {
         self.call(LOOKUP);
         self.jmpi(JEQ, R0, 0, then);
         self.movi(R1, 1);
-        // lock *(u64 *)(r0 + 0) += r1
-        self.op(0x03 | 0xc0 | DW, R0, R1, 0, 0);
+        self.atomic(ADD, R0, 0, R1);
         self.ja(then);
     }
     pub(super) fn finish(mut self) -> Vec<Insn> {

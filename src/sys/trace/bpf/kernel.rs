@@ -90,16 +90,35 @@ pub(super) fn map_lookup(map: &OwnedFd, key: &[u8], value: &mut [u8]) -> io::Res
     bpf(CMD_MAP_LOOKUP_ELEM, &mut attr).map(|_| ())
 }
 
-/// Loads a raw-tracepoint program and attaches it to tracepoint `name`: the
-/// attachment's descriptor (closing it detaches).
-pub(super) fn attach(name: &str, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)> {
+/// Where a program attaches: a raw tracepoint by name, or a BTF-typed one (its
+/// arguments typed, so it reads through their pointers without a helper) by the id of
+/// the kernel's `btf_trace_NAME` typedef.
+#[derive(Clone, Copy)]
+pub(super) enum Point<'a> {
+    Raw(&'a str),
+    Typed(&'a str, u32),
+}
+
+/// Loads a program and attaches it to its tracepoint: the attachment's descriptor
+/// (closing it detaches).
+pub(super) fn attach(point: Point, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)> {
     const RAW_TRACEPOINT: u32 = 17;
+    const TRACING: u32 = 26;
+    const TRACE_RAW_TP: u32 = 23;
     let license = c"Dual MIT/GPL";
+    let name = match point {
+        Point::Raw(n) | Point::Typed(n, _) => n,
+    };
     // Without a log first (the verifier's log costs more than the check); with one,
     // to say why, only when the program is refused.
     let load = |log: &mut [u8]| {
         let mut attr = [0u64; 16];
         set_u32(&mut attr, 0, RAW_TRACEPOINT);
+        if let Point::Typed(_, id) = point {
+            set_u32(&mut attr, 0, TRACING);
+            set_u32(&mut attr, 68, TRACE_RAW_TP);
+            set_u32(&mut attr, 108, id);
+        }
         set_u32(&mut attr, 4, code.len() as u32);
         attr[1] = code.as_ptr() as u64;
         attr[2] = license.as_ptr() as u64;
@@ -124,9 +143,12 @@ pub(super) fn attach(name: &str, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)
             io::Error::new(e.kind(), format!("bpf(BPF_PROG_LOAD) of {name}: {e}{last}"))
         })
     })?;
+    // A typed program's tracepoint is the one its BTF id names: no name is given.
     let tp = std::ffi::CString::new(name).map_err(io::Error::other)?;
     let mut attr = [0u64; 16];
-    attr[0] = tp.as_ptr() as u64;
+    if let Point::Raw(_) = point {
+        attr[0] = tp.as_ptr() as u64;
+    }
     set_u32(&mut attr, 8, prog.as_raw_fd() as u32);
     let link = bpf(CMD_RAW_TRACEPOINT_OPEN, &mut attr)
         .map(owned)
@@ -138,6 +160,10 @@ pub(super) fn attach(name: &str, code: &[Insn]) -> io::Result<(OwnedFd, OwnedFd)
 pub(super) struct Maps {
     /// Task id → its state ([`TRACED`], [`WAITING`], [`COMPAT`]): the traced tree.
     pub(super) tasks: OwnedFd,
+    /// One bit per task id (word `id / 64`, bit `id % 64`), set while `tasks` holds the
+    /// task as [`TRACED`]: what `sys_exit` looks at first, inline, in place of a hash
+    /// lookup. A task id past its end goes to `tasks`.
+    pub(super) live: OwnedFd,
     /// Syscall number → [`wanted_value`] (0: not traced).
     pub(super) wanted: OwnedFd,
     /// One counter: records the ring had no room for, tasks the tree could not hold.
@@ -159,51 +185,91 @@ pub(super) struct TaskOffsets {
     pub(super) binprm_buf: i32,
 }
 
-/// `struct task_struct`'s `pid` and `tgid` and `struct linux_binprm`'s `buf`, from the
-/// kernel's BTF.
-pub(super) fn task_offsets() -> io::Result<TaskOffsets> {
+/// What the programs need from the kernel's BTF.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KernelTypes {
+    pub(super) offsets: TaskOffsets,
+    /// The id of `btf_trace_sys_exit`, the typed `sys_exit` tracepoint.
+    pub(super) sys_exit: u32,
+}
+
+/// `struct task_struct`'s `pid` and `tgid`, `struct linux_binprm`'s `buf` and the
+/// typed `sys_exit` tracepoint, from the kernel's BTF in one pass.
+pub(super) fn kernel_types() -> io::Result<KernelTypes> {
     let btf = Btf::open()?;
-    let btf = btf.bytes();
-    let find = |st: &str, name: &str| {
-        btf_struct(btf, st)
-            .and_then(|m| {
-                m.iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|&(_, bits)| (bits / 8) as i32)
-            })
+    let found = btf_find(
+        btf.bytes(),
+        &[
+            (STRUCT, "task_struct"),
+            (STRUCT, "linux_binprm"),
+            (TYPEDEF, "btf_trace_sys_exit"),
+        ],
+    );
+    let missing = |what: String| io::Error::new(io::ErrorKind::Unsupported, what);
+    let member = |i: usize, st: &str, name: &str| {
+        found[i]
+            .as_ref()
+            .and_then(|t| t.members.iter().find(|(n, _)| *n == name))
+            .map(|&(_, bits)| (bits / 8) as i32)
             .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    format!("the kernel's BTF has no struct {st} with a member {name}"),
-                )
+                missing(format!(
+                    "the kernel's BTF has no struct {st} with a member {name}"
+                ))
             })
     };
-    Ok(TaskOffsets {
-        pid: find("task_struct", "pid")?,
-        tgid: find("task_struct", "tgid")?,
-        binprm_buf: find("linux_binprm", "buf")?,
+    Ok(KernelTypes {
+        offsets: TaskOffsets {
+            pid: member(0, "task_struct", "pid")?,
+            tgid: member(0, "task_struct", "tgid")?,
+            binprm_buf: member(1, "linux_binprm", "buf")?,
+        },
+        sys_exit: found[2]
+            .as_ref()
+            .map(|t| t.id)
+            .ok_or_else(|| missing("the kernel's BTF has no btf_trace_sys_exit".into()))?,
     })
 }
 
-/// The members (name, bit offset) of the struct called `wanted` in BTF data.
-pub(super) fn btf_struct<'a>(btf: &'a [u8], wanted: &str) -> Option<Vec<(&'a str, u32)>> {
+/// BTF kinds looked for.
+pub(super) const STRUCT: u32 = 4;
+pub(super) const TYPEDEF: u32 = 8;
+
+/// A type found in BTF data: its id and, for a struct, its members (name, bit offset).
+#[derive(Debug)]
+pub(super) struct BtfType<'a> {
+    pub(super) id: u32,
+    pub(super) members: Vec<(&'a str, u32)>,
+}
+
+/// The first type of each (kind, name) in `wanted`, in one walk of BTF data (ids
+/// count from 1, in order).
+pub(super) fn btf_find<'a>(btf: &'a [u8], wanted: &[(u32, &str)]) -> Vec<Option<BtfType<'a>>> {
+    let mut found: Vec<Option<BtfType>> = wanted.iter().map(|_| None).collect();
     let u32_at = |at: usize| -> Option<u32> {
         Some(u32::from_le_bytes(btf.get(at..at + 4)?.try_into().ok()?))
     };
-    if btf.get(0..2)? != [0x9f, 0xeb] {
-        return None;
-    }
-    let hdr = u32_at(4)? as usize;
-    let (types, types_len) = (hdr + u32_at(8)? as usize, u32_at(12)? as usize);
-    let strings = hdr + u32_at(16)? as usize;
+    let header = || -> Option<(usize, usize, usize)> {
+        (btf.get(0..2)? == [0x9f, 0xeb]).then_some(())?;
+        let hdr = u32_at(4)? as usize;
+        Some((
+            hdr + u32_at(8)? as usize,
+            u32_at(12)? as usize,
+            hdr + u32_at(16)? as usize,
+        ))
+    };
+    let Some((types, types_len, strings)) = header() else {
+        return found;
+    };
     let name = |off: u32| -> Option<&'a str> {
         let s = btf.get(strings + off as usize..)?;
         let end = s.iter().position(|&b| b == 0)?;
         std::str::from_utf8(&s[..end]).ok()
     };
-    let mut at = types;
-    while at + 12 <= types + types_len {
-        let (name_off, info) = (u32_at(at)?, u32_at(at + 4)?);
+    let (mut at, mut id, mut left) = (types, 1u32, wanted.len());
+    while at + 12 <= types + types_len && left > 0 {
+        let (Some(name_off), Some(info)) = (u32_at(at), u32_at(at + 4)) else {
+            break;
+        };
         let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
         let kflag = info >> 31 == 1;
         at += 12;
@@ -214,18 +280,27 @@ pub(super) fn btf_struct<'a>(btf: &'a [u8], wanted: &str) -> Option<Vec<(&'a str
             6 | 13 => 8 * vlen,
             _ => 0,
         };
-        if kind == 4 && name(name_off) == Some(wanted) {
-            return (0..vlen)
+        if let Some(i) = wanted
+            .iter()
+            .enumerate()
+            .position(|(i, &(k, n))| k == kind && found[i].is_none() && name(name_off) == Some(n))
+        {
+            let members = (0..if kind == STRUCT { vlen } else { 0 })
                 .map(|i| {
                     let m = at + 12 * i;
                     let off = u32_at(m + 8)?;
                     Some((name(u32_at(m)?)?, if kflag { off & 0xff_ffff } else { off }))
                 })
-                .collect();
+                .collect::<Option<Vec<_>>>();
+            if let Some(members) = members {
+                found[i] = Some(BtfType { id, members });
+                left -= 1;
+            }
         }
         at += extra;
+        id += 1;
     }
-    None
+    found
 }
 
 /// The kernel's BTF, mapped (private, read-only: sysfs gives it 4 KiB per read, 1,300
@@ -286,8 +361,14 @@ mod tests {
             eprintln!("skipped: no /sys/kernel/btf/vmlinux");
             return;
         };
-        let m = btf_struct(&btf, "task_struct").expect("task_struct");
-        assert!(m.iter().any(|(n, _)| *n == "pid"));
-        assert!(m.iter().any(|(n, _)| *n == "tgid"));
+        let found = btf_find(
+            &btf,
+            &[(STRUCT, "task_struct"), (TYPEDEF, "btf_trace_sys_exit")],
+        );
+        let task = found[0].as_ref().expect("task_struct");
+        assert!(task.members.iter().any(|(n, _)| *n == "pid"));
+        assert!(task.members.iter().any(|(n, _)| *n == "tgid"));
+        let tp = found[1].as_ref().expect("btf_trace_sys_exit");
+        assert!(tp.members.is_empty() && tp.id > 0 && tp.id != task.id);
     }
 }

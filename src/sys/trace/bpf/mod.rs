@@ -2,20 +2,21 @@
 //! seccomp filter, its privileges kept), while four small BPF programs, assembled here
 //! and loaded with bpf(2) (no compiler, no BPF toolchain), watch it from the kernel:
 //!
-//! - `sys_exit` (raw tracepoint): for a task of the traced tree and a traced call, one
-//!   record goes to a ring buffer: the call's number and arguments (still in the saved
-//!   user registers at exit), its result, and the memory its profile reads (its path,
-//!   iovec array, msghdr or io_uring parameters), copied there and then;
+//! - `sys_exit` (typed by BTF, `tp_btf`): for a task of the traced tree and a traced
+//!   call, one record goes to a ring buffer: the call's number and arguments (still in
+//!   the saved user registers at exit), its result, and the memory its profile reads
+//!   (its path, iovec array, msghdr or io_uring parameters), copied there and then;
 //! - `sched_process_fork`, `sched_process_exec`, `sched_process_exit`: the traced tree
 //!   is a map in the kernel, so a new task is traced from its first call (the command
 //!   itself from its exec: until then it is ioprobe's child waiting on a pipe).
 //!
 //! ioprobe reads the ring every few milliseconds, or when a program starts or the ring
-//! is half full, so the command's calls cost it one map lookup, one read of its saved
-//! registers and a record each. A record the ring had no room for is counted
+//! is half full, so the command's calls cost it one bit looked up inline (the `live`
+//! bitmap), its saved registers read through the tracepoint's typed pointer (no
+//! helper call), and a record each. A record the ring had no room for is counted
 //! ([`Tracer::lost`]) and said, never silently dropped. Needs root (or CAP_BPF with
 //! CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for three offsets (`task_struct`'s
-//! `pid` and `tgid`, `linux_binprm`'s `buf`).
+//! `pid` and `tgid`, `linux_binprm`'s `buf`) and the typed `sys_exit` tracepoint's id.
 
 //!
 //! `asm.rs` is the assembler, `programs.rs` the four programs, `kernel.rs` bpf(2),
@@ -70,6 +71,17 @@ pub(super) const TASKS: u32 = 16384;
 pub(super) const NUMBERS: u32 = 512;
 /// How often the ring is read while the command runs.
 pub(super) const READ_EVERY_MS: i32 = 4;
+
+/// The `live` bitmap's words: one bit for every task id below the kernel's
+/// `pid_max` (32,768 ids: 4 KiB), read when the maps are made. Ids past it (pid_max
+/// raised while tracing) are looked up in `tasks`, as without the bitmap.
+fn live_words() -> u32 {
+    let max = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(1 << 22);
+    max.clamp(64, 1 << 22).div_ceil(64)
+}
 
 /// The `wanted` value of a descriptor maker: its fds (two ints) copied from
 /// argument N, or nothing.
@@ -145,11 +157,12 @@ impl Loaded {
         const ARRAY: u32 = 2;
         const CGROUP_ARRAY: u32 = 8;
         const RINGBUF: u32 = 27;
-        let offsets = task_offsets()?;
+        let types = kernel_types()?;
         // The tree is small and changes at forks and execs only: allocated as it grows.
         const NO_PREALLOC: u32 = 1;
         let mut maps = Maps {
             tasks: map_create(HASH, 4, 4, TASKS, NO_PREALLOC)?,
+            live: map_create(ARRAY, 4, 8, live_words(), 0)?,
             wanted: map_create(ARRAY, 4, 4, NUMBERS, 0)?,
             lost: map_create(ARRAY, 4, 8, 1, 0)?,
             ring: map_create(RINGBUF, 0, 0, RING, 0)?,
@@ -186,10 +199,16 @@ impl Loaded {
         // period (one ended eBPF trace's detach less than one before: about 12 ms
         // here), which the figures' reading on the main thread then overlaps.
         let links = vec![
-            attach("sys_exit", &sys_exit(&maps))?,
-            attach("sched_process_fork", &fork(&maps, offsets))?,
-            attach("sched_process_exec", &exec(&maps, offsets))?,
-            attach("sched_process_exit", &exit(&maps))?,
+            attach(Point::Typed("sys_exit", types.sys_exit), &sys_exit(&maps))?,
+            attach(
+                Point::Raw("sched_process_fork"),
+                &fork(&maps, types.offsets),
+            )?,
+            attach(
+                Point::Raw("sched_process_exec"),
+                &exec(&maps, types.offsets),
+            )?,
+            attach(Point::Raw("sched_process_exit"), &exit(&maps))?,
         ];
         Ok(Loaded { maps, links })
     }
@@ -252,6 +271,7 @@ impl Tracer {
     ) -> io::Result<Tracer> {
         let Maps {
             tasks,
+            live,
             wanted,
             lost,
             ring,
@@ -289,7 +309,7 @@ impl Tracer {
             stopping: false,
             reader: Some(reader),
             links,
-            _maps: [Some(tasks), Some(wanted), pids, cgroup]
+            _maps: [Some(tasks), Some(live), Some(wanted), pids, cgroup]
                 .into_iter()
                 .flatten()
                 .collect(),

@@ -6,9 +6,9 @@ use super::kernel::{Maps, TaskOffsets};
 use super::*;
 
 /// Where a call's number and six arguments sit in `struct pt_regs` at sys_exit (the
-/// saved user registers; only the return register has changed): the window read
-/// (offset, length), each argument's offset in it, the number's (and whether it is
-/// 32 bits wide).
+/// saved user registers; only the return register has changed): the window copied to
+/// the stack (offset, length), each argument's offset in it, the number's (and whether
+/// it is 32 bits wide).
 pub(super) struct Regs {
     pub(super) base: i32,
     pub(super) len: i32,
@@ -42,6 +42,7 @@ pub(super) const AUX: i16 = -8;
 pub(super) const RET: i16 = -16;
 pub(super) const PTR: i16 = -24;
 pub(super) const COUNT: i16 = -32;
+pub(super) const BIT: i16 = -36;
 pub(super) const WINDOW: i16 = -40 - REGS.len as i16;
 
 /// Looks the current task up in `tasks`; when it is not there (or, with `traced`,
@@ -49,7 +50,12 @@ pub(super) const WINDOW: i16 = -40 - REGS.len as i16;
 pub(super) fn if_traced(a: &mut Asm, maps: &Maps, traced: bool) {
     a.call(PID_TGID);
     a.mov(R9, R0);
-    a.stx(W, FP, KEY, R0);
+    tree_lookup(a, maps, traced);
+}
+
+/// [`if_traced`] for the task whose pid_tgid is in r9; places the label "in_tree".
+fn tree_lookup(a: &mut Asm, maps: &Maps, traced: bool) {
+    a.stx(W, FP, KEY, R9);
     a.map(R1, maps.tasks.as_raw_fd());
     a.stack(R2, KEY as i32);
     a.call(LOOKUP);
@@ -202,21 +208,71 @@ pub(super) fn copy_memory(a: &mut Asm) {
     a.label("done");
 }
 
-/// sys_exit(regs, ret): a pending call's record, with its memory where it has some.
+/// r0 = the word of `live` holding the task id at `id` (to `none` past its end), r1 =
+/// the task's bit in it.
+fn live_word(a: &mut Asm, maps: &Maps, id: i16, none: &str) {
+    a.ldx(W, R1, FP, id);
+    a.alui(RSH, R1, 6);
+    a.stx(W, FP, BIT, R1);
+    a.map(R1, maps.live.as_raw_fd());
+    a.stack(R2, BIT as i32);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, none);
+    a.ldx(W, R2, FP, id);
+    a.alui(AND, R2, 63);
+    a.movi(R1, 1);
+    a.alu(LSH, R1, R2);
+}
+
+/// Sets the bit in `live` of the task id at `id` when the state at `state` is
+/// [`TRACED`], and clears it otherwise or without a state (`tag` names the labels).
+fn mark_live(a: &mut Asm, maps: &Maps, id: i16, state: Option<i16>, tag: &str) {
+    let (set, done) = (format!("{tag}_set"), format!("{tag}_marked"));
+    live_word(a, maps, id, &done);
+    if let Some(state) = state {
+        a.ldx(W, R3, FP, state);
+        a.jmpi(JEQ, R3, TRACED, &set);
+    }
+    a.alui(XOR, R1, -1);
+    a.atomic(AND, R0, 0, R1);
+    if state.is_some() {
+        a.ja(&done);
+        a.label(&set);
+        a.atomic(OR, R0, 0, R1);
+    }
+    a.label(&done);
+}
+
+/// sys_exit(regs, ret), typed (BTF): a pending call's record, with its memory where
+/// it has some. The task's bit in `live` answers first; only a task id past its end,
+/// or attached, a task without it, is looked up in `tasks`.
 pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
-    if_traced(&mut a, maps, true);
+    a.call(PID_TGID);
+    a.mov(R9, R0);
+    a.stx(W, FP, KEY, R0);
+    live_word(&mut a, maps, KEY, "look");
+    a.ldx(DW, R0, R0, 0);
+    a.alu(AND, R0, R1);
+    a.jmpi(JNE, R0, 0, "in_tree");
+    if maps.pids.is_none() && maps.cgroup.is_none() {
+        a.ja("out");
+    }
+    a.label("look");
+    tree_lookup(&mut a, maps, true);
     a.ldx(DW, R1, R6, 8);
     a.stx(DW, FP, RET, R1);
-    // The saved registers: the call's number and arguments.
-    a.stack(R1, WINDOW as i32);
-    a.movi(R2, REGS.len);
-    a.ldx(DW, R3, R6, 0);
-    a.alui(ADD, R3, REGS.base);
-    a.call(READ_KERNEL);
-    a.jmpi(JNE, R0, 0, "lost");
-    a.ldx(if REGS.nr32 { W } else { DW }, R7, FP, WINDOW + REGS.nr);
+    // The saved registers: the call's arguments and number, read through the typed
+    // pointer (no helper call).
+    a.ldx(DW, R7, R6, 0);
+    a.jmpi(JEQ, R7, 0, "lost");
+    for off in REGS.args {
+        a.ldx(DW, R1, R7, (REGS.base + i32::from(off)) as i16);
+        a.stx(DW, FP, WINDOW + off, R1);
+    }
+    let nr = (REGS.base + i32::from(REGS.nr)) as i16;
+    a.ldx(if REGS.nr32 { W } else { DW }, R7, R7, nr);
     a.jmpi(JGT, R7, NUMBERS as i32 - 1, "out");
     a.stx(W, FP, AUX, R7);
     a.map(R1, maps.wanted.as_raw_fd());
@@ -311,6 +367,7 @@ pub(super) fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
         a.jmpi(JNE, R0, 0, "lost");
     }
     set_task(&mut a, maps);
+    mark_live(&mut a, maps, AUX, Some(PTR), "child");
     small_record(&mut a, maps, KIND_TASK);
     // The child in place of the current task; the parent and the child's process.
     a.ldx(W, R1, FP, AUX);
@@ -359,6 +416,7 @@ pub(super) fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.map(R1, maps.tasks.as_raw_fd());
     a.stack(R2, KEY as i32);
     a.call(DELETE);
+    mark_live(&mut a, maps, KEY, None, "old");
     a.label("same");
     // The program's ELF header (bprm->buf): EI_CLASS 1 is a 32-bit program.
     a.st(W, FP, PTR, TRACED);
@@ -373,6 +431,7 @@ pub(super) fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.st(W, FP, PTR, COMPAT);
     a.label("class");
     set_task(&mut a, maps);
+    mark_live(&mut a, maps, AUX, Some(PTR), "new");
     small_record(&mut a, maps, KIND_EXEC);
     a.ldx(W, R1, FP, KEY);
     a.stx(W, R6, 8, R1);
@@ -390,6 +449,7 @@ pub(super) fn exit(maps: &Maps) -> Vec<Insn> {
     a.map(R1, maps.tasks.as_raw_fd());
     a.stack(R2, KEY as i32);
     a.call(DELETE);
+    mark_live(&mut a, maps, KEY, None, "gone");
     small_record(&mut a, maps, KIND_EXIT);
     a.mov(R1, R6);
     a.movi(R2, WAKE_NOW);
