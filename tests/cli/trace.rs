@@ -997,6 +997,28 @@ fn findings_of_one_kind_on_many_targets_are_grouped() {
     assert_eq!(small, 30);
 }
 
+/// A file named through `/proc/self` (or `/dev/fd`, `/dev/stdin`) is the traced
+/// process's: a tracer resolving the name later, in ioprobe, must not make it ioprobe's.
+#[test]
+fn a_path_through_proc_self_names_the_traced_process_not_ioprobe() {
+    for via in tracers() {
+        let d = tempfile::tempdir().unwrap();
+        let (doc, code, err) = trace_via(d.path(), &["cat", "/proc/self/stat"], via);
+        assert_eq!(code, 0, "{via}: {err}");
+        let pid = doc["processes"][0]["pid"].as_i64().unwrap();
+        let names: Vec<&str> = doc["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&format!("/proc/{pid}/stat").as_str()),
+            "{via}: cat ({pid}) read its own stat: {names:?}"
+        );
+    }
+}
+
 /// Past a few thousand distinct files, the profile folds further files into one row
 /// per directory and says so: memory and the JSON stay bounded, the counts exact.
 #[test]

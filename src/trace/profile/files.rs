@@ -2,7 +2,7 @@
 //! descriptor, stats, the namespace and metadata calls, and calls on no descriptor.
 
 use super::Call;
-use super::fd::{Fd, normal, read_link};
+use super::fd::{Fd, as_seen_by, normal, read_link};
 use super::model::Profile;
 use crate::names::Named;
 use crate::sys::trace::Memory;
@@ -78,7 +78,7 @@ impl Profile {
             std::fs::canonicalize(&p).map_or_else(|_| normal(&p), |c| c.display().to_string())
         };
         if path.starts_with('/') {
-            return Some(real(path.into()));
+            return Some(real(as_seen_by(pid, &path).into()));
         }
         const AT_FDCWD: i32 = -100;
         let dirfd = a[0] as i32;
