@@ -415,6 +415,30 @@ fn tracer_notes(prof: &mut Profile, tracing: &Tracing) {
             "under preload the dynamic loader also loads ioprobe's library into each program, and its own bookkeeping for it can take one more anonymous mmap per program than untraced: mmap may count that many more than strace (--tracer ptrace counts exactly)".to_string(),
         );
     }
+    let readers: std::collections::BTreeSet<&str> = prof
+        .opens
+        .keys()
+        .filter(|(pid, path)| reads_own_map(*pid, path))
+        .filter_map(|(pid, _)| prof.processes.get(pid).map(|p| p.comm.as_str()))
+        .collect();
+    if tracing.path == "preload" && !readers.is_empty() {
+        prof.notes.insert(format!(
+            "{} read its own memory map (/proc/self/maps), which under preload can hold ioprobe's library and ring: the reads of it, and what the program does with what it read, may differ from an untraced run (--tracer ptrace or ebpf leave the map as it is)",
+            readers.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+}
+
+/// Whether `path`, opened by process `pid`, is that process's own memory map.
+fn reads_own_map(pid: i32, path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/proc/") else {
+        return false;
+    };
+    let Some((who, file)) = rest.split_once('/') else {
+        return false;
+    };
+    let own = who == "self" || who == "thread-self" || who.parse::<i32>() == Ok(pid);
+    own && matches!(file, "maps" | "smaps" | "smaps_rollup" | "numa_maps")
 }
 
 /// What the profile's calls would take here, at `figures`.
@@ -679,3 +703,18 @@ fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figure
 }
 
 pub use report::thousands;
+
+#[cfg(test)]
+mod tests {
+    use super::reads_own_map;
+
+    #[test]
+    fn a_process_reading_its_own_map_is_told_from_one_reading_another() {
+        assert!(reads_own_map(42, "/proc/self/maps"));
+        assert!(reads_own_map(42, "/proc/42/maps"));
+        assert!(reads_own_map(42, "/proc/thread-self/smaps"));
+        assert!(!reads_own_map(42, "/proc/43/maps"));
+        assert!(!reads_own_map(42, "/proc/self/status"));
+        assert!(!reads_own_map(42, "/etc/maps"));
+    }
+}
