@@ -2,10 +2,12 @@
 # Where eBPF's per-call cost goes: bench/c/bpf_floor.c times read(fd, buf, 0) on
 # /dev/zero on CPU 0 untraced and under a sys_exit raw tracepoint program that does
 # one more of ioprobe's steps at each level (nothing; the traced-tree lookup; a
-# ring-buffer record; the registers' copy). Medians of ROUNDS runs per level,
+# ring-buffer record; the registers' copy), then the two steps ioprobe took in their
+# place on 27 Nov 2026 (a bitmap looked up inline for the hash map; the registers read
+# through a BTF-typed tracepoint's pointer for the copy). Medians of ROUNDS runs per level,
 # interleaved. Beside them, ioprobe's own program: `ioprobe trace --tracer ebpf` of
 # the same loop (bench/c/trace_loop.c; 2N minus N calls, so the fixed cost cancels).
-#   ROUNDS=5 bench/trace_floor.sh   (about 1 min; needs root or CAP_BPF+CAP_PERFMON)
+#   ROUNDS=5 bench/trace_floor.sh   (about 2 min; needs root or CAP_BPF+CAP_PERFMON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
@@ -23,7 +25,7 @@ store="$work/store.db"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now() { date +%s%N; }
 for r in $(seq "$ROUNDS"); do
-    for level in 0 1 2 3; do
+    for level in 0 1 2 3 4 5; do
         "$work/floor" "$level" "$N" > "$work/out"
         read -r _ bare traced < "$work/out"
         echo "$bare" >> "$work/bare"
@@ -46,11 +48,12 @@ echo
 echo "| sys_exit program does | ns a call | added | step adds |"
 echo "|---|---:|---:|---:|"
 prev=$bare
-names=("nothing" "+ traced-tree lookup" "+ ring record (80 B)" "+ registers' copy (72 B)")
-for level in 0 1 2 3; do
+names=("nothing" "+ traced-tree lookup (hash map)" "+ ring record (80 B)" "+ registers' copy (72 B)"
+    "the same, a bitmap looked up inline for the hash" "the same, registers read through the typed pointer")
+for level in 0 1 2 3 4 5; do
     t=$(median < "$work/l$level")
     awk -v n="${names[$level]}" -v t="$t" -v b="$bare" -v p="$prev" \
-        'BEGIN { printf "| %s | %.1f | +%.1f | +%.1f |\n", n, t, t - b, t - p }'
+        'BEGIN { printf "| %s | %.1f | %+.1f | %+.1f |\n", n, t, t - b, t - p }'
     prev=$t
 done
 io1=$(median < "$work/io1"); io2=$(median < "$work/io2")

@@ -6,7 +6,12 @@
  *   1  + looks the current process up in a hash map (ioprobe's traced tree);
  *   2  + reserves and submits an 80-byte record in a 2 MiB ring buffer (a thread
  *        on CPU 1 empties it);
- *   3  + copies 72 bytes of the saved registers (the call's number and arguments).
+ *   3  + copies 72 bytes of the saved registers (the call's number and arguments);
+ *   4  level 3 with a bitmap of task ids (an array map, its lookup inlined by the
+ *        verifier) in place of the hash map (ioprobe since 27 Nov 2026);
+ *   5  level 4 with the registers read through the tracepoint's typed pointer (a
+ *        BTF-typed raw tracepoint, tp_btf) in place of the copying helper (ioprobe's
+ *        steps since 27 Nov 2026).
  * Prints "LEVEL bare_ns traced_ns". Needs root (or CAP_BPF and CAP_PERFMON).
  * Build: gcc -O2 -pthread -o bpf_floor bpf_floor.c */
 #define _GNU_SOURCE
@@ -83,6 +88,42 @@ static int map_create(int type, int key, int value, int entries, int flags) {
     return fd;
 }
 
+/* The id of the typedef `name` in the kernel's BTF (0: not found). */
+static unsigned btf_typedef(const char *name) {
+    FILE *f = fopen("/sys/kernel/btf/vmlinux", "r");
+    if (!f)
+        die("/sys/kernel/btf/vmlinux");
+    static unsigned char b[64 << 20];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    unsigned hdr, types, types_len, strings;
+    memcpy(&hdr, b + 4, 4);
+    memcpy(&types, b + 8, 4);
+    memcpy(&types_len, b + 12, 4);
+    memcpy(&strings, b + 16, 4);
+    types += hdr;
+    strings += hdr;
+    unsigned id = 1;
+    for (size_t at = types; at + 12 <= types + types_len && at + 12 <= n; id++) {
+        unsigned name_off, info;
+        memcpy(&name_off, b + at, 4);
+        memcpy(&info, b + at + 4, 4);
+        unsigned kind = (info >> 24) & 0x1f, vlen = info & 0xffff;
+        if (kind == 8 && strcmp((char *)b + strings + name_off, name) == 0)
+            return id;
+        at += 12;
+        if (kind == 1 || kind == 14 || kind == 17)
+            at += 4;
+        else if (kind == 3)
+            at += 12;
+        else if (kind == 4 || kind == 5 || kind == 15 || kind == 19)
+            at += 12 * vlen;
+        else if (kind == 6 || kind == 13)
+            at += 8 * vlen;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bpf_floor LEVEL [N]\n");
@@ -102,6 +143,16 @@ int main(int argc, char **argv) {
     a.value = (unsigned long)&one;
     if (bpf(BPF_MAP_UPDATE_ELEM, &a))
         die("BPF_MAP_UPDATE_ELEM");
+    /* The bitmap: one bit per task id below 4,194,304 (the largest pid_max). */
+    int bits = map_create(BPF_MAP_TYPE_ARRAY, 4, 8, 1 << 16, 0);
+    unsigned word = key / 64;
+    unsigned long long bit = 1ULL << (key % 64);
+    memset(&a, 0, sizeof a);
+    a.map_fd = bits;
+    a.key = (unsigned long)&word;
+    a.value = (unsigned long)&bit;
+    if (bpf(BPF_MAP_UPDATE_ELEM, &a))
+        die("BPF_MAP_UPDATE_ELEM of the bitmap");
     int ring = map_create(BPF_MAP_TYPE_RINGBUF, 0, 0, 2 << 20, 0);
     long page = sysconf(_SC_PAGESIZE);
     consumer = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, ring, 0);
@@ -114,8 +165,26 @@ int main(int argc, char **argv) {
     pin(0);
 
     insn(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0); /* r6 = ctx */
-    int skip = -1;
-    if (level >= 1) {
+    int skip = -1, skip2 = -1;
+    if (level >= 4) {
+        call(BPF_FUNC_get_current_pid_tgid);
+        insn(BPF_ALU64 | BPF_MOV | BPF_X, 7, 0, 0, 0);
+        insn(BPF_ALU | BPF_MOV | BPF_X, 0, 0, 0, 0); /* the task id */
+        insn(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 6);
+        insn(BPF_STX | BPF_MEM | BPF_W, 10, 0, -4, 0);
+        map(1, bits);
+        insn(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
+        insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
+        call(BPF_FUNC_map_lookup_elem);
+        skip = len;
+        insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0); /* out (patched) */
+        insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, 0, 0);
+        insn(BPF_ALU64 | BPF_AND | BPF_K, 7, 0, 0, 63);
+        insn(BPF_ALU64 | BPF_RSH | BPF_X, 1, 7, 0, 0);
+        insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, 1);
+        skip2 = len;
+        insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0); /* bit clear: out (patched) */
+    } else if (level >= 1) {
         call(BPF_FUNC_get_current_pid_tgid);
         insn(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 32);
         insn(BPF_STX | BPF_MEM | BPF_W, 10, 0, -4, 0);
@@ -126,7 +195,13 @@ int main(int argc, char **argv) {
         skip = len;
         insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0); /* not traced: out (patched) */
     }
-    if (level >= 3) {
+    if (level >= 5) {
+        insn(BPF_LDX | BPF_MEM | BPF_DW, 3, 6, 0, 0); /* regs, typed */
+        for (int i = 0; i < 9; i++) {
+            insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 3, 56 + 8 * i, 0);
+            insn(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -80 + 8 * i, 0);
+        }
+    } else if (level >= 3) {
         insn(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0);
         insn(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -80);
         insn(BPF_ALU64 | BPF_MOV | BPF_K, 2, 0, 0, 72);
@@ -146,11 +221,20 @@ int main(int argc, char **argv) {
     }
     if (skip >= 0)
         prog[skip].off = len - skip - 1;
+    if (skip2 >= 0)
+        prog[skip2].off = len - skip2 - 1;
     insn(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
     insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 
     memset(&a, 0, sizeof a);
     a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    if (level >= 5) {
+        a.prog_type = BPF_PROG_TYPE_TRACING;
+        a.expected_attach_type = BPF_TRACE_RAW_TP;
+        a.attach_btf_id = btf_typedef("btf_trace_sys_exit");
+        if (!a.attach_btf_id)
+            die("btf_trace_sys_exit in the kernel's BTF");
+    }
     a.insns = (unsigned long)prog;
     a.insn_cnt = len;
     a.license = (unsigned long)"GPL";
@@ -160,7 +244,8 @@ int main(int argc, char **argv) {
     loop(fd, n / 10);
     double bare = loop(fd, n);
     memset(&a, 0, sizeof a);
-    a.raw_tracepoint.name = (unsigned long)"sys_exit";
+    if (level < 5) /* a typed program's tracepoint is the one its BTF id names */
+        a.raw_tracepoint.name = (unsigned long)"sys_exit";
     a.raw_tracepoint.prog_fd = pfd;
     int link = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
     if (link < 0)
