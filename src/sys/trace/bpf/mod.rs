@@ -195,21 +195,38 @@ impl Loaded {
             wanted[nr as usize] = v;
         }
         map_fill(&maps.wanted, &wanted)?;
-        // sys_exit first: its tracepoint's registration may wait for an RCU grace
-        // period (one ended eBPF trace's detach less than one before: about 12 ms
-        // here), which the figures' reading on the main thread then overlaps.
-        let links = vec![
-            attach(Point::Typed("sys_exit", types.sys_exit), &sys_exit(&maps))?,
-            attach(
-                Point::Raw("sched_process_fork"),
-                &fork(&maps, types.offsets),
-            )?,
-            attach(
-                Point::Raw("sched_process_exec"),
-                &exec(&maps, types.offsets),
-            )?,
-            attach(Point::Raw("sched_process_exit"), &exit(&maps))?,
+        // sys_exit on this thread, the three others on a second one: the verifier takes
+        // about 0.5 ms for sys_exit and as long for the three together here, so a short
+        // command waits for the longer of the two only. A tracepoint's registration may
+        // wait for an RCU grace period (one ended eBPF trace's detach less than one
+        // before: about 12 ms here), which the figures' reading on the main thread
+        // then overlaps.
+        let others = [
+            ("sched_process_fork", fork(&maps, types.offsets)),
+            ("sched_process_exec", exec(&maps, types.offsets)),
+            ("sched_process_exit", exit(&maps)),
         ];
+        let first = sys_exit(&maps);
+        let (first, others) = std::thread::scope(|s| {
+            let others = std::thread::Builder::new()
+                .name("ebpf-load".into())
+                .spawn_scoped(s, || {
+                    others
+                        .iter()
+                        .map(|(name, code)| attach(Point::Raw(name), code))
+                        .collect::<io::Result<Vec<_>>>()
+                });
+            let first = attach(Point::Typed("sys_exit", types.sys_exit), &first);
+            let others = match others {
+                Ok(t) => t
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("loading the programs panicked"))),
+                Err(e) => Err(e),
+            };
+            (first, others)
+        });
+        let mut links = vec![first?];
+        links.extend(others?);
         Ok(Loaded { maps, links })
     }
 
