@@ -264,15 +264,20 @@ impl Loaded {
         }
         // SAFETY: closing the gate's write end, ours.
         unsafe { libc::close(gate_wr) };
+        // The ring is mapped and its reader started while the child execs (on another
+        // CPU when there is one); a failed exec then drops them.
+        let tracer = added.and_then(|()| {
+            // SAFETY: pidfd_open on our own child, not yet reaped.
+            let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            let pidfd = (pidfd >= 0).then(|| owned(pidfd));
+            Tracer::start(maps, links, pid, pidfd, None)
+        });
         let failed = child_error(rd);
-        added?;
-        if let Some(e) = failed {
-            return Err(e);
+        let tracer = tracer?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(tracer),
         }
-        // SAFETY: pidfd_open on our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        let pidfd = (pidfd >= 0).then(|| owned(pidfd));
-        Tracer::start(maps, links, pid, pidfd, None)
     }
 }
 
