@@ -69,6 +69,13 @@ fn tree_lookup(a: &mut Asm, maps: &Maps, traced: bool) {
     if !attached(a, maps) {
         a.ja("out");
     }
+    // Attached to processes (sys_exit, `traced`): a thread of one gets its bit at its
+    // first call, so that its later calls take the bitmap's path; the exit program
+    // clears it. (A cgroup's task is looked up at each call: it may move out.)
+    if traced && maps.pids.is_some() {
+        live_word(a, maps, KEY, "in_tree");
+        a.atomic(OR, R0, 0, R1);
+    }
     a.label("in_tree");
 }
 
