@@ -6,6 +6,12 @@ use crate::sys::trace::Memory;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// The tables looked up at every traced call, keyed by process, descriptor and target
+/// numbers: Fx hashing (rustc's) in place of SipHash, which took a sixth of the
+/// profile's time at a million calls a second. Tables keyed by a path the traced
+/// program chose keep SipHash.
+pub(super) type IntMap<K, V> = rustc_hash::FxHashMap<K, V>;
+
 /// What a descriptor refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -180,16 +186,16 @@ pub struct Profile {
     /// Per-directory rows past [`TARGETS`] targets: target → files folded into it.
     pub folded: BTreeMap<usize, u64>,
     pub(super) by_name: HashMap<String, usize>,
-    pub(super) tgid: HashMap<i32, i32>,
-    pub(super) fds: HashMap<i32, HashMap<i32, Fd>>,
+    pub(super) tgid: IntMap<i32, i32>,
+    pub(super) fds: IntMap<i32, IntMap<i32, Fd>>,
     /// Per target: byte ranges read so far, merged.
-    pub(super) read: HashMap<usize, Vec<(u64, u64)>>,
+    pub(super) read: IntMap<usize, Vec<(u64, u64)>>,
     /// Per task: the last read (source, bytes) when a copy may follow.
-    pub(super) last_read: HashMap<i32, (usize, u64)>,
+    pub(super) last_read: IntMap<i32, (usize, u64)>,
     /// Per (pid, target): writes and bytes since the last fsync.
-    pub(super) unsynced: HashMap<(i32, usize), (u64, u64)>,
+    pub(super) unsynced: IntMap<(i32, usize), (u64, u64)>,
     /// io_uring rings: (pid, descriptor) → layout and where they are mapped.
-    pub(super) rings: HashMap<(i32, i32), crate::trace::uring::Ring>,
+    pub(super) rings: IntMap<(i32, i32), crate::trace::uring::Ring>,
     /// The memory of the call being added.
     pub(super) mem: Memory,
     /// The calls some of whose memory the in-kernel tracer had not copied.
@@ -201,12 +207,12 @@ pub struct Profile {
     /// their privileges, its own ptrace calls fail.
     pub(super) traced: bool,
     /// Working directories seen when programs started (eBPF).
-    pub(super) cwd: HashMap<i32, String>,
+    pub(super) cwd: IntMap<i32, String>,
     /// Calls that made descriptors, seen so far (eBPF).
     pub(super) made: u64,
     /// Per process, its descriptors when its program started: (name, position), used
     /// when first met (eBPF).
-    pub(super) early: HashMap<i32, HashMap<i32, (String, u64)>>,
+    pub(super) early: IntMap<i32, IntMap<i32, (String, u64)>>,
     /// Filesystem types by directory.
     pub(super) fs_by_dir: HashMap<std::path::PathBuf, Option<String>>,
     /// Ended processes are folded per program (attached: see `profile/fold.rs`), and

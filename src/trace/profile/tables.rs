@@ -4,7 +4,7 @@
 use super::OpStats;
 use super::fd::Fd;
 use super::model::{Kind, Process, Profile, TARGETS, Target};
-use std::collections::HashMap;
+use super::model::IntMap;
 
 impl Profile {
     /// An empty profile; `ptrace`: every call is seen while its task is stopped at
@@ -252,7 +252,7 @@ impl Profile {
         if !self.ptrace {
             // The standard descriptors as known before the exec (what it
             // inherited), then what /proc says now.
-            let std: HashMap<i32, Fd> = kept
+            let std: IntMap<i32, Fd> = kept
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|(fd, _)| (0..3).contains(fd))
