@@ -3,8 +3,8 @@
 
 use super::OpStats;
 use super::fd::Fd;
-use super::model::{Kind, Process, Profile, TARGETS, Target};
 use super::model::IntMap;
+use super::model::{Kind, Process, Profile, TARGETS, Target};
 
 impl Profile {
     /// An empty profile; `ptrace`: every call is seen while its task is stopped at
