@@ -88,6 +88,16 @@ static int map_create(int type, int key, int value, int entries, int flags) {
     return fd;
 }
 
+static void map_set(int fd, const void *key, const void *value) {
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.map_fd = fd;
+    a.key = (unsigned long)key;
+    a.value = (unsigned long)value;
+    if (bpf(BPF_MAP_UPDATE_ELEM, &a))
+        die("BPF_MAP_UPDATE_ELEM");
+}
+
 /* The id of the typedef `name` in the kernel's BTF (0: not found). */
 static unsigned btf_typedef(const char *name) {
     FILE *f = fopen("/sys/kernel/btf/vmlinux", "r");
@@ -136,23 +146,13 @@ int main(int argc, char **argv) {
         die("/dev/zero");
     int tree = map_create(BPF_MAP_TYPE_HASH, 4, 4, 16384, BPF_F_NO_PREALLOC);
     unsigned key = getpid(), one = 1;
-    union bpf_attr a;
-    memset(&a, 0, sizeof a);
-    a.map_fd = tree;
-    a.key = (unsigned long)&key;
-    a.value = (unsigned long)&one;
-    if (bpf(BPF_MAP_UPDATE_ELEM, &a))
-        die("BPF_MAP_UPDATE_ELEM");
+    map_set(tree, &key, &one);
     /* The bitmap: one bit per task id below 4,194,304 (the largest pid_max). */
     int bits = map_create(BPF_MAP_TYPE_ARRAY, 4, 8, 1 << 16, 0);
     unsigned word = key / 64;
     unsigned long long bit = 1ULL << (key % 64);
-    memset(&a, 0, sizeof a);
-    a.map_fd = bits;
-    a.key = (unsigned long)&word;
-    a.value = (unsigned long)&bit;
-    if (bpf(BPF_MAP_UPDATE_ELEM, &a))
-        die("BPF_MAP_UPDATE_ELEM of the bitmap");
+    map_set(bits, &word, &bit);
+    union bpf_attr a;
     int ring = map_create(BPF_MAP_TYPE_RINGBUF, 0, 0, 2 << 20, 0);
     long page = sysconf(_SC_PAGESIZE);
     consumer = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, ring, 0);
