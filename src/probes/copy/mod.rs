@@ -1,6 +1,8 @@
 //! Seeds 001 and 003: every way to copy a file, compared honestly.
 //!
-//! For each file size a position-dependent source is created in the scratch directory.
+//! For each file size a position-dependent source is created in the scratch directory,
+//! one per cache state: the warm rows' source is never evicted, so it stays as written
+//! whatever rows run beside it.
 //! Every method variant first copies a small probe file: a method this kernel or
 //! filesystem refuses (EOPNOTSUPP, EXDEV, EINVAL, ENOSYS, ...) becomes an
 //! `unsupported` row naming the call and errno, never another method under its name.
@@ -463,6 +465,8 @@ impl Probe for CopyProbe {
         }
         let mem = env.memory_bytes;
         let free = scratch.free_space()?;
+        // A source per cache state and a copy.
+        let files = o.caches.len() as u64 + 1;
         for &s in &o.file_sizes {
             if mem > 0 && s > mem / 4 {
                 return usage(format!(
@@ -471,9 +475,9 @@ impl Probe for CopyProbe {
                     format_size(mem)
                 ));
             }
-            if s > free / 2 {
+            if s > free / files {
                 return usage(format!(
-                    "--file-size {} is more than half the free space in {} ({} free)",
+                    "--file-size {} is more than 1/{files} of the free space in {} ({} free; a source per cache state and a copy)",
                     format_size(s),
                     scratch.parent().display(),
                     format_size(free)
@@ -482,8 +486,8 @@ impl Probe for CopyProbe {
         }
         let biggest = o.file_sizes.iter().copied().max().unwrap_or(0);
         scratch.ensure_space(
-            2 * biggest + biggest / 10 + (4 << 20),
-            "the copy probe's source and copy",
+            files * biggest + biggest / 10 + (4 << 20),
+            "the copy probe's sources and copy",
         )?;
         if o.drop_caches && !rustix::process::geteuid().is_root() {
             crate::progress::note(
@@ -513,12 +517,22 @@ impl Probe for CopyProbe {
         let name = Kind.name();
         let mut out = Vec::new();
         for &size in &o.file_sizes {
-            let src = Source::create(dir, size, o.sparse, &stop)?;
-            let plan = plan_at(o, size, &src, &here)?;
+            // One source per cache state: the warm one is never evicted, so it stays in
+            // the page cache as it was written whatever rows run beside it (a file read
+            // back after an eviction sits in smaller folios and copies up to a third
+            // slower here); the cold one is evicted before every copy.
+            let mut sources = Vec::new();
+            for &cache in &o.caches {
+                let file = format!("copy-src-{}.dat", cache.name());
+                sources.push((cache, Source::create_named(dir, &file, size, o.sparse, &stop)?));
+            }
+            let plan = plan_at(o, size, &sources, &here)?;
             out.extend(ctx.run_plan(name, plan, |case, params, row, s| {
                 measurement(ctx, case, params, row, s, size)
             })?);
-            copyfile::remove_if_present(&src.c_path)?;
+            for (_, src) in &sources {
+                copyfile::remove_if_present(&src.c_path)?;
+            }
         }
         Ok(out)
     }
@@ -561,13 +575,14 @@ fn verdicts(
 fn plan_at<'a>(
     o: &Options,
     size: u64,
-    src: &'a Source,
+    sources: &'a [(Cache, Source)],
     here: &Here,
 ) -> Result<Plan<Params, Row<'a>>> {
     let mut plan = Plan::new(Unit::BytesPerSec);
     let mut dst_n = 0;
     let mut warmed: Vec<String> = Vec::new();
-    for &cache in &o.caches {
+    for (cache, src) in sources {
+        let cache = *cache;
         for &dur in &o.durability {
             for v in &o.variants_at(size) {
                 let verdict = here

@@ -130,13 +130,8 @@ impl Source {
         Ok(copyfile::syncfs(&self.fd)?)
     }
 
-    /// Creates the source (O_EXCL, 0600) in `dir`, `size` bytes, holes in every other
-    /// MiB when `sparse`, fsync'd. `stop` is polled between MiBs.
-    pub fn create(dir: &Path, size: u64, sparse: bool, stop: &dyn Fn() -> bool) -> Result<Source> {
-        Source::create_named(dir, "copy-src.dat", size, sparse, stop)
-    }
-
-    /// [`Source::create`] under another name.
+    /// Creates the source `name` (O_EXCL, 0600) in `dir`, `size` bytes, holes in every
+    /// other MiB when `sparse`, fsync'd. `stop` is polled between MiBs.
     pub fn create_named(
         dir: &Path,
         name: &str,
