@@ -20,7 +20,7 @@ pub use config::Config;
 pub use limit::TimeLimit;
 pub use overhead::{Overhead, measure_overhead};
 pub use rounds::{MIN_ROUND_SAMPLES, measure_rounds};
-pub use sampler::{Sample, Sampled, measure};
+pub use sampler::{Sample, Sampled, Steady, measure};
 pub use stats::{Summary, summarize};
 
 /// Something the harness can time.
@@ -43,6 +43,15 @@ pub trait Workload {
     /// sizes its pass).
     fn warm_up(&self) -> bool {
         true
+    }
+
+    /// Whether a round-robin row keeps its samples only from where its rate holds
+    /// steady: its first samples are left out, up to [`rounds::MAX_RAMP`] of them, until
+    /// [`rounds::STEADY_WINDOW`] in a row have a least-squares slope under 1% of their
+    /// mean (fio's steady-state rule), and it samples on until it has its minimum after
+    /// them. An early slow (or fast) regime then does not become the row's figure.
+    fn settles(&self) -> bool {
+        false
     }
 
     /// Untimed preparation before each sample (e.g. removing a copy's destination).

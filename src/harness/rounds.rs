@@ -69,6 +69,71 @@ fn warm_up(w: &mut dyn Workload, cfg: &Config) -> Result<(u64, u64)> {
     Ok((run, iters))
 }
 
+/// Samples in a row whose rate must hold steady for a settling case's samples to start
+/// there (fio's steady-state window).
+pub const STEADY_WINDOW: usize = 5;
+
+/// The most first samples a settling case leaves out looking for a steady window.
+pub const MAX_RAMP: usize = 5;
+
+/// Largest slope per sample, as a fraction of the window's mean rate, of a steady window.
+const STEADY_SLOPE: f64 = 0.01;
+
+/// Where a settling case's samples start: the search moves past each first sample
+/// whose window of [`STEADY_WINDOW`] is not steady, until it finds one or has passed
+/// [`MAX_RAMP`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ramp {
+    /// Not a settling case: every sample counts.
+    None,
+    /// Still looking: samples before `.0` are the ramp so far.
+    Searching(usize),
+    /// Found, or given up (`settled` false): samples before `start` are the ramp.
+    Done { start: usize, settled: bool },
+}
+
+impl Ramp {
+    /// The first sample that counts.
+    fn start(self) -> usize {
+        match self {
+            Ramp::None => 0,
+            Ramp::Searching(k) | Ramp::Done { start: k, .. } => k,
+        }
+    }
+
+    /// The search moved on by the samples (ns per iteration) taken so far.
+    fn advance(self, ns_per_iter: &[f64]) -> Ramp {
+        let Ramp::Searching(mut k) = self else {
+            return self;
+        };
+        while ns_per_iter.len() >= k + STEADY_WINDOW {
+            let rates: Vec<f64> = ns_per_iter[k..k + STEADY_WINDOW]
+                .iter()
+                .map(|ns| 1.0 / ns.max(f64::MIN_POSITIVE))
+                .collect();
+            if super::stats::relative_slope(&rates).abs() < STEADY_SLOPE {
+                return Ramp::Done {
+                    start: k,
+                    settled: true,
+                };
+            }
+            if k == MAX_RAMP {
+                return Ramp::Done {
+                    start: k,
+                    settled: false,
+                };
+            }
+            k += 1;
+        }
+        Ramp::Searching(k)
+    }
+
+    /// Whether `n` samples give the case its `min` after the ramp, the ramp known.
+    fn has(self, n: usize, min: usize) -> bool {
+        !matches!(self, Ramp::Searching(_)) && n >= self.start() + min
+    }
+}
+
 /// Samples every workload in `cases`, round-robin. `on_sample(i, round)` is called
 /// before case `i` runs its sample of `round` (0 is the warm-up), for progress display.
 pub fn measure_rounds(
@@ -82,9 +147,20 @@ pub fn measure_rounds(
             samples: Vec::new(),
             warmup_iters: 0,
             converged: false,
+            steady: None,
         })
         .collect();
     let mut pass = vec![1u64; cases.len()];
+    let mut ramp: Vec<Ramp> = cases
+        .iter()
+        .map(|w| {
+            if w.settles() {
+                Ramp::Searching(0)
+            } else {
+                Ramp::None
+            }
+        })
+        .collect();
     for (i, w) in cases.iter_mut().enumerate() {
         interrupt::check()?;
         on_sample(i, 0);
@@ -94,6 +170,10 @@ pub fn measure_rounds(
     }
     let budget = cfg.budget.saturating_mul(cases.len().max(1) as u32);
     let min = cfg.min_samples.max(MIN_ROUND_SAMPLES);
+    // Every case has its minimum after its ramp: the budget may end the rotation.
+    let all_have = |out: &[Sampled], ramp: &[Ramp]| {
+        (0..out.len()).all(|i| out[i].converged || ramp[i].has(out[i].samples.len(), min))
+    };
     let mut round = 0;
     'rounds: loop {
         round += 1;
@@ -102,7 +182,7 @@ pub fn measure_rounds(
             if out[i].converged {
                 continue;
             }
-            if round > min && start.elapsed() >= budget {
+            if start.elapsed() >= budget && all_have(&out, &ramp) {
                 break 'rounds;
             }
             active += 1;
@@ -111,21 +191,42 @@ pub fn measure_rounds(
             let s = timed(&mut **w, pass[i])?;
             let o = &mut out[i];
             o.samples.push(s);
-            if o.samples.len() >= min
-                && o.summary()
+            ramp[i] = ramp[i].advance(&o.ns_per_iter());
+            let from = ramp[i].start();
+            if ramp[i].has(o.samples.len(), min)
+                && super::stats::summarize(&o.ns_per_iter()[from..])
                     .is_some_and(|s| s.rel_ci_halfwidth() <= cfg.target_rel_ci)
             {
                 o.converged = true;
             }
         }
-        if active == 0 || round >= cfg.max_samples.max(min) {
+        if active == 0 || round >= cfg.max_samples.max(min + MAX_RAMP) {
             break;
         }
-        if round >= min && start.elapsed() >= budget {
+        if start.elapsed() >= budget && all_have(&out, &ramp) {
             break;
         }
     }
+    for (o, r) in out.iter_mut().zip(ramp) {
+        leave_out_ramp(o, r);
+    }
     Ok(out)
+}
+
+/// Moves a settling case's ramp out of its samples, into its warm-up.
+fn leave_out_ramp(o: &mut Sampled, r: Ramp) {
+    let (k, settled) = match r {
+        Ramp::None => return,
+        // The rotation ended while still looking (at max_samples): nothing is left out.
+        Ramp::Searching(_) => (0, false),
+        Ramp::Done { start, settled } => (start, settled),
+    };
+    let k = k.min(o.samples.len());
+    o.warmup_iters += o.samples.drain(..k).map(|s| s.iters).sum::<u64>();
+    o.steady = Some(super::Steady {
+        ramp_samples: k,
+        settled,
+    });
 }
 
 #[cfg(test)]
@@ -273,6 +374,93 @@ mod tests {
         };
         let out = measure_rounds(&mut [&mut w], &cfg(), |_, _| {}).unwrap();
         assert!(out[0].samples.iter().all(|s| s.iters == 10));
+    }
+
+    /// A settling case whose samples take the scripted times (ns), then `flat` ns.
+    struct Scripted {
+        times: Vec<u64>,
+        flat: u64,
+        n: usize,
+    }
+
+    impl Workload for Scripted {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn settles(&self) -> bool {
+            true
+        }
+
+        fn warm_up(&self) -> bool {
+            false
+        }
+
+        fn external(&mut self) -> Option<crate::harness::External> {
+            let ns = self.times.get(self.n).copied().unwrap_or(self.flat);
+            self.n += 1;
+            Some(crate::harness::External {
+                elapsed_ns: Some(ns),
+                processes: Vec::new(),
+            })
+        }
+    }
+
+    fn settled(times: &[u64], flat: u64) -> Sampled {
+        let mut w = Scripted {
+            times: times.to_vec(),
+            flat,
+            n: 0,
+        };
+        let mut c = cfg();
+        c.target_rel_ci = 0.5;
+        c.budget = Duration::ZERO;
+        measure_rounds(&mut [&mut w], &c, |_, _| {}).unwrap()[0].clone()
+    }
+
+    #[test]
+    fn a_settling_case_leaves_out_its_ramp_and_keeps_its_minimum_after_it() {
+        // Three rising samples, then steady: the first steady window starts at the 4th.
+        let s = settled(&[1000, 800, 600], 500);
+        let st = s.steady.unwrap();
+        assert_eq!((st.ramp_samples, st.settled), (3, true));
+        assert_eq!(s.samples.len(), MIN_ROUND_SAMPLES);
+        assert!(s.samples.iter().all(|x| x.elapsed_ns == 500));
+        assert_eq!(s.warmup_iters, 3);
+
+        // A slow regime that ends falls under the same rule.
+        let st = settled(&[500, 500, 900, 900], 500).steady.unwrap();
+        assert_eq!((st.ramp_samples, st.settled), (4, true));
+
+        // Steady from the start: nothing is left out.
+        let s = settled(&[], 500);
+        assert_eq!(s.steady.unwrap().ramp_samples, 0);
+        assert_eq!(s.samples.len(), MIN_ROUND_SAMPLES);
+
+        // A rate that keeps climbing: the search gives up after MAX_RAMP samples.
+        let climbing: Vec<u64> = (0..40).map(|i| 2000 - 40 * i).collect();
+        let s = settled(&climbing, 400);
+        let st = s.steady.unwrap();
+        assert_eq!((st.ramp_samples, st.settled), (MAX_RAMP, false));
+        assert_eq!(s.samples.len(), MIN_ROUND_SAMPLES);
+    }
+
+    #[test]
+    fn a_case_that_does_not_settle_keeps_every_sample() {
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut a = Pass {
+            runs: vec![],
+            wobble: true,
+            log,
+            id: 0,
+        };
+        let out = measure_rounds(&mut [&mut a], &cfg(), |_, _| {}).unwrap();
+        assert_eq!(out[0].steady, None);
+        assert_eq!(
+            out[0].samples.len(),
+            a.runs.len() - 1,
+            "all but the warm-up"
+        );
     }
 
     #[test]

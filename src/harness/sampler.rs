@@ -30,6 +30,21 @@ pub struct Sampled {
     pub warmup_iters: u64,
     /// True when the CI target was met; false when the budget ran out first.
     pub converged: bool,
+    /// For a round-robin case that settles ([`Workload::settles`]): how many of its
+    /// first samples were left out as its ramp (their iterations are in
+    /// `warmup_iters`), and whether its rate was then steady. None: not asked.
+    pub steady: Option<Steady>,
+}
+
+/// Where a settling case's samples start (see [`crate::harness::rounds`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Steady {
+    /// Samples left out before the first steady window.
+    pub ramp_samples: usize,
+    /// Whether a window of [`crate::harness::rounds::STEADY_WINDOW`] samples whose
+    /// rate's slope is under 1% of its mean was found (false: the search gave up at
+    /// [`crate::harness::rounds::MAX_RAMP`] samples, and the samples after it are kept).
+    pub settled: bool,
 }
 
 impl Sampled {
@@ -169,6 +184,7 @@ pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
         samples: Vec::new(),
         warmup_iters,
         converged: false,
+        steady: None,
     };
     loop {
         interrupt::check()?;

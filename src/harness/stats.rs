@@ -140,6 +140,25 @@ pub fn relative_spread(values: &[f64]) -> f64 {
     ((quantile_sorted(&s, 0.95) - quantile_sorted(&s, 0.05)) / med).abs()
 }
 
+/// The least-squares slope of evenly spaced values, per step, as a fraction of their
+/// mean: +0.01 is a rise of 1% of the mean from one value to the next. Fewer than two
+/// values, or a mean of zero: NaN (no trend can be told).
+pub fn relative_slope(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let my = values.iter().sum::<f64>() / n;
+    if values.len() < 2 || my == 0.0 {
+        return f64::NAN;
+    }
+    let mx = (n - 1.0) / 2.0;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in values.iter().enumerate() {
+        let dx = i as f64 - mx;
+        sxy += dx * (y - my);
+        sxx += dx * dx;
+    }
+    sxy / sxx / my
+}
+
 /// Two groups of samples with a gap between them (say a fast and a slow regime).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Modes {

@@ -359,6 +359,10 @@ pub struct Derived {
     pub blocks_out_per_copy: Option<f64>,
     pub max_resident_fraction: Option<f64>,
     pub verified_passes: Option<f64>,
+    /// First samples left out until the rate held steady (see `Workload::settles`).
+    pub warmup_samples: Option<f64>,
+    /// 1 when a steady window was found, 0 when the search gave up.
+    pub warmup_settled: Option<f64>,
 }
 
 /// The copy probe, independent of options.
@@ -669,6 +673,8 @@ fn measurement(
         blocks_out_per_copy: per(t.blocks_out),
         max_resident_fraction: Some(k_round(frac)),
         verified_passes: Some(row.verified as f64),
+        warmup_samples: s.steady.map(|st| st.ramp_samples as f64),
+        warmup_settled: s.steady.map(|st| f64::from(u8::from(st.settled))),
     });
     let fully = row.residency.iter().all(|r| r.0 == r.1);
     if row.cache == Cache::Warm && !fully {

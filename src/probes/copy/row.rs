@@ -132,6 +132,10 @@ impl Workload for Row<'_> {
         self.warm
     }
 
+    fn settles(&self) -> bool {
+        true
+    }
+
     fn before_sample(&mut self) -> Result<()> {
         copyfile::remove_if_present(&self.dst)?;
         // A durable copy's time is its own writeback: what earlier rows left dirty on

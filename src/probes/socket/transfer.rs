@@ -378,21 +378,10 @@ impl Connection {
 }
 
 /// Whether evenly spaced rates still rise: their least-squares slope per step is at
-/// least 1% of their mean.
+/// least 1% of their mean (fewer than two: yes, nothing is known yet).
 pub fn rising(rates: &[f64]) -> bool {
-    let n = rates.len() as f64;
-    if rates.len() < 2 {
-        return true;
-    }
-    let mx = (n - 1.0) / 2.0;
-    let my = rates.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (i, y) in rates.iter().enumerate() {
-        let dx = i as f64 - mx;
-        sxy += dx * (y - my);
-        sxx += dx * dx;
-    }
-    sxy / sxx >= 0.01 * my
+    let slope = crate::harness::stats::relative_slope(rates);
+    slope.is_nan() || slope >= 0.01
 }
 
 #[cfg(test)]
