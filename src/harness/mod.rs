@@ -49,7 +49,8 @@ pub trait Workload {
     /// steady: its first samples are left out, up to [`rounds::MAX_RAMP`] of them, until
     /// [`rounds::STEADY_WINDOW`] in a row have a least-squares slope under 1% of their
     /// mean (fio's steady-state rule), and it samples on until it has its minimum after
-    /// them. An early slow (or fast) regime then does not become the row's figure.
+    /// them, within the group's budget (else every sample is kept). An early slow (or
+    /// fast) regime then does not become the row's figure.
     fn settles(&self) -> bool {
         false
     }

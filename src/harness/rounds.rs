@@ -170,10 +170,10 @@ pub fn measure_rounds(
     }
     let budget = cfg.budget.saturating_mul(cases.len().max(1) as u32);
     let min = cfg.min_samples.max(MIN_ROUND_SAMPLES);
-    // Every case has its minimum after its ramp: the budget may end the rotation.
-    let all_have = |out: &[Sampled], ramp: &[Ramp]| {
-        (0..out.len()).all(|i| out[i].converged || ramp[i].has(out[i].samples.len(), min))
-    };
+    // Every case has its minimum: the budget may end the rotation. A settling case that
+    // has not its minimum after its ramp by then keeps every sample (see
+    // [`leave_out_ramp`]): the time limit is kept, and the row says it did not settle.
+    let all_have = |out: &[Sampled]| out.iter().all(|o| o.converged || o.samples.len() >= min);
     let mut round = 0;
     'rounds: loop {
         round += 1;
@@ -182,7 +182,7 @@ pub fn measure_rounds(
             if out[i].converged {
                 continue;
             }
-            if start.elapsed() >= budget && all_have(&out, &ramp) {
+            if start.elapsed() >= budget && all_have(&out) {
                 break 'rounds;
             }
             active += 1;
@@ -203,25 +203,27 @@ pub fn measure_rounds(
         if active == 0 || round >= cfg.max_samples.max(min + MAX_RAMP) {
             break;
         }
-        if start.elapsed() >= budget && all_have(&out, &ramp) {
+        if start.elapsed() >= budget && all_have(&out) {
             break;
         }
     }
     for (o, r) in out.iter_mut().zip(ramp) {
-        leave_out_ramp(o, r);
+        leave_out_ramp(o, r, min);
     }
     Ok(out)
 }
 
-/// Moves a settling case's ramp out of its samples, into its warm-up.
-fn leave_out_ramp(o: &mut Sampled, r: Ramp) {
+/// Moves a settling case's ramp out of its samples, into its warm-up, when at least
+/// `min` samples are left after it; otherwise (the rotation ended first: the time
+/// limit, or `max_samples` while still looking) every sample is kept, and the case is
+/// not settled.
+fn leave_out_ramp(o: &mut Sampled, r: Ramp, min: usize) {
     let (k, settled) = match r {
         Ramp::None => return,
-        // The rotation ended while still looking (at max_samples): nothing is left out.
         Ramp::Searching(_) => (0, false),
-        Ramp::Done { start, settled } => (start, settled),
+        Ramp::Done { start, settled } if o.samples.len() >= start + min => (start, settled),
+        Ramp::Done { .. } => (0, false),
     };
-    let k = k.min(o.samples.len());
     o.warmup_iters += o.samples.drain(..k).map(|s| s.iters).sum::<u64>();
     o.steady = Some(super::Steady {
         ramp_samples: k,
@@ -406,7 +408,8 @@ mod tests {
         }
     }
 
-    fn settled(times: &[u64], flat: u64) -> Sampled {
+    /// A settling case's sampling under `budget`.
+    fn settled_within(times: &[u64], flat: u64, budget: Duration) -> Sampled {
         let mut w = Scripted {
             times: times.to_vec(),
             flat,
@@ -414,8 +417,13 @@ mod tests {
         };
         let mut c = cfg();
         c.target_rel_ci = 0.5;
-        c.budget = Duration::ZERO;
+        c.budget = budget;
         measure_rounds(&mut [&mut w], &c, |_, _| {}).unwrap()[0].clone()
+    }
+
+    /// [`settled_within`] with time to spare: the case ends when its CI is narrow.
+    fn settled(times: &[u64], flat: u64) -> Sampled {
+        settled_within(times, flat, Duration::from_secs(60))
     }
 
     #[test]
@@ -443,6 +451,17 @@ mod tests {
         let st = s.steady.unwrap();
         assert_eq!((st.ramp_samples, st.settled), (MAX_RAMP, false));
         assert_eq!(s.samples.len(), MIN_ROUND_SAMPLES);
+    }
+
+    #[test]
+    fn a_spent_time_limit_keeps_every_sample_of_a_case_short_of_its_minimum_after_the_ramp() {
+        // The budget is spent from the start: the rotation ends when every case has its
+        // minimum, before three ramp samples and six after them.
+        let s = settled_within(&[1000, 800, 600], 500, Duration::ZERO);
+        assert_eq!(s.samples.len(), MIN_ROUND_SAMPLES);
+        let st = s.steady.unwrap();
+        assert_eq!((st.ramp_samples, st.settled), (0, false));
+        assert_eq!(s.samples[0].elapsed_ns, 1000);
     }
 
     #[test]

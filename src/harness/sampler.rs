@@ -42,8 +42,9 @@ pub struct Steady {
     /// Samples left out before the first steady window.
     pub ramp_samples: usize,
     /// Whether a window of [`crate::harness::rounds::STEADY_WINDOW`] samples whose
-    /// rate's slope is under 1% of its mean was found (false: the search gave up at
-    /// [`crate::harness::rounds::MAX_RAMP`] samples, and the samples after it are kept).
+    /// rate's slope is under 1% of its mean was found and used (false: the search gave
+    /// up at [`crate::harness::rounds::MAX_RAMP`] samples, and the samples after it are
+    /// kept; or the budget left too few samples after the ramp, and all are kept).
     pub settled: bool,
 }
 

@@ -87,6 +87,15 @@ fn reflink_works(dir: &std::path::Path) -> bool {
     ok
 }
 
+/// A copy row's samples left out until its rate held steady: at most 5, and the row
+/// still has its minimum of 6 after them.
+fn check_steady(m: &serde_json::Value) {
+    let left_out = m["derived"]["warmup_samples"].as_f64().unwrap();
+    assert!((0.0..=5.0).contains(&left_out), "{left_out}");
+    assert!([0.0, 1.0].contains(&m["derived"]["warmup_settled"].as_f64().unwrap()));
+    assert!(m["samples"].as_u64().unwrap() >= 6, "{}", m["samples"]);
+}
+
 #[test]
 fn copy_covers_cache_states_and_durability_and_labels_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,12 +134,7 @@ fn copy_covers_cache_states_and_durability_and_labels_them() {
                 other => panic!("{other}"),
             }
             assert!(m["derived"]["sys_s_per_copy"].as_f64().is_some());
-            // Samples left out until the rate held steady: at most 5, and the row still
-            // has its minimum of 6 after them.
-            let left_out = m["derived"]["warmup_samples"].as_f64().unwrap();
-            assert!((0.0..=5.0).contains(&left_out), "{left_out}");
-            assert!([0.0, 1.0].contains(&m["derived"]["warmup_settled"].as_f64().unwrap()));
-            assert!(m["samples"].as_u64().unwrap() >= 6, "{}", m["samples"]);
+            check_steady(m);
         } else {
             // FICLONE works where the filesystem shares blocks (btrfs, XFS): there the
             // row must have a figure.
