@@ -10,11 +10,16 @@ use crate::units::sig3;
 /// Simulated reruns per choice, and how far each moves a row: a normal draw on the log
 /// scale whose standard deviation is this share of the row's [`noise`]. The confidence
 /// is the share of reruns whose choice keeps the answer: high from [`HIGH_REPEAT`],
-/// medium from [`MEDIUM_REPEAT`]. Calibrated on the figures of 24 twin-run pairs of this
-/// machine, idle and loaded (size choices these levels called high repeated in 98% of
-/// the twins idle and 100% loaded).
+/// medium from [`MEDIUM_REPEAT`]. A row's noise is the largest move twin runs showed
+/// (its floor), about two standard deviations: 0.5. Replayed on 10 kept twin pairs of
+/// `ioprobe run` (5 idle, 5 loaded) and checked on 6 new ones (3 and 3), idle answers
+/// called high repeated in 100% of the twins at 0.5 as at 0.75 (the value before,
+/// calibrated on the old statement, a size's exact fit): 51 and 32 topics high instead
+/// of 41 and 27, medium repeated in 96% and 100%, low in 78% and 82% (89% and 88% at
+/// 0.75: "low" then was right nine times in ten). Loaded runs are busy, so at most
+/// medium.
 pub(super) const RERUNS: usize = 400;
-pub(super) const RERUN_SPREAD: f64 = 0.75;
+pub(super) const RERUN_SPREAD: f64 = 0.5;
 pub(super) const HIGH_REPEAT: f64 = 0.95;
 pub(super) const MEDIUM_REPEAT: f64 = 0.80;
 
