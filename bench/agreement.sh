@@ -37,16 +37,23 @@ reference_args() {
     esac
 }
 
+# A run that fails ends the bench with ioprobe's own words.
+failed() {
+    echo "bench/agreement.sh: $probe $which failed:" >&2
+    tail -3 "$work/err" >&2
+    exit 1
+}
+
 for probe in $PROBES; do
     ref=$(reference_args "$probe")
     for which in ref1 default ref2; do
         t0=$(date +%s)
         if [[ $which == default ]]; then
             # shellcheck disable=SC2086
-            "$IOPROBE" "$probe" $EXTRA --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
+            "$IOPROBE" "$probe" $EXTRA --no-save --json --dir "$work" 2>"$work/err" > "$work/$probe-$which.json" || failed
         else
             # shellcheck disable=SC2086
-            "$IOPROBE" "$probe" $ref $EXTRA --no-save --json --dir "$work" 2>/dev/null > "$work/$probe-$which.json"
+            "$IOPROBE" "$probe" $ref $EXTRA --no-save --json --dir "$work" 2>"$work/err" > "$work/$probe-$which.json" || failed
         fi
         echo "$probe $which: $(( $(date +%s) - t0 )) s" | tee -a "$work/times" >&2
     done
