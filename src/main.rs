@@ -4,7 +4,6 @@
 
 #![forbid(unsafe_code)]
 
-use clap::{CommandFactory, FromArgMatches};
 use ioprobe::cli::{self, Cli, Command};
 use ioprobe::settings::{Format, Scale, Settings};
 use ioprobe::{commands, error, probes, report, session};
@@ -16,13 +15,13 @@ fn main() {
     if let Some(code) = ioprobe::trace::overhead::child_main() {
         std::process::exit(code);
     }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // A command to trace: its eBPF programs load while the flags are parsed.
+    ioprobe::trace::load_early(&args);
     // The matches are kept: cp applies its attribute and symlink options in the order
     // given, as GNU's getopt loop does.
-    let matches = Cli::command()
-        .try_get_matches()
-        .unwrap_or_else(|e| std::process::exit(cli::clap_exit(e)));
-    let cli =
-        Cli::from_arg_matches(&matches).unwrap_or_else(|e| std::process::exit(cli::clap_exit(e)));
+    let (matches, cli) =
+        cli::parse(&args).unwrap_or_else(|e| std::process::exit(cli::clap_exit(e)));
     let (settings, ignored) = cli.settings();
     ioprobe::progress::set_quiet(settings.quiet);
     if !ignored.is_empty() {
