@@ -157,6 +157,7 @@ impl Tracer {
                 filter: prog.as_ptr() as *mut libc::sock_filter,
             }),
             env: env_ptrs,
+            file: preload.as_ref().and_then(|_| child::exec_path(&argv[0])),
             ..Child::new(ptrs, close, (rd, wr))
         };
         let pid = child.start()?;
