@@ -168,6 +168,13 @@ impl Running {
             plain_starts: 0,
         };
         if matches!(via, Via::Auto | Via::Ebpf) {
+            // Still loading: the command forks meanwhile and waits before its exec.
+            let gated = match &loading {
+                Some(l) if !l.is_finished() => Some(
+                    bpf::Gated::fork(command, closed).map_err(|e| spawn_error(&command[0], e))?,
+                ),
+                _ => None,
+            };
             let loaded = match loading {
                 Some(l) => l.join().unwrap_or_else(|_| {
                     Err(std::io::Error::other("loading the programs panicked"))
@@ -176,9 +183,11 @@ impl Running {
             };
             match loaded {
                 Ok(l) => {
-                    let t = l
-                        .spawn(command, closed)
-                        .map_err(|e| spawn_error(&command[0], e))?;
+                    let t = match gated {
+                        Some(g) => l.release(g),
+                        None => l.spawn(command, closed),
+                    }
+                    .map_err(|e| spawn_error(&command[0], e))?;
                     return Ok((Running::Ebpf(t), tracing));
                 }
                 Err(e) if via == Via::Ebpf => {

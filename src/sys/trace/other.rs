@@ -43,10 +43,27 @@ pub mod bpf {
         pub fn spawn(self, _argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Tracer> {
             Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
         }
+        pub fn release(self, _gated: Gated) -> io::Result<Tracer> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
+    }
+
+    /// Never made: no command is started.
+    pub struct Gated(());
+
+    impl Gated {
+        pub fn fork(_argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Gated> {
+            Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+        }
     }
 
     /// Never made.
     pub struct Tracer(());
+
+    /// As Linux's tracer, which detaches its programs when dropped.
+    impl Drop for Tracer {
+        fn drop(&mut self) {}
+    }
 
     impl Tracer {
         pub fn pid(&self) -> i32 {

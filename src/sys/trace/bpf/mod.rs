@@ -255,30 +255,16 @@ impl Loaded {
     /// Starts `argv` with its pid in the tree: the child waits on a pipe until then,
     /// so its program's first call is traced.
     pub fn spawn(self, argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Tracer> {
+        self.release(Gated::fork(argv, close)?)
+    }
+
+    /// Puts the gated child's pid in the tree and lets it exec.
+    pub fn release(self, mut gated: Gated) -> io::Result<Tracer> {
         let Loaded { maps, links } = self;
-        let args = c_args(argv)?;
-        let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        let pipe = || -> io::Result<(i32, i32)> {
-            let mut fds = [0 as libc::c_int; 2];
-            // SAFETY: pipe2 writes two descriptors into the array.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
-                return Err(io::Error::last_os_error()).map_err(os("pipe2"));
-            }
-            Ok((fds[0], fds[1]))
+        let (pid, rd) = (gated.pid, gated.errors);
+        let Some(gate_wr) = gated.gate.take() else {
+            return Err(io::Error::other("the command was already let go"));
         };
-        let (rd, wr) = pipe()?;
-        let (gate_rd, gate_wr) = pipe()?;
-        let child = Child {
-            gate: Some((gate_rd, gate_wr)),
-            ..Child::new(ptrs, close, (rd, wr))
-        };
-        let pid = child.start()?;
-        // SAFETY: closing the parent's copies of the child's ends.
-        unsafe {
-            libc::close(wr);
-            libc::close(gate_rd);
-        }
         let added = map_update(&maps.tasks, &pid.to_ne_bytes(), &WAITING.to_ne_bytes());
         if added.is_ok() {
             // SAFETY: one byte from a local to the gate's write end, ours.
@@ -299,6 +285,75 @@ impl Loaded {
         match failed {
             Some(e) => Err(e),
             None => Ok(tracer),
+        }
+    }
+}
+
+/// The command forked and waiting on a pipe, before its exec, until
+/// [`Loaded::release`] lets it go: forked while the programs load, the fork is off a
+/// short command's path. Dropped unreleased (the programs could not load), it exits
+/// with 127 before its exec and is reaped.
+pub struct Gated {
+    pid: i32,
+    /// The read end of the pipe the child reports a failed step on.
+    errors: i32,
+    /// The gate's write end, until released.
+    gate: Option<i32>,
+}
+
+impl Gated {
+    pub fn fork(argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Gated> {
+        let args = c_args(argv)?;
+        let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let pipe = || -> io::Result<(i32, i32)> {
+            let mut fds = [0 as libc::c_int; 2];
+            // SAFETY: pipe2 writes two descriptors into the array.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+                return Err(io::Error::last_os_error()).map_err(os("pipe2"));
+            }
+            Ok((fds[0], fds[1]))
+        };
+        let (rd, wr) = pipe()?;
+        let (gate_rd, gate_wr) = pipe()?;
+        let child = Child {
+            gate: Some((gate_rd, gate_wr)),
+            ..Child::new(ptrs, close, (rd, wr))
+        };
+        let pid = child.start();
+        // SAFETY: closing the parent's copies of the child's ends.
+        unsafe {
+            libc::close(wr);
+            libc::close(gate_rd);
+        }
+        match pid {
+            Ok(pid) => Ok(Gated {
+                pid,
+                errors: rd,
+                gate: Some(gate_wr),
+            }),
+            Err(e) => {
+                // SAFETY: closing our ends of the two pipes; no child holds them.
+                unsafe {
+                    libc::close(rd);
+                    libc::close(gate_wr);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        if let Some(gate) = self.gate.take() {
+            // SAFETY: closing our pipe ends makes the child's read of the gate return
+            // 0, and it exits; waitpid reaps our own child.
+            unsafe {
+                libc::close(gate);
+                libc::close(self.errors);
+                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+            }
         }
     }
 }

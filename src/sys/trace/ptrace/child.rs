@@ -95,9 +95,9 @@ impl Child {
     /// first, so that no signal finds ioprobe without them.
     pub(in crate::sys::trace) fn start(&self) -> io::Result<i32> {
         forward_signals()?;
-        // SAFETY: ioprobe runs no other thread here; the child only makes
-        // async-signal-safe calls on memory prepared before the fork, then execs or
-        // exits with _exit.
+        // SAFETY: other threads may run (the eBPF programs loading): the child only
+        // makes async-signal-safe calls on memory prepared before the fork (no lock
+        // another thread held is taken), then execs or exits with _exit.
         let pid = unsafe { libc::fork() };
         if pid == -1 {
             return Err(io::Error::last_os_error()).map_err(os("fork"));
