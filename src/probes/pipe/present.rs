@@ -313,7 +313,7 @@ fn capacity(method: Method, placement: Placement, ok: &[&Typed]) -> (Option<Reco
                 Words {
                     id: advice::id(&["capacity", method.name(), placement.name()]),
                     topic: "pipe capacity",
-                    rerun_noise: advice::RERUN_NOISE_PASS,
+                    rerun_noise: advice::RERUN_NOISE_PIPE,
                     scope: format!(
                         "{}, placement {}, every capacity at {} chunks",
                         method.name(),
@@ -374,7 +374,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 Words {
                     id: advice::id(&["chunk", method.name(), placement.name()]),
                     topic: "pipe chunk",
-                    rerun_noise: advice::RERUN_NOISE_PASS,
+                    rerun_noise: advice::RERUN_NOISE_PIPE,
                     scope: format!(
                         "{}, placement {}, at the recommended capacity",
                         method.name(),
