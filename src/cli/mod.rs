@@ -368,10 +368,11 @@ io_uring's rings, sendmmsg/recvmmsg's arrays) are counted and named, their bytes
 
 Overhead (bench/trace.sh on a 2-core KVM guest, medians of 5, ioprobe's own start,
 pricing and report included), eBPF / preload / ptrace: dd bs=4k over a cached 64 MiB
-file (17 ms untraced) ×2.05-2.44 / ×2.24-2.73 / ×71-183 (strace ×90-186); make of 8 C
-files ×1.21 / ×4.1-4.2 / ×3.4-3.7; a Python script reading 400k lines ×1.18-1.21 /
-×1.33-1.56 / ×3.1-5.2; true 1.1 ms untraced, 10.7 / 6.7 / 6.4 ms (strace 4.5 ms); per
-traced call 0.2-0.36 µs / 0.08-0.15 µs / 9-99 µs (ptrace's follows the guest's context
+file (16 ms untraced) ×1.69-1.92 / ×2.13-2.2 / ×174-179 (strace ×171-176); make of 8 C
+files ×1.13-1.14 / ×2.77-2.94 / ×3.37-3.48; a Python script reading 400k lines ×1.11 /
+×1.22-1.29 / ×4.74-4.83; true 1 ms untraced, 6.9-7.4 / 4.9-5.4 / 4.5-4.7 ms (strace
+4.0-4.1 ms; 40 runs 20 ms apart: 6.35 / 6.66 / 5.9 against strace's 6.81); per traced
+call 0.15-0.17 µs / 0.08-0.09 µs / 88-90 µs (ptrace's follows the guest's context
 switches, strace's with it).
 Counts equal strace -f -c's (preload: the loader's bookkeeping for the library can add
 an anonymous mmap per program, which the report says).
