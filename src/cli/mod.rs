@@ -55,6 +55,13 @@ pub struct Cli {
         next_help_heading = "Options for the commands that use them (also after the command)"
     )]
     pub before: Before,
+    #[command(flatten)]
+    pub globals: Globals,
+}
+
+/// The options every command takes, before or after it.
+#[derive(Debug, Args)]
+pub struct Globals {
     /// No progress display and no notes on stderr (errors are still printed).
     #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
@@ -112,23 +119,8 @@ struct TraceCli {
         next_help_heading = "Options for the commands that use them (also after the command)"
     )]
     before: Before,
-    /// No progress display and no notes on stderr (errors are still printed).
-    #[arg(short, long, global = true, help_heading = "Global options")]
-    quiet: bool,
-    /// Every warning on its own line (tables fold the rows whose CI missed the target
-    /// into one line).
-    #[arg(short, long, global = true, help_heading = "Global options")]
-    verbose: bool,
-    /// Colour headings, the best row and warnings: auto (when stdout is a terminal and
-    /// NO_COLOR is unset; CLICOLOR_FORCE forces it), always or never.
-    #[arg(
-        long,
-        global = true,
-        value_name = "WHEN",
-        default_value = "auto",
-        help_heading = "Global options"
-    )]
-    color: ColorWhen,
+    #[command(flatten)]
+    globals: Globals,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,9 +142,7 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<(clap::ArgMatches, Cli), cla
         let cli = Cli {
             command: Command::Trace(trace),
             before: t.before,
-            quiet: t.quiet,
-            verbose: t.verbose,
-            color: t.color,
+            globals: t.globals,
         };
         return Ok((matches, cli));
     }
@@ -603,8 +593,8 @@ impl Cli {
             store,
             no_save: m.no_save,
             fresh: matches!(&self.command, Command::Run(r) if r.fresh),
-            quiet: self.quiet,
-            verbose: self.verbose,
+            quiet: self.globals.quiet,
+            verbose: self.globals.verbose,
             style: output_style(self, o.wide),
         };
         (settings, refused)
@@ -690,12 +680,12 @@ fn output_style(cli: &Cli, wide: bool) -> Style {
                 .filter(|&w: &usize| w >= 40)
                 .or(Some(crate::present::style::DEFAULT_WIDTH))
         },
-        color: cli.color.resolve(
+        color: cli.globals.color.resolve(
             env("NO_COLOR").as_deref(),
             env("CLICOLOR_FORCE").as_deref(),
             terminal.is_some(),
         ),
-        verbose: cli.verbose,
+        verbose: cli.globals.verbose,
     }
 }
 
