@@ -130,13 +130,11 @@ pub(crate) fn drop_early() {
 /// [`load_early`] started; dropped when `via` rules eBPF out).
 fn start_loading(via: Via) -> Option<Loading> {
     use crate::sys::trace::bpf;
-    let early = EARLY.lock().unwrap_or_else(|e| e.into_inner()).take();
     if !matches!(via, Via::Auto | Via::Ebpf) {
-        if let Some(l) = early {
-            drop(l.join());
-        }
+        drop_early();
         return None;
     }
+    let early = EARLY.lock().unwrap_or_else(|e| e.into_inner()).take();
     early.or_else(|| {
         Some(std::thread::spawn(|| {
             bpf::Loaded::load(bpf::Scope::Command)
