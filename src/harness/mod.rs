@@ -55,6 +55,16 @@ pub trait Workload {
         false
     }
 
+    /// Whether a sample's time keeps the moments the measuring thread waited for a CPU
+    /// another task held. By default they are left out (a busy machine then gives the
+    /// figures of a quiet one, see [`Sample::wait_ns`]). Work that kernel threads carry
+    /// in part keeps them: a copy's or a durable write's write-back and device
+    /// submission, io_uring's workers run beside the thread and are its own cost, and a
+    /// wait for them cannot be told from a wait for another program.
+    fn keeps_cpu_waits(&self) -> bool {
+        false
+    }
+
     /// Untimed preparation before each sample (e.g. removing a copy's destination).
     fn before_sample(&mut self) -> anyhow::Result<()> {
         Ok(())
@@ -79,6 +89,9 @@ pub struct External {
     /// Elapsed time of the work, when the harness's clock around `run` would include
     /// set-up (process start, buffer allocation) that must not be timed.
     pub elapsed_ns: Option<u64>,
+    /// Time the work's processes waited for a CPU that is left out of `elapsed_ns`
+    /// (see [`crate::harness::Sample::wait_ns`]); None where none is.
+    pub wait_ns: Option<u64>,
     /// Resource usage of each process that did the work, by role name.
     pub processes: Vec<(String, rusage::RusageDelta)>,
 }

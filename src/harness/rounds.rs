@@ -332,6 +332,11 @@ mod tests {
             Some(self.range)
         }
 
+        /// It spins on the wall clock, which runs on while another thread holds the CPU.
+        fn keeps_cpu_waits(&self) -> bool {
+            true
+        }
+
         fn run(&mut self, iters: u64) -> Result<()> {
             self.sizes.push(iters);
             let t = now();
@@ -403,6 +408,7 @@ mod tests {
             self.n += 1;
             Some(crate::harness::External {
                 elapsed_ns: Some(ns),
+                wait_ns: None,
                 processes: Vec::new(),
             })
         }

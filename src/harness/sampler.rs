@@ -8,6 +8,7 @@ use super::config::Config;
 use super::rusage::{RusageDelta, thread_now};
 use super::stats::{Summary, summarize};
 use crate::interrupt;
+use crate::sys::load::sched_times;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -15,7 +16,12 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub iters: u64,
+    /// The sample's time: its wall time less [`Sample::wait_ns`].
     pub elapsed_ns: u64,
+    /// Time the work was runnable but waited for a CPU another task held (the run
+    /// queue's delay), left out of `elapsed_ns`; None where nothing was left out (the
+    /// OS does not say, or the work keeps its waits: [`Workload::keeps_cpu_waits`]).
+    pub wait_ns: Option<u64>,
     /// The measuring thread's counters, or the sum of `processes` when the work ran there.
     pub rusage: RusageDelta,
     /// Per-process counters, by role, for work done in other processes.
@@ -85,6 +91,19 @@ impl Sampled {
         out
     }
 
+    /// The share of the samples' wall time spent waiting for a CPU (left out of their
+    /// figures), or None when no sample could tell.
+    pub fn cpu_wait(&self) -> Option<f64> {
+        let (mut wait, mut wall, mut told) = (0u64, 0u64, false);
+        for s in &self.samples {
+            let w = s.wait_ns.unwrap_or(0);
+            told |= s.wait_ns.is_some();
+            wait += w;
+            wall += s.elapsed_ns + w;
+        }
+        told.then(|| wait as f64 / wall.max(1) as f64)
+    }
+
     /// Statistics of ns per iteration.
     pub fn summary(&self) -> Option<Summary> {
         summarize(&self.ns_per_iter())
@@ -105,6 +124,7 @@ pub(crate) fn timed(w: &mut dyn Workload, iters: u64) -> Result<Sample> {
 pub(crate) fn timed_in_pieces(w: &mut dyn Workload, iters: u64, piece: u64) -> Result<Sample> {
     w.before_sample()?;
     let r0 = thread_now()?;
+    let d0 = sched_times();
     let t0 = now();
     let mut left = iters;
     while left > 0 {
@@ -116,16 +136,24 @@ pub(crate) fn timed_in_pieces(w: &mut dyn Workload, iters: u64, piece: u64) -> R
         }
     }
     let t1 = now();
+    let d1 = sched_times();
     let r1 = thread_now()?;
+    let waited = match w.keeps_cpu_waits() {
+        true => None,
+        false => d0.zip(d1).map(|(a, b)| a.until(b).wait_ns),
+    };
+    let (elapsed_ns, wait_ns) = net_of_wait(ns_between(t0, t1), waited);
     let mut sample = Sample {
         iters,
-        elapsed_ns: ns_between(t0, t1).max(1),
+        elapsed_ns,
+        wait_ns,
         rusage: RusageDelta::between(&r0, &r1),
         processes: Vec::new(),
     };
     if let Some(x) = w.external() {
         if let Some(ns) = x.elapsed_ns {
             sample.elapsed_ns = ns.max(1);
+            sample.wait_ns = x.wait_ns;
         }
         if !x.processes.is_empty() {
             let mut sum = RusageDelta::default();
@@ -138,6 +166,21 @@ pub(crate) fn timed_in_pieces(w: &mut dyn Workload, iters: u64, piece: u64) -> R
     }
     w.after_sample()?;
     Ok(sample)
+}
+
+/// A sample's time without its wait for a CPU, and that wait, from its wall time and
+/// the wait counted over it (None: not known, nothing is left out). The counters are
+/// read just outside the clock's two readings, so a preemption between them would be
+/// counted without having been timed: the wait is capped at nine tenths of the wall.
+pub fn net_of_wait(wall_ns: u64, waited: Option<u64>) -> (u64, Option<u64>) {
+    let wall_ns = wall_ns.max(1);
+    match waited {
+        Some(w) => {
+            let wait = w.min(wall_ns / 10 * 9);
+            ((wall_ns - wait).max(1), Some(wait))
+        }
+        None => (wall_ns, None),
+    }
 }
 
 fn iters_for(target: Duration, ns_per_iter: f64) -> u64 {
@@ -248,6 +291,65 @@ mod tests {
         assert_eq!(w.iters, s.total_iters() + s.warmup_iters);
         assert!(s.samples.iter().all(|x| x.iters >= 1 && x.elapsed_ns >= 1));
         assert!(s.summary().unwrap().median > 0.0);
+    }
+
+    #[test]
+    fn a_wait_is_capped_and_an_unknown_one_leaves_the_wall_time() {
+        assert_eq!(net_of_wait(1000, Some(300)), (700, Some(300)));
+        assert_eq!(net_of_wait(1000, Some(5000)), (100, Some(900)));
+        assert_eq!(net_of_wait(1000, None), (1000, None));
+        assert_eq!(net_of_wait(0, Some(0)), (1, Some(0)));
+    }
+
+    /// Spins, and says it keeps its waits for a CPU.
+    struct Keeping(Spin);
+    impl Workload for Keeping {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            self.0.run(iters)
+        }
+        fn keeps_cpu_waits(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_cpu_held_by_another_thread_is_left_out_of_the_samples() {
+        use crate::sys::affinity::{allowed_cpus, pin_to};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        if crate::sys::load::sched_times().is_none() {
+            return; // The OS does not say: nothing is left out (checked below).
+        }
+        let cpu = allowed_cpus().unwrap()[0];
+        let stop = Arc::new(AtomicBool::new(false));
+        let rival = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                pin_to(cpu).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        pin_to(cpu).unwrap();
+        let cfg = Config {
+            sample_time: Duration::from_millis(20),
+            warmup: Duration::from_millis(20),
+            budget: Duration::from_millis(300),
+            min_samples: 6,
+            max_samples: 12,
+            ..tiny()
+        };
+        let shared = measure(&mut Spin { calls: 0, iters: 0 }, &cfg).unwrap();
+        let kept = measure(&mut Keeping(Spin { calls: 0, iters: 0 }), &cfg).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        rival.join().unwrap();
+        // Two spinning threads on one CPU: each waits about half the time.
+        let share = shared.cpu_wait().unwrap();
+        assert!(share > 0.2, "waited {share:.3} of the time");
+        assert!(shared.samples.iter().all(|s| s.wait_ns.is_some()));
+        assert_eq!(kept.cpu_wait(), None);
+        assert!(kept.samples.iter().all(|s| s.wait_ns.is_none()));
     }
 
     struct Failing;

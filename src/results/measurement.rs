@@ -69,6 +69,13 @@ pub struct Measurement {
     /// Timed iterations across all samples (warm-up excluded).
     pub iterations: u64,
     pub warmup_iterations: u64,
+    /// Share of the samples' wall time in which the measuring thread was runnable but
+    /// waited for a CPU another task held: left out of every figure. Absent where
+    /// nothing is left out: a transfer between two processes (each side also waits
+    /// while the other runs, and a TCP transfer for the kernel threads that carry it),
+    /// or an OS that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait: Option<f64>,
     pub rusage: Rusage,
     /// Figures computed from the median (ops/s, ns per call, × null, ...).
     pub derived: Map<String, Value>,
@@ -242,6 +249,7 @@ impl Measurement {
             samples: s.n,
             iterations,
             warmup_iterations: sampled.warmup_iters,
+            cpu_wait: sampled.cpu_wait(),
             rusage,
             derived: Map::new(),
             note: note.into(),
@@ -280,6 +288,7 @@ impl Measurement {
             samples: 0,
             iterations: 0,
             warmup_iterations: 0,
+            cpu_wait: None,
             rusage: Rusage {
                 normalised: RusageDelta::default().per(1.0, "op"),
                 total: RusageDelta::default(),

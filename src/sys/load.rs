@@ -68,6 +68,40 @@ pub fn snapshot() -> Snapshot {
     }
 }
 
+/// The calling thread's time on a CPU and its time runnable but waiting for one
+/// (`sum_exec_runtime` and `run_delay`, the first two fields of
+/// `/proc/thread-self/schedstat`), in ns since it started. None where the kernel does
+/// not say (no `/proc`, or a kernel without scheduler statistics).
+pub fn sched_times() -> Option<SchedTimes> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    parse_schedstat(&text)
+}
+
+/// A thread's time on a CPU and waiting for one, ns (see [`sched_times`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedTimes {
+    pub on_cpu_ns: u64,
+    pub wait_ns: u64,
+}
+
+impl SchedTimes {
+    /// From `self` (earlier) to `later`.
+    pub fn until(self, later: SchedTimes) -> SchedTimes {
+        SchedTimes {
+            on_cpu_ns: later.on_cpu_ns.saturating_sub(self.on_cpu_ns),
+            wait_ns: later.wait_ns.saturating_sub(self.wait_ns),
+        }
+    }
+}
+
+fn parse_schedstat(text: &str) -> Option<SchedTimes> {
+    let mut f = text.split_whitespace().map(str::parse::<u64>);
+    Some(SchedTimes {
+        on_cpu_ns: f.next()?.ok()?,
+        wait_ns: f.next()?.ok()?,
+    })
+}
+
 fn pressure_some_total(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("some "))?;
     line.split_whitespace()
@@ -155,6 +189,19 @@ fn clock_ticks() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedstat_gives_the_time_on_a_cpu_then_the_wait_for_one() {
+        let t = parse_schedstat("578006 1234 2\n").unwrap();
+        assert_eq!((t.on_cpu_ns, t.wait_ns), (578_006, 1234));
+        assert_eq!(parse_schedstat("578006"), None);
+        // Where the kernel keeps the file, both are counters that never go back (the
+        // time on a CPU moves at ticks and switches, the wait when the thread runs).
+        if let (Some(a), Some(b)) = (sched_times(), sched_times()) {
+            assert!(b.on_cpu_ns >= a.on_cpu_ns && b.wait_ns >= a.wait_ns);
+            assert_eq!(a.until(b).wait_ns, b.wait_ns - a.wait_ns);
+        }
+    }
 
     #[test]
     fn proc_files_parse() {

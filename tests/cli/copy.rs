@@ -135,6 +135,8 @@ fn copy_covers_cache_states_and_durability_and_labels_them() {
             }
             assert!(m["derived"]["sys_s_per_copy"].as_f64().is_some());
             check_steady(m);
+            // A copy's write-back runs beside it: its waits for a CPU stay in.
+            assert!(m.get("cpu_wait").is_none(), "{}", m["case"]);
         } else {
             // FICLONE works where the filesystem shares blocks (btrfs, XFS): there the
             // row must have a figure.

@@ -124,6 +124,10 @@ pub(super) fn copies_range(size: u64, cache: Cache) -> Option<(u64, u64)> {
 }
 
 impl Workload for Row<'_> {
+    fn keeps_cpu_waits(&self) -> bool {
+        true
+    }
+
     fn pass_range(&self) -> Option<(u64, u64)> {
         self.range
     }
@@ -177,6 +181,7 @@ impl Workload for Row<'_> {
     fn external(&mut self) -> Option<External> {
         self.tool.take().map(|(role, r)| External {
             elapsed_ns: None,
+            wait_ns: None,
             processes: vec![(role, r)],
         })
     }

@@ -243,6 +243,10 @@ struct Pass<'a> {
 }
 
 impl Workload for Pass<'_> {
+    fn keeps_cpu_waits(&self) -> bool {
+        self.fsync
+    }
+
     fn run(&mut self, iters: u64) -> Result<()> {
         let size = self.size;
         let block = self.buf.len() as u64;
