@@ -21,4 +21,4 @@ pub use confidence::*;
 pub use decide::*;
 pub use methods::methods;
 pub use model::*;
-pub use sizes::{PLATEAU, Plateau, knee_and_plateau, sizes};
+pub use sizes::{PLATEAU, Plateau, knee_and_plateau, sizes, tolerance};

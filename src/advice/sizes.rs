@@ -4,7 +4,8 @@
 //! call overhead"), here on the user's own machine with its uncertainty stated.
 //!
 //! - The *plateau*: the measured sizes around the fastest whose medians are all within
-//!   [`PLATEAU`] (5%) of its median. A size measured worse than that is never in it.
+//!   the tolerance of its median: [`PLATEAU`] (5%), or the rows' rerun floor where that
+//!   is wider ([`tolerance`]). A size measured worse than that is never in it.
 //! - The *knee*, the size to use: where a fit of one call's time t(b) = fixed +
 //!   per_byte × b over the sizes up to the fastest puts the fixed cost at 5% of a call,
 //!   kept inside the plateau; the plateau's smallest size (coreutils' rule) where the
@@ -24,6 +25,15 @@ use serde::{Deserialize, Serialize};
 /// a larger size buys at most a few percent, the size of this machine's run-to-run
 /// drift on memory-bound rows.
 pub const PLATEAU: f64 = 0.05;
+
+/// A plateau's tolerance for rows whose rerun floor is `floor`
+/// ([`super::RERUN_NOISE_MEMORY`] and the others): [`PLATEAU`], or the floor where that is
+/// wider. Sizes within a rerun's move of the best cannot be told from it here: a
+/// plateau drawn tighter than that is redrawn by the next run (a TCP stream's chunks
+/// over 64 KiB, a durable write's blocks), and its knee with it.
+pub fn tolerance(floor: f64) -> f64 {
+    PLATEAU.max(floor)
+}
 
 /// The sizes of a size answer's plateau, in the recommendation's JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -49,6 +59,8 @@ struct Knee {
     to: usize,
     /// Seconds of fixed cost per call and seconds per byte, when the figures fit one.
     fit: Option<(f64, f64)>,
+    /// The plateau's tolerance ([`tolerance`]).
+    within: f64,
 }
 
 /// Seconds one call takes at size `b` whose figure is `v` (bytes/s, or ns per call).
@@ -74,26 +86,27 @@ fn fit(pts: &[(u64, f64)], best: usize, higher: bool) -> Option<(f64, f64)> {
         .then_some((fixed.max(0.0), per_byte))
 }
 
-/// The answer for the sizes `pts` (ascending, with their figures).
-fn knee(pts: &[(u64, f64)], higher: bool) -> Knee {
+/// The answer for the sizes `pts` (ascending, with their figures), the plateau drawn
+/// `within` of the best.
+fn knee(pts: &[(u64, f64)], higher: bool, within: f64) -> Knee {
     let better = |a: f64, b: f64| if higher { a > b } else { a < b };
     let best = (0..pts.len())
         .reduce(|b, i| if better(pts[i].1, pts[b].1) { i } else { b })
         .unwrap_or(0);
-    let within = |i: usize| {
+    let inside = |i: usize| {
         if higher {
-            pts[i].1 >= pts[best].1 * (1.0 - PLATEAU)
+            pts[i].1 >= pts[best].1 * (1.0 - within)
         } else {
-            pts[i].1 <= pts[best].1 * (1.0 + PLATEAU)
+            pts[i].1 <= pts[best].1 * (1.0 + within)
         }
     };
     let from = (0..=best)
         .rev()
-        .take_while(|&i| within(i))
+        .take_while(|&i| inside(i))
         .last()
         .unwrap_or(best);
     let to = (best..pts.len())
-        .take_while(|&i| within(i))
+        .take_while(|&i| inside(i))
         .last()
         .unwrap_or(best);
     let fit = fit(pts, best, higher);
@@ -103,6 +116,7 @@ fn knee(pts: &[(u64, f64)], higher: bool) -> Knee {
         from,
         to,
         fit,
+        within,
     }
 }
 
@@ -199,7 +213,7 @@ fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement
         "{}{} within {}% of the best",
         stated(pts, k),
         if k.from == k.to { " alone" } else { "" },
-        (PLATEAU * 100.0).round()
+        (k.within * 100.0).round()
     );
     match base {
         Some((bb, bm)) if bb != pick_b => out.push_str(&format!(
@@ -249,8 +263,9 @@ fn stated(pts: &[(u64, &Measurement)], k: &Knee) -> String {
 }
 
 /// A sweep's knee and plateau alone, without the confidence (a plot's marks, the chunk
-/// pipe capacities are compared at): None when no size was measured.
-pub fn knee_and_plateau(points: &[(u64, &Measurement)]) -> Option<(u64, Plateau)> {
+/// pipe capacities are compared at), for rows whose rerun floor is `floor`: None when no
+/// size was measured.
+pub fn knee_and_plateau(points: &[(u64, &Measurement)], floor: f64) -> Option<(u64, Plateau)> {
     let mut pts: Vec<(u64, f64)> = points
         .iter()
         .filter(|(_, m)| m.is_ok() && m.median > 0.0)
@@ -258,11 +273,11 @@ pub fn knee_and_plateau(points: &[(u64, &Measurement)]) -> Option<(u64, Plateau)
         .collect();
     pts.sort_by_key(|p| p.0);
     let higher = higher_is_better(points.iter().find(|(_, m)| m.is_ok())?.1);
-    let k = knee(&pts, higher);
+    let k = knee(&pts, higher, tolerance(floor));
     let plateau = Plateau {
         from: pts[k.from].0,
         to: pts[k.to].0,
-        within: PLATEAU,
+        within: k.within,
         open_ended: k.to == pts.len() - 1,
     };
     Some((pts[k.pick].0, plateau))
@@ -320,7 +335,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     let r = rank(&options)?;
     let higher = higher_is_better(pts[0].1);
     let figures: Vec<(u64, f64)> = pts.iter().map(|&(b, m)| (b, m.median)).collect();
-    let k = knee(&figures, higher);
+    let k = knee(&figures, higher, tolerance(w.rerun_noise));
     let (pick_b, pick) = pts[k.pick];
     let mut conf = sweep_confidence(&pts, &k, last);
     let mut rows = vec![row(pick, "choice")];
@@ -344,7 +359,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     let plateau = Plateau {
         from: pts[k.from].0,
         to: pts[k.to].0,
-        within: PLATEAU,
+        within: k.within,
         open_ended: k.to == pts.len() - 1 && !last,
     };
     let support = format!(
@@ -394,7 +409,7 @@ fn plateau_confidence(
     let (repeat, other) = reruns(&spread, k.pick, |f| {
         moved.clear();
         moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
-        let again = knee(&moved, higher).pick;
+        let again = knee(&moved, higher, k.within).pick;
         // Inside the stated plateau: the statement holds (counted as the knee).
         if (k.from..=k.to).contains(&again) {
             k.pick
@@ -417,6 +432,7 @@ fn plateau_confidence(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::advice::confidence::{RERUN_NOISE_LOOP, RERUN_NOISE_TCP};
     use crate::advice::decide::tests::{m, words};
 
     /// The answer for `(size, GB/s)` rows measured to ±`spread`.
@@ -507,12 +523,13 @@ mod tests {
 
     #[test]
     fn a_size_near_the_line_is_borderline() {
-        // 64 KiB 5.5% below the best with rows moving ±10% between runs: reruns often
-        // put it inside the plateau, below the stated knee.
+        // 64 KiB 6.5% below the best with rows moving ±6% between runs (the memory
+        // floor, also the plateau's tolerance): reruns often put it inside the plateau,
+        // below the stated knee.
         let rows = [
             (4096, 5.0),
             (16384, 14.0),
-            (65536, 18.9),
+            (65536, 18.7),
             (262144, 20.0),
             (1 << 20, 19.9),
             (4 << 20, 19.8),
@@ -618,6 +635,45 @@ mod tests {
         let r = sizes(words(), &pts, 4096).unwrap();
         assert!(!edge(&r));
         assert!(!r.plateau.unwrap().open_ended);
+    }
+
+    #[test]
+    fn a_noisy_rows_plateau_is_drawn_at_their_rerun_floor() {
+        // A TCP sweep of one run: above 64 KiB the rows move apart by regimes.
+        let rows = [
+            (4096, 2.0),
+            (16384, 3.1),
+            (65536, 4.3),
+            (262144, 4.1),
+            (1 << 20, 3.85),
+            (4 << 20, 4.25),
+        ];
+        let owned: Vec<(u64, Measurement)> = rows
+            .iter()
+            .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, 0.005)))
+            .collect();
+        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+        // At the pass floor, 1 MiB (10% below the best) cuts the plateau short.
+        let tight = sizes(words(), &pts, 4096).unwrap();
+        let p = tight.plateau.unwrap();
+        assert_eq!((p.from, p.to, p.within), (65536, 262144, PLATEAU));
+        // At a TCP stream's floor, every size from 64 KiB is one answer; 16 KiB, 28%
+        // below the best, stays out of it.
+        let w = Words {
+            rerun_noise: RERUN_NOISE_TCP,
+            ..words()
+        };
+        let wide = sizes(w, &pts, 4096).unwrap();
+        let p = wide.plateau.unwrap();
+        assert_eq!((p.from, p.to, p.within), (65536, 4 << 20, RERUN_NOISE_TCP));
+        assert_eq!(knee_of(&wide), 65536);
+        assert!(
+            wide.effect
+                .starts_with("64 KiB–4 MiB within 18% of the best"),
+            "{}",
+            wide.effect
+        );
+        assert_eq!(tolerance(RERUN_NOISE_LOOP), PLATEAU);
     }
 
     #[test]

@@ -195,8 +195,12 @@ pub fn cells(m: &Measurement, cpu: bool, paired: bool) -> Vec<String> {
 }
 
 /// Each series' size answer (its plateau and knee, `advice::knee_and_plateau`), for its
-/// plot. `pts` = (series, size, its row).
-pub fn spans(pts: &[(String, u64, &Measurement)]) -> Vec<plot::Span> {
+/// plot. `pts` = (series, size, its row); `floor` gives a row's rerun floor, as the
+/// probe's recommendation takes it (the plateau's tolerance follows it).
+pub fn spans(
+    pts: &[(String, u64, &Measurement)],
+    floor: impl Fn(&Measurement) -> f64,
+) -> Vec<plot::Span> {
     let mut names: Vec<&String> = Vec::new();
     for (s, _, _) in pts {
         if !names.contains(&s) {
@@ -211,7 +215,7 @@ pub fn spans(pts: &[(String, u64, &Measurement)]) -> Vec<plot::Span> {
                 .filter(|(s, _, _)| s == name)
                 .map(|&(_, b, m)| (b, m))
                 .collect();
-            let (knee, p) = advice::knee_and_plateau(&rows)?;
+            let (knee, p) = advice::knee_and_plateau(&rows, floor(rows.first()?.1))?;
             Some(plot::Span {
                 series: name.clone(),
                 from: p.from,
@@ -223,14 +227,15 @@ pub fn spans(pts: &[(String, u64, &Measurement)]) -> Vec<plot::Span> {
 }
 
 /// Throughput against block size, one line per series, the caches marked and each
-/// series' plateau and knee drawn on it. `pts` = (series, block size, its row).
+/// series' plateau and knee drawn on it ([`spans`]). `pts` = (series, block size, its
+/// row).
 pub fn plot(
-    name: &str,
-    title: &str,
+    (name, title): (&str, &str),
     pts: Vec<(String, u64, &Measurement)>,
     env: &Environment,
+    floor: impl Fn(&Measurement) -> f64,
 ) -> Result<Plot> {
-    let spans = spans(&pts);
+    let spans = spans(&pts, floor);
     let pts: Vec<plot::Point> = pts
         .into_iter()
         .filter(|(_, _, m)| m.is_ok())

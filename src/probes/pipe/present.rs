@@ -147,7 +147,7 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
             )
         })
         .collect();
-    let spans = crate::probes::sweep::spans(&series);
+    let spans = crate::probes::sweep::spans(&series, |_| advice::RERUN_NOISE_PIPE);
     let pts: Vec<plot::Point> = series
         .into_iter()
         .map(|(s, b, m)| plot::Point::of(s, b, m))
@@ -287,7 +287,7 @@ fn common_chunk(ok: &[&Typed], placement: Placement, caps: &[String]) -> Option<
         .collect();
     let from = caps
         .iter()
-        .map(|c| advice::knee_and_plateau(&rows(c)).map(|(_, p)| p.from))
+        .map(|c| advice::knee_and_plateau(&rows(c), advice::RERUN_NOISE_PIPE).map(|(_, p)| p.from))
         .collect::<Option<Vec<u64>>>()
         .and_then(|f| f.into_iter().max());
     from.and_then(|k| common.iter().copied().find(|&b| b >= k))

@@ -104,10 +104,10 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
         .map(|(m, p)| (label((p.method, p.populate)), p.block_size, *m))
         .collect();
     Ok(vec![sweep::plot(
-        "read",
-        "read: throughput by block size (page cache)",
+        ("read", "read: throughput by block size (page cache)"),
         pts,
         env,
+        |_| advice::RERUN_NOISE_MEMORY,
     )?])
 }
 

@@ -165,6 +165,15 @@ pub fn grids(rows: &[&Measurement], st: &Style) -> Vec<Grid> {
         .collect()
 }
 
+/// The rerun floor of a family's rows: a TCP stream's own, the pass floor for the rest.
+fn floor(family: Family) -> f64 {
+    if family == Family::Tcp {
+        advice::RERUN_NOISE_TCP
+    } else {
+        advice::RERUN_NOISE_PASS
+    }
+}
+
 /// Throughput against chunk size, one line per family and method (kernel buffers),
 /// each with its plateau and knee.
 pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
@@ -179,7 +188,11 @@ pub fn plots(rows: &[&Measurement]) -> Result<Vec<Plot>> {
             )
         })
         .collect();
-    let spans = crate::probes::sweep::spans(&series);
+    let spans = crate::probes::sweep::spans(&series, |m| {
+        with_params::<Params>(&[m])
+            .first()
+            .map_or(advice::RERUN_NOISE_PASS, |(_, p)| floor(p.family))
+    });
     let pts: Vec<plot::Point> = series
         .into_iter()
         .map(|(s, b, m)| plot::Point::of(s, b, m))
@@ -272,7 +285,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                     Words {
                         id: advice::id(&["chunk", family.name(), method.name(), placement.name()]),
                         topic: "socket chunk",
-                        rerun_noise: advice::RERUN_NOISE_PASS,
+                        rerun_noise: floor(family),
                         scope: format!("{} {}, placement {}", family.name(), method.name(), placement.name()),
                         operation: (method == Method::WriteRead).then_some(operation(family)),
                         noun: "chunks",
@@ -306,7 +319,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                         } else {
                             "socket method (from a file)"
                         },
-                        rerun_noise: advice::RERUN_NOISE_PASS,
+                        rerun_noise: floor(family),
                         scope: format!("{}, placement {}, each method at its best chunk", family.name(), placement.name()),
                         operation: None,
                         noun: "",
@@ -366,7 +379,7 @@ fn buffer_choice(typed: &[Typed], family: Family) -> Option<Recommendation> {
         Words {
             id: advice::id(&["buffer", family.name(), placement.name()]),
             topic: "socket buffer",
-            rerun_noise: advice::RERUN_NOISE_PASS,
+            rerun_noise: floor(family),
             scope: format!("{} write-read, placement {}, each setting at its best chunk", family.name(), placement.name()),
             operation: None,
             noun: "",

@@ -94,11 +94,24 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
         })
         .collect();
     Ok(vec![sweep::plot(
-        "write",
-        "write: throughput by block size (file rewritten in place)",
+        ("write", "write: throughput by block size (file rewritten in place)"),
         pts,
         env,
+        |m| match with_params::<Params>(&[m]).first() {
+            Some((_, p)) => floor(p.durability),
+            None => advice::RERUN_NOISE_MEMORY,
+        },
     )?])
+}
+
+/// The rerun floor of a write row: the page cache's without durability, the disk's
+/// with it.
+fn floor(dur: Durability) -> f64 {
+    if dur == Durability::None {
+        advice::RERUN_NOISE_MEMORY
+    } else {
+        advice::RERUN_NOISE_DISK
+    }
 }
 
 /// Per (method, durability): the sweep's advice; per method: what durability costs at
@@ -198,7 +211,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 Words {
                     id: advice::id(&["buffer", method.name(), dur.name()]),
                     topic: "write loop buffer",
-                    rerun_noise: if dur == Durability::None { advice::RERUN_NOISE_MEMORY } else { advice::RERUN_NOISE_DISK },
+                    rerun_noise: floor(dur),
                     scope: format!(
                         "{}, durability {}, {} file rewritten in place",
                         method.name(),
