@@ -87,11 +87,10 @@ pub trait Workload {
 #[derive(Debug, Clone, Default)]
 pub struct External {
     /// Elapsed time of the work, when the harness's clock around `run` would include
-    /// set-up (process start, buffer allocation) that must not be timed.
+    /// set-up (process start, buffer allocation) that must not be timed. Taken whole:
+    /// the work's processes also wait for each other (two sides of a transfer sharing a
+    /// CPU) and for the kernel threads that carry it (TCP), so no wait is left out.
     pub elapsed_ns: Option<u64>,
-    /// Time the work's processes waited for a CPU that is left out of `elapsed_ns`
-    /// (see [`crate::harness::Sample::wait_ns`]); None where none is.
-    pub wait_ns: Option<u64>,
     /// Resource usage of each process that did the work, by role name.
     pub processes: Vec<(String, rusage::RusageDelta)>,
 }

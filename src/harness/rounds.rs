@@ -408,7 +408,6 @@ mod tests {
             self.n += 1;
             Some(crate::harness::External {
                 elapsed_ns: Some(ns),
-                wait_ns: None,
                 processes: Vec::new(),
             })
         }

@@ -8,7 +8,7 @@ use super::config::Config;
 use super::rusage::{RusageDelta, thread_now};
 use super::stats::{Summary, summarize};
 use crate::interrupt;
-use crate::sys::load::sched_times;
+use crate::sys::load::run_delay_ns;
 use anyhow::Result;
 use std::time::Duration;
 
@@ -20,7 +20,8 @@ pub struct Sample {
     pub elapsed_ns: u64,
     /// Time the work was runnable but waited for a CPU another task held (the run
     /// queue's delay), left out of `elapsed_ns`; None where nothing was left out (the
-    /// OS does not say, or the work keeps its waits: [`Workload::keeps_cpu_waits`]).
+    /// OS does not say, the work keeps its waits: [`Workload::keeps_cpu_waits`], or it
+    /// timed itself: [`super::External::elapsed_ns`]).
     pub wait_ns: Option<u64>,
     /// The measuring thread's counters, or the sum of `processes` when the work ran there.
     pub rusage: RusageDelta,
@@ -124,7 +125,7 @@ pub(crate) fn timed(w: &mut dyn Workload, iters: u64) -> Result<Sample> {
 pub(crate) fn timed_in_pieces(w: &mut dyn Workload, iters: u64, piece: u64) -> Result<Sample> {
     w.before_sample()?;
     let r0 = thread_now()?;
-    let d0 = sched_times();
+    let d0 = run_delay_ns();
     let t0 = now();
     let mut left = iters;
     while left > 0 {
@@ -136,11 +137,11 @@ pub(crate) fn timed_in_pieces(w: &mut dyn Workload, iters: u64, piece: u64) -> R
         }
     }
     let t1 = now();
-    let d1 = sched_times();
+    let d1 = run_delay_ns();
     let r1 = thread_now()?;
     let waited = match w.keeps_cpu_waits() {
         true => None,
-        false => d0.zip(d1).map(|(a, b)| a.until(b).wait_ns),
+        false => d0.zip(d1).map(|(a, b)| b.saturating_sub(a)),
     };
     let (elapsed_ns, wait_ns) = net_of_wait(ns_between(t0, t1), waited);
     let mut sample = Sample {
@@ -153,7 +154,7 @@ pub(crate) fn timed_in_pieces(w: &mut dyn Workload, iters: u64, piece: u64) -> R
     if let Some(x) = w.external() {
         if let Some(ns) = x.elapsed_ns {
             sample.elapsed_ns = ns.max(1);
-            sample.wait_ns = x.wait_ns;
+            sample.wait_ns = None;
         }
         if !x.processes.is_empty() {
             let mut sum = RusageDelta::default();
@@ -317,7 +318,7 @@ mod tests {
         use crate::sys::affinity::{allowed_cpus, pin_to};
         use std::sync::Arc;
         use std::sync::atomic::{AtomicBool, Ordering};
-        if crate::sys::load::sched_times().is_none() {
+        if run_delay_ns().is_none() {
             return; // The OS does not say: nothing is left out (checked below).
         }
         let cpu = allowed_cpus().unwrap()[0];

@@ -181,7 +181,6 @@ impl Workload for Row<'_> {
     fn external(&mut self) -> Option<External> {
         self.tool.take().map(|(role, r)| External {
             elapsed_ns: None,
-            wait_ns: None,
             processes: vec![(role, r)],
         })
     }

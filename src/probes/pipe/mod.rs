@@ -419,9 +419,6 @@ impl Workload for Row {
         }
         Some(External {
             elapsed_ns: Some(ns),
-            // A transfer's sides also wait for each other, and a TCP transfer for the
-            // kernel's threads that carry it: no wait is left out.
-            wait_ns: None,
             processes: vec![("writer".into(), w), ("reader".into(), r)],
         })
     }
