@@ -437,12 +437,21 @@ mod tests {
 
     /// The answer for `(size, GB/s)` rows measured to ±`spread`.
     fn answer(rows: &[(u64, f64)], spread: f64) -> Recommendation {
+        answer_at(rows, spread, RERUN_NOISE_LOOP)
+    }
+
+    /// [`answer`] for rows whose rerun floor is `floor`.
+    fn answer_at(rows: &[(u64, f64)], spread: f64, floor: f64) -> Recommendation {
         let owned: Vec<(u64, Measurement)> = rows
             .iter()
             .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, spread)))
             .collect();
         let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
-        sizes(words(), &pts, 4096).unwrap()
+        let w = Words {
+            rerun_noise: floor,
+            ..words()
+        };
+        sizes(w, &pts, 4096).unwrap()
     }
 
     fn knee_of(r: &Recommendation) -> u64 {
@@ -534,16 +543,7 @@ mod tests {
             (1 << 20, 19.9),
             (4 << 20, 19.8),
         ];
-        let owned: Vec<(u64, Measurement)> = rows
-            .iter()
-            .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, 0.005)))
-            .collect();
-        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
-        let w = Words {
-            rerun_noise: super::super::confidence::RERUN_NOISE_MEMORY,
-            ..words()
-        };
-        let r = sizes(w, &pts, 4096).unwrap();
+        let r = answer_at(&rows, 0.005, super::super::confidence::RERUN_NOISE_MEMORY);
         assert_eq!(knee_of(&r), 256 << 10);
         assert_ne!(r.confidence.level, Level::High, "{:?}", r.confidence);
         assert!(
@@ -648,22 +648,13 @@ mod tests {
             (1 << 20, 3.85),
             (4 << 20, 4.25),
         ];
-        let owned: Vec<(u64, Measurement)> = rows
-            .iter()
-            .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, 0.005)))
-            .collect();
-        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
         // At the pass floor, 1 MiB (10% below the best) cuts the plateau short.
-        let tight = sizes(words(), &pts, 4096).unwrap();
+        let tight = answer(&rows, 0.005);
         let p = tight.plateau.unwrap();
         assert_eq!((p.from, p.to, p.within), (65536, 262144, PLATEAU));
         // At a TCP stream's floor, every size from 64 KiB is one answer; 16 KiB, 28%
         // below the best, stays out of it.
-        let w = Words {
-            rerun_noise: RERUN_NOISE_TCP,
-            ..words()
-        };
-        let wide = sizes(w, &pts, 4096).unwrap();
+        let wide = answer_at(&rows, 0.005, RERUN_NOISE_TCP);
         let p = wide.plateau.unwrap();
         assert_eq!((p.from, p.to, p.within), (65536, 4 << 20, RERUN_NOISE_TCP));
         assert_eq!(knee_of(&wide), 65536);
