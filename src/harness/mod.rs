@@ -55,6 +55,17 @@ pub trait Workload {
         false
     }
 
+    /// Whether a round-robin row stays in the rotation after its interval reached the
+    /// target, for as long as another row of its group still samples: a row whose
+    /// processes and connection are kept from sample to sample runs differently back to
+    /// back than between other rows' samples (a TCP stream on one CPU settled into one
+    /// of its regimes, 3.6 or 5.0 GB/s, once the rows beside it had left), so each of its
+    /// samples is taken in the same rotation, and its figure does not depend on how many
+    /// of them the group's other rows left it to take alone.
+    fn stays_in_rotation(&self) -> bool {
+        false
+    }
+
     /// Whether a sample's time keeps the moments the measuring thread waited for a CPU
     /// another task held. By default they are left out (a busy machine then gives the
     /// figures of a quiet one, see [`Sample::wait_ns`]). Work that kernel threads carry

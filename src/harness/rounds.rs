@@ -178,8 +178,9 @@ pub fn measure_rounds(
     'rounds: loop {
         round += 1;
         let mut active = 0;
+        let open = out.iter().any(|o| !o.converged);
         for (i, w) in cases.iter_mut().enumerate() {
-            if out[i].converged {
+            if out[i].converged && !(open && w.stays_in_rotation()) {
                 continue;
             }
             if start.elapsed() >= budget && all_have(&out) {
@@ -319,6 +320,64 @@ mod tests {
         let out = measure_rounds(&mut [&mut steady], &c, |_, _| {}).unwrap();
         assert!(out[0].converged);
         assert_eq!(out[0].samples.len(), 6);
+    }
+
+    /// A case whose samples take `times` (ns, in turn), timed by itself, so that which
+    /// case converges does not depend on the machine.
+    struct Timed {
+        times: Vec<u64>,
+        n: usize,
+        stays: bool,
+    }
+
+    impl Workload for Timed {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn warm_up(&self) -> bool {
+            false
+        }
+
+        fn stays_in_rotation(&self) -> bool {
+            self.stays
+        }
+
+        fn external(&mut self) -> Option<crate::harness::External> {
+            let ns = self.times[self.n % self.times.len()];
+            self.n += 1;
+            Some(crate::harness::External {
+                elapsed_ns: Some(ns),
+                processes: Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_converged_case_that_stays_in_rotation_samples_while_another_does() {
+        let mut c = cfg();
+        c.budget = Duration::from_secs(60);
+        c.target_rel_ci = 0.01;
+        let counts = |stays: bool| {
+            let mut steady = Timed {
+                times: vec![1000],
+                n: 0,
+                stays,
+            };
+            let mut noisy = Timed {
+                times: vec![1000, 3000],
+                n: 0,
+                stays,
+            };
+            let out = measure_rounds(&mut [&mut steady, &mut noisy], &c, |_, _| {}).unwrap();
+            assert!(out[0].converged && !out[1].converged);
+            (out[0].samples.len(), out[1].samples.len())
+        };
+        // It left at its minimum; kept in, it takes every round the other one takes.
+        let (left, other) = counts(false);
+        assert_eq!(left, MIN_ROUND_SAMPLES.max(c.min_samples));
+        assert!(other > left, "{other}");
+        assert_eq!(counts(true), (other, other));
     }
 
     /// A pass whose iterations each spin a fixed time; it may have `range` iterations.

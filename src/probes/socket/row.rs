@@ -31,6 +31,11 @@ impl Workload for Row {
         self.range
     }
 
+    /// A kept connection runs differently back to back (see the trait).
+    fn stays_in_rotation(&self) -> bool {
+        !self.spec.shape.family.datagram()
+    }
+
     fn before_sample(&mut self) -> Result<()> {
         // Every byte checked once, outside the timing (timed passes check the stamps
         // and the last byte of every read).
