@@ -434,9 +434,11 @@ pub struct Derived {
     /// Share of zerocopy sends the kernel copied after all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy_copied_share: Option<f64>,
-    /// Byte streams: the warm-up of their kept connection before the samples, its own
-    /// rate (a fresh connection's start), and 1 when its rate stopped rising (0: it
-    /// ran out of time first).
+    /// Byte streams: the warm-ups of their kept connections (a TCP row opens one every
+    /// few samples; `connections` counts them), their own rate (a fresh connection's
+    /// start), and 1 when every one's rate stopped rising (0: one ran out of time first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -757,6 +759,7 @@ fn derived(row: &Row, median: f64, family: Family, method: Method) -> Derived {
             let sends = row.writer_calls.max(1) as f64;
             (row.copied as f64 / sends).min(1.0)
         }),
+        connections: row.warmed.map(|_| f64::from(row.connections)),
         warmup_s: row.warmed.map(|w| w.ns as f64 / 1e9),
         warmup_bytes: row.warmed.map(|w| w.bytes as f64),
         warmup_settled: row.warmed.map(|w| f64::from(u8::from(w.settled))),

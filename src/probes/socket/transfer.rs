@@ -187,6 +187,17 @@ pub struct Warmed {
     pub settled: bool,
 }
 
+impl Warmed {
+    /// Two connections' warm-ups together: settled when both were.
+    pub fn and(self, o: Warmed) -> Warmed {
+        Warmed {
+            bytes: self.bytes + o.bytes,
+            ns: self.ns + o.ns,
+            settled: self.settled && o.settled,
+        }
+    }
+}
+
 /// A warm-up never ends before this long, nor before [`WARM_WINDOWS`] windows.
 pub const WARM_MIN_NS: u64 = 60_000_000;
 /// A warm-up whose rate still rises after this long ends anyway, marked unsettled.
