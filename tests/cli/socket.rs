@@ -56,33 +56,7 @@ fn socket_runs_every_family_and_method_on_loopback_and_checks_the_bytes() {
         if method == "zerocopy" {
             assert!(d["zerocopy_copied_share"].is_number());
         }
-        // A byte stream's samples run on kept connections, each warmed first (a TCP
-        // row's on a new one every 8 samples): the warm-ups and their rate are kept; a
-        // datagram row has none.
-        if family == "unix" || family == "tcp" {
-            let connections = d["connections"].as_f64().unwrap();
-            let samples = m["raw"].as_array().map_or(0, Vec::len) as f64;
-            let kept = if family == "tcp" {
-                "kept for 8 samples"
-            } else {
-                "kept for every sample"
-            };
-            if family == "tcp" {
-                assert!(connections >= (samples / 8.0).floor().max(1.0), "{d}");
-            } else {
-                assert_eq!(connections, 1.0, "{d}");
-            }
-            assert!(d["warmup_s"].as_f64().unwrap() >= 0.06, "{d}");
-            assert!(d["warmup_bytes"].as_f64().unwrap() > 0.0, "{d}");
-            assert!(d["start_bytes_per_s"].as_f64().unwrap() > 0.0, "{d}");
-            assert!(
-                [0.0, 1.0].contains(&d["warmup_settled"].as_f64().unwrap()),
-                "{d}"
-            );
-            assert!(m["note"].as_str().unwrap().contains(kept), "{m}");
-        } else {
-            assert!(d.get("warmup_s").is_none(), "{d}");
-        }
+        kept_connections(family, m, d);
     }
     // Zerocopy on AF_UNIX is refused by the kernel: an unsupported row, never a
     // fallback measured under its name.
@@ -95,6 +69,33 @@ fn socket_runs_every_family_and_method_on_loopback_and_checks_the_bytes() {
     assert!(!unsupported.is_empty());
     assert_empty(dir.path());
     assert!(processes_mentioning(dir.path().to_str().unwrap(), 0).is_empty());
+}
+
+/// A byte stream's samples run on kept connections, each warmed first (a TCP row's on a
+/// new one every 8 samples): the warm-ups and their rate are kept; a datagram row has
+/// none.
+fn kept_connections(family: &str, m: &serde_json::Value, d: &serde_json::Value) {
+    if family != "unix" && family != "tcp" {
+        assert!(d.get("warmup_s").is_none(), "{d}");
+        return;
+    }
+    let connections = d["connections"].as_f64().unwrap();
+    let samples = m["raw"].as_array().map_or(0, Vec::len) as f64;
+    let kept = if family == "tcp" {
+        assert!(connections >= (samples / 8.0).floor().max(1.0), "{d}");
+        "kept for 8 samples"
+    } else {
+        assert_eq!(connections, 1.0, "{d}");
+        "kept for every sample"
+    };
+    assert!(d["warmup_s"].as_f64().unwrap() >= 0.06, "{d}");
+    assert!(d["warmup_bytes"].as_f64().unwrap() > 0.0, "{d}");
+    assert!(d["start_bytes_per_s"].as_f64().unwrap() > 0.0, "{d}");
+    assert!(
+        [0.0, 1.0].contains(&d["warmup_settled"].as_f64().unwrap()),
+        "{d}"
+    );
+    assert!(m["note"].as_str().unwrap().contains(kept), "{m}");
 }
 
 #[test]
