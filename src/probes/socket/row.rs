@@ -32,7 +32,7 @@ pub(super) struct Row {
 
 /// A TCP row's samples per connection: each connection and its two processes settle
 /// into a regime of their own (1 MiB chunks on one CPU, a bare C loop's connections:
-/// 3.6 GB/s in 7 of 10, 4.4–4.8 in the others; sendfile at 256 KiB held 2.3 GB/s for
+/// 3.6–3.75 GB/s in 7 of 10, 4.35–4.8 in the others; sendfile at 256 KiB held 2.3 GB/s for
 /// all 35 samples of one run's connection and 2.7–3.0 in others), so a row's samples
 /// come from several, each warmed, and its median is the usual connection's.
 pub(super) const TCP_SAMPLES_PER_CONNECTION: usize = 8;
