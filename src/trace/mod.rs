@@ -623,17 +623,9 @@ fn libc_full_dev() -> u64 {
     std::fs::metadata("/dev/full").map_or(u64::MAX, |m| std::os::unix::fs::MetadataExt::rdev(&m))
 }
 
-/// Where `prog` would be executed from: itself when it names a path, else the first
-/// PATH entry that has it.
+/// Where `prog` would be executed from: execvp's rule, as every tracer execs it.
 fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    if prog.as_bytes().contains(&b'/') {
-        return Some(PathBuf::from(prog));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(prog))
-        .find(|p| std::fs::symlink_metadata(p).is_ok())
+    crate::sys::trace::program_path(prog)
 }
 
 /// Refuses, before it runs, a program whose calls could not be traced: a 32-bit

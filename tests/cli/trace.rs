@@ -952,6 +952,43 @@ fn a_32_bit_program_is_refused_or_named_never_silently_empty_via(via: &str) {
     assert!(report.contains("ran the 32-bit program"), "{report}");
 }
 
+/// A name is looked for in PATH as execvp looks for it: what is checked before the run
+/// (a 32-bit program, a static one for preload) is the file that then runs, not a
+/// non-executable file of that name earlier in PATH.
+#[test]
+fn the_program_checked_before_the_run_is_the_one_that_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let decoys = d.join("decoys");
+    std::fs::create_dir(&decoys).unwrap();
+    // A 32-bit ELF header that may not be executed: execvp passes over it.
+    let mut elf32 = b"\x7fELF\x01\x01\x01".to_vec();
+    elf32.resize(64, 0);
+    std::fs::write(decoys.join("true"), elf32).unwrap();
+    std::fs::set_permissions(decoys.join("true"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = format!("{}:{}", decoys.display(), std::env::var("PATH").unwrap());
+    assert!(
+        std::process::Command::new("true")
+            .env("PATH", &path)
+            .status()
+            .unwrap()
+            .success(),
+        "untraced, the decoy is passed over"
+    );
+    for via in tracers() {
+        let out = traced_via(d, &["true"], via)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{via}: {out:?}");
+        let report = std::fs::read_to_string(d.join("report")).unwrap();
+        assert!(
+            report.contains("`true` exited with status 0"),
+            "{via}: {report}"
+        );
+    }
+}
+
 /// The same finding on many targets is one line with a count and a total; the JSON
 /// keeps each.
 #[test]

@@ -18,7 +18,9 @@
 //! tracer's entry points, which say tracing needs Linux.
 
 pub mod calls;
+mod program;
 mod record;
+pub use program::program_path;
 pub use record::*;
 
 #[cfg(target_os = "linux")]

@@ -194,34 +194,17 @@ impl Child {
     }
 }
 
-/// Where execvp would find `prog`: the first PATH entry holding a regular file this
-/// process may execute. None when `prog` names a path (nothing is searched), PATH is
-/// unset (execvp's own default then) or no entry has one (execvp then searches again
-/// and fails as it would untraced: not found, or permission denied).
+/// Where execvp would find `prog` ([`program_path`](super::super::program_path)), as
+/// the exec's file; None when `prog` names a path (nothing is searched) or no PATH
+/// entry has it (execvp then searches again and fails as it would untraced: not
+/// found, or permission denied).
 pub(in crate::sys::trace) fn exec_path(prog: &std::ffi::OsStr) -> Option<std::ffi::CString> {
-    exec_path_in(prog, &std::env::var_os("PATH")?)
-}
-
-/// [`exec_path`] with `path` as PATH.
-fn exec_path_in(prog: &std::ffi::OsStr, path: &std::ffi::OsStr) -> Option<std::ffi::CString> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    if prog.is_empty() || prog.as_bytes().contains(&b'/') {
+    if prog.as_bytes().contains(&b'/') {
         return None;
     }
-    std::env::split_paths(path)
-        .map(|d| {
-            // An empty entry is the working directory.
-            if d.as_os_str().is_empty() {
-                std::path::Path::new(".").join(prog)
-            } else {
-                d.join(prog)
-            }
-        })
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file())
-                && rustix::fs::access(p, rustix::fs::Access::EXEC_OK).is_ok()
-        })
-        .and_then(|p| std::ffi::CString::new(p.into_os_string().into_vec()).ok())
+    let found = super::super::program_path(prog)?;
+    std::ffi::CString::new(found.into_os_string().into_vec()).ok()
 }
 
 /// The step the child failed at, read from its error pipe (closed here), as an error
@@ -246,30 +229,4 @@ pub(in crate::sys::trace) fn child_error(rd: libc::c_int) -> Option<io::Error> {
     ];
     let what = step.get(e[0] as usize).copied().unwrap_or("start");
     Some(io::Error::new(err.kind(), format!("{what}: {err}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::exec_path_in;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn the_program_is_found_where_execvp_would_run_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        for (d, mode) in [(&a, 0o644), (&b, 0o755)] {
-            std::fs::create_dir(d).unwrap();
-            std::fs::write(d.join("prog"), b"#!/bin/sh\n").unwrap();
-            std::fs::set_permissions(d.join("prog"), std::fs::Permissions::from_mode(mode))
-                .unwrap();
-        }
-        std::fs::create_dir(dir.path().join("c")).unwrap();
-        std::fs::create_dir(dir.path().join("c/prog")).unwrap();
-        let path = std::env::join_paths([dir.path().join("c"), a.clone(), b.clone()]).unwrap();
-        let found = exec_path_in("prog".as_ref(), &path).unwrap();
-        // Not a directory, not a file it may not execute: the first it may.
-        assert_eq!(found.to_str().unwrap(), b.join("prog").to_str().unwrap());
-        assert_eq!(exec_path_in("./prog".as_ref(), &path), None);
-        assert_eq!(exec_path_in("none".as_ref(), &path), None);
-    }
 }
