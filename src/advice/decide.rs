@@ -198,22 +198,37 @@ pub(super) fn rank_within(options: &[Opt], margin: f64) -> Option<Ranking> {
         .reduce(|b, i| if better(i, b) { i } else { b })?;
     // An option doing surely less of the best's work is tied with it, whatever the
     // figures: measured slower, it was measured in a slower moment.
-    let tied: Vec<usize> = ok
+    let with_best: Vec<usize> = ok
         .iter()
         .copied()
         .filter(|&i| {
             ties(options[i].m, options[best].m) || options[i].work.surely_less(&options[best].work)
         })
         .collect();
+    // Tied with a best whose interval is wide is not tied with every other option: one
+    // measured apart from a better one of the set (their intervals do not reach within
+    // MARGIN of each other) leaves it, unless it surely does less of that one's work.
+    let beaten = |i: usize| {
+        with_best.iter().any(|&j| {
+            better(j, i)
+                && !ties(options[i].m, options[j].m)
+                && !options[i].work.surely_less(&options[j].work)
+        })
+    };
+    let tied: Vec<usize> = with_best.iter().copied().filter(|&i| !beaten(i)).collect();
+    // Less work wins the tie only near the best: a median further than `margin` below
+    // it is kept from the pick unless the option surely does less of the best's work
+    // (copy_file_range makes fewer calls than read-write, yet on a file system without
+    // reflink it may copy slower every time).
     let far = |i: usize| !close(options[i].m, options[best].m, margin);
     let pick = tied
         .iter()
         .copied()
+        .filter(|&i| !far(i) || options[i].work.surely_less(&options[best].work))
         .min_by(|&a, &b| {
             options[a]
                 .work
                 .cmp(&options[b].work)
-                .then(far(a).cmp(&far(b)))
                 .then(options[a].cost.total_cmp(&options[b].cost))
         })
         .unwrap_or(best);

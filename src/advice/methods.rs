@@ -373,6 +373,72 @@ mod tests {
         );
     }
 
+    /// A page-cache copy as one idle run measured it (AMD EPYC guest, 27 Nov 2026):
+    /// copy_file_range makes fewer calls than read-write, yet measured 19% slower, as in
+    /// all ten runs of that sitting; its wide interval and the 1 MiB rows' long lower
+    /// tails tied it with them. Less work wins a tie only near the best, and an option
+    /// measured apart from a better one of the set leaves it.
+    #[test]
+    fn fewer_calls_do_not_win_from_far_below_the_best() {
+        let row = |case: &str, median: f64, lo: f64, hi: f64| {
+            let mut x = m(case, median, 0.0);
+            x.ci95 = [lo, hi];
+            x.raw = vec![median; 12];
+            x
+        };
+        let (rw, pp, cfr, sf) = (
+            row("read-write", 4.94e9, 4.21e9, 5.01e9),
+            row("pread-pwrite", 4.97e9, 4.52e9, 5.10e9),
+            row("copy-file-range", 4.02e9, 3.33e9, 4.71e9),
+            row("sendfile", 3.98e9, 3.95e9, 4.01e9),
+        );
+        let opt = |name: &str, m, calls, copies| {
+            let work = Work::calls(calls, copies, "MiB");
+            (name.to_string(), Opt { m, cost: 0.0, work })
+        };
+        let opts = [
+            opt("read-write", &rw, 2.0, 2.0),
+            opt("pread-pwrite", &pp, 2.0, 2.0),
+            opt("copy-file-range", &cfr, 0.0156, 1.0),
+            opt("sendfile", &sf, 0.0156, 1.0),
+        ];
+        let w = || Words {
+            rerun_noise: RERUN_NOISE_PASS,
+            ..words()
+        };
+        let r = methods(w(), &opts, None).unwrap();
+        assert_eq!(r.action, "use read-write, or pread-pwrite: equal here");
+        // copy_file_range stays in the tie set (its interval reaches every other's);
+        // sendfile's is tight and ends far below pread-pwrite's: not tied.
+        let Choice::Method { tied, .. } = &r.choice else {
+            panic!("{:?}", r.choice)
+        };
+        assert_eq!(tied, &["pread-pwrite", "copy-file-range"]);
+        // Another run of the sitting: io_uring best with a long lower tail, which a
+        // tight copy_file_range 20% below reaches; read-write, as tight, does not.
+        let (uring, rw, cfr) = (
+            row("io-uring", 5.23e9, 4.45e9, 5.47e9),
+            row("read-write", 5.15e9, 5.10e9, 5.20e9),
+            row("copy-file-range", 4.20e9, 4.16e9, 4.23e9),
+        );
+        let opts = [
+            opt("read-write", &rw, 2.0, 2.0),
+            opt("copy-file-range", &cfr, 0.0156, 1.0),
+            opt("io-uring", &uring, 2.0, 2.0),
+        ];
+        let wide = widened(
+            &opts.iter().map(|o| o.1).collect::<Vec<_>>(),
+            RERUN_NOISE_PASS,
+        );
+        assert!(ties(&wide[1], &wide[2]), "tied with the best alone");
+        let r = methods(w(), &opts, None).unwrap();
+        assert_eq!(r.action, "use read-write, or io-uring: equal here");
+        let Choice::Method { tied, .. } = &r.choice else {
+            panic!("{:?}", r.choice)
+        };
+        assert_eq!(tied, &["io-uring"]);
+    }
+
     /// Seed 004's positioned writes, as a loaded run measured them: lseek+write's median
     /// below pwrite's, their intervals overlapping. One call doing the work of two wins
     /// the tie, whichever median is lower, and the reason says so.
