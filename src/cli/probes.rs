@@ -356,6 +356,7 @@ impl SocketArgs {
             fit: self.total.is_none(),
             lean: d.lean && !named,
             corrupt: d.corrupt,
+            samples_per_connection: d.samples_per_connection,
         }
     }
 }

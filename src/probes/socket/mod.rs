@@ -152,6 +152,9 @@ pub struct Options {
     pub lean: bool,
     /// Test hook (IOPROBE_FAULT=socket-corrupt): the writer corrupts a stamp.
     pub corrupt: bool,
+    /// A TCP row's samples per connection ([`TCP_SAMPLES_PER_CONNECTION`]; fewer past
+    /// the sweep's edges, where a row takes its few samples alone).
+    pub samples_per_connection: usize,
 }
 
 /// How long the defaults at `scale` may take with no `--time-limit`.
@@ -189,6 +192,7 @@ impl Options {
             fit: true,
             lean: scale != Scale::Thorough,
             corrupt: crate::fault::enabled("socket-corrupt"),
+            samples_per_connection: TCP_SAMPLES_PER_CONNECTION,
         };
         match scale {
             Scale::Thorough => o.placements = Placement::ALL.to_vec(),
@@ -552,7 +556,8 @@ fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
         } else {
             None
         };
-        plan.ready(c.name(), params, Row::new(spec, file, o.pass_range(c.chunk)));
+        let row = Row::new(spec, file, o.pass_range(c.chunk));
+        plan.ready(c.name(), params, row.per_connection(o.samples_per_connection));
     }
     Ok(plan)
 }
@@ -670,6 +675,7 @@ impl Probe for SocketProbe {
         (!sizes.is_empty()).then(|| {
             Box::new(SocketProbe::new(Options {
                 chunk_sizes: sizes,
+                samples_per_connection: EDGE_SAMPLES_PER_CONNECTION,
                 ..self.opts.clone()
             })) as Box<dyn Probe>
         })
@@ -712,7 +718,7 @@ impl Probe for SocketProbe {
                     },
                     s,
                     &ctx.overhead,
-                    method_note(&c),
+                    method_note(&c, o.samples_per_connection),
                 )?;
                 m.derived = to_map(&derived(row, m.median, family, method));
                 Ok(m)

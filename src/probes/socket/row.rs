@@ -28,6 +28,8 @@ pub(super) struct Row {
     pub(super) warmed: Option<Warmed>,
     pub(super) on_connection: usize,
     pub(super) connections: u32,
+    /// A TCP row's samples per connection.
+    pub(super) per_connection: usize,
 }
 
 /// A TCP row's samples per connection: each connection and its two processes settle
@@ -36,6 +38,12 @@ pub(super) struct Row {
 /// all 35 samples of one run's connection and 2.7–3.0 in others), so a row's samples
 /// come from several, each warmed, and its median is the usual connection's.
 pub(super) const TCP_SAMPLES_PER_CONNECTION: usize = 8;
+
+/// A TCP row's samples per connection past the sweep's edges: such a row runs alone
+/// for its few samples (6 in `run`), which on one connection gave that connection's
+/// rate. sendfile at 4 MiB chunks, 10 idle runs of `run` (27 Nov 2026): 2.12–3.50 GB/s
+/// on one connection each, while its 1 MiB row, 4–7 connections each, held 2.26–2.36.
+pub(super) const EDGE_SAMPLES_PER_CONNECTION: usize = 2;
 
 impl Workload for Row {
     fn pass_range(&self) -> Option<(u64, u64)> {
@@ -62,7 +70,7 @@ impl Workload for Row {
                 .map_err(|e| e.context("verification pass (every byte checked)"))?;
         }
         self.verified = true;
-        if self.spec.shape.family == Family::Tcp && self.on_connection >= TCP_SAMPLES_PER_CONNECTION {
+        if self.spec.shape.family == Family::Tcp && self.on_connection >= self.per_connection {
             // Dropped: its two processes are killed and reaped.
             self.connection = None;
         }
@@ -139,7 +147,7 @@ impl Workload for Row {
     }
 }
 
-pub(super) fn method_note(c: &Case) -> String {
+pub(super) fn method_note(c: &Case, per_connection: usize) -> String {
     let reader = if c.family == Family::Udp {
         "the reader recv(2)s without blocking and polls between datagrams (a lost datagram would block a read forever), counting the lost ones; throughput is bytes delivered per second"
     } else {
@@ -165,7 +173,7 @@ pub(super) fn method_note(c: &Case) -> String {
         "a fresh pair and processes per sample".to_string()
     } else if c.family == Family::Tcp {
         format!(
-            "a connection and its two processes kept for {TCP_SAMPLES_PER_CONNECTION} samples, then a new one (each connection settles into a rate of its own), each warmed first until its rate stopped rising (see derived.connections, derived.warmup_s; the start in derived.start_bytes_per_s)"
+            "a connection and its two processes kept for {per_connection} samples, then a new one (each connection settles into a rate of its own), each warmed first until its rate stopped rising (see derived.connections, derived.warmup_s; the start in derived.start_bytes_per_s)"
         )
     } else {
         "one connection and its two processes kept for every sample, warmed first until its rate stopped rising (see derived.warmup_s; its start in derived.start_bytes_per_s)".to_string()
@@ -308,6 +316,15 @@ impl Row {
             warmed: None,
             on_connection: 0,
             connections: 0,
+            per_connection: TCP_SAMPLES_PER_CONNECTION,
+        }
+    }
+
+    /// The row with a TCP connection renewed every `n` samples.
+    pub(super) fn per_connection(self, n: usize) -> Row {
+        Row {
+            per_connection: n.max(1),
+            ..self
         }
     }
 }
