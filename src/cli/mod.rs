@@ -160,7 +160,7 @@ pub enum Command {
         "ioprobe run                       every probe and what to do (≈60 s)",
         "ioprobe run --json > run.json     one JSON document",
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
-        "ioprobe run --quick               the same selection in half the time (≈30 s here)",
+        "ioprobe run --quick               the same selection in under half the time (≈29 s here)",
         "ioprobe run --fresh               advice from this run alone, no saved runs pooled",
     ))]
     Run(RunArgs),
