@@ -251,7 +251,7 @@ impl Running {
 /// The preload library and ring for `prog`, or why the preload tracer cannot trace
 /// it (a statically linked program, a libc it cannot run with).
 fn preload_for(prog: &std::ffi::OsStr) -> std::result::Result<preload::Preload, String> {
-    if let Some(path) = resolve_program(prog) {
+    if let Some(path) = crate::sys::trace::program_path(prog) {
         preload::dynamic(&path)?;
     }
     preload::Preload::new().map_err(|e| crate::error::plain(&e))
@@ -623,17 +623,12 @@ fn libc_full_dev() -> u64 {
     std::fs::metadata("/dev/full").map_or(u64::MAX, |m| std::os::unix::fs::MetadataExt::rdev(&m))
 }
 
-/// Where `prog` would be executed from: execvp's rule, as every tracer execs it.
-fn resolve_program(prog: &std::ffi::OsStr) -> Option<PathBuf> {
-    crate::sys::trace::program_path(prog)
-}
-
 /// Refuses, before it runs, a program whose calls could not be traced: a 32-bit
 /// (i386 or x32) ELF, whose system calls the filter's architecture check lets through
 /// unseen. Its report would otherwise say "no calls".
 fn preflight_program(prog: &std::ffi::OsStr) -> Result<()> {
     use std::io::Read;
-    let Some(path) = resolve_program(prog) else {
+    let Some(path) = crate::sys::trace::program_path(prog) else {
         return Ok(()); // the spawn says "command not found"
     };
     let mut head = [0u8; 5];
@@ -660,7 +655,7 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
     let shown = prog.to_string_lossy();
     let cause = why.strip_prefix("execvp: ").unwrap_or(&why).to_string();
     if why.starts_with("execvp") {
-        let found = resolve_program(prog);
+        let found = crate::sys::trace::program_path(prog);
         return match (e.kind(), found) {
             (ErrorKind::NotFound, None) => {
                 Exit::with(127, format!("{shown}: command not found")).into()
