@@ -56,7 +56,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         None => None,
     };
     let (way, targets, ebpf_unavailable) = choose(opts)?;
-    let (figures, measured) = super::chosen_figures(opts, settings, &mut None)?;
+    let (figures, measured) = super::saved::now(&opts.figures, settings, &mut None)?;
     let window = attach::Window::start(opts.duration)
         .map_err(|e| anyhow::anyhow!("trace: cannot watch for Ctrl-C: {e}"))?;
     let cgroup = opts

@@ -12,11 +12,11 @@ pub mod price;
 pub mod profile;
 mod relays;
 mod report;
+mod saved;
 mod uring;
 
 use crate::error::Exit;
 use crate::present::Style;
-use crate::results::Run;
 use crate::settings::Settings;
 use crate::sys::trace::Ended;
 use crate::sys::trace::{Tracer, preload};
@@ -25,7 +25,6 @@ use figures::Figures;
 use profile::Profile;
 use report::Report;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -150,12 +149,14 @@ enum Running {
 
 impl Running {
     /// Starts the command under the tracer `via` chooses.
+    /// `gate` is asked before the command's program runs: false stops it there (None).
     fn spawn(
         via: Via,
         command: &[OsString],
         closed: &[i32],
         loading: Option<Loading>,
-    ) -> Result<(Running, Tracing)> {
+        gate: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<(Running, Tracing)>> {
         use crate::sys::trace::bpf;
         let mut tracing = Tracing {
             path: "ebpf",
@@ -181,12 +182,18 @@ impl Running {
             };
             match loaded {
                 Ok(l) => {
+                    if !gate() {
+                        // Dropped here: the gated child exits before its exec, and
+                        // the programs unload.
+                        let (_gated, _loaded) = (gated, l);
+                        return Ok(None);
+                    }
                     let t = match gated {
                         Some(g) => l.release(g),
                         None => l.spawn(command, closed),
                     }
                     .map_err(|e| spawn_error(&command[0], e))?;
-                    return Ok((Running::Ebpf(t), tracing));
+                    return Ok(Some((Running::Ebpf(t), tracing)));
                 }
                 Err(e) if via == Via::Ebpf => {
                     return Err(Exit::with(
@@ -222,8 +229,16 @@ impl Running {
         } else {
             "ptrace"
         };
-        let t = Tracer::spawn(command, closed, preload).map_err(|e| spawn_error(&command[0], e))?;
-        Ok((Running::Ptrace(t), tracing))
+        let mut held = false;
+        let mut at_exec = || {
+            held = !gate();
+            !held
+        };
+        match Tracer::spawn(command, closed, preload, &mut at_exec) {
+            Ok(t) => Ok(Some((Running::Ptrace(t), tracing))),
+            Err(_) if held => Ok(None),
+            Err(e) => Err(spawn_error(&command[0], e)),
+        }
     }
 
     fn next_event(&mut self) -> std::io::Result<Option<crate::sys::trace::Event>> {
@@ -289,9 +304,21 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         None => None,
     };
     preflight_program(&opts.command[0])?;
-    let mut loading = start_loading(opts.tracer);
-    let (figures, measured) = chosen_figures(opts, settings, &mut loading)?;
-    let (prof, ended, work, detaching) = trace_command(opts, &closed, settings, &figures, loading)?;
+    let loading = start_loading(opts.tracer);
+    // The saved figures are read while the command starts; it waits at its exec for
+    // them, and when none are enough it is stopped there and they are measured first.
+    let mut pending = saved::Pending::start(&opts.figures, settings)?;
+    let traced = match trace_command(opts, &closed, settings, &mut pending, loading)? {
+        Some(t) => t,
+        None => {
+            pending.measure_if_short(settings)?;
+            trace_command(opts, &closed, settings, &mut pending, None)?.ok_or_else(|| {
+                anyhow::anyhow!("trace: the figures were measured, yet the command was held")
+            })?
+        }
+    };
+    let (prof, ended, work, detaching) = traced;
+    let (figures, measured) = pending.take();
     let found = findings::findings(&prof, &figures, work.estimate_s);
     let report = Report {
         cmd: &shown,
@@ -346,86 +373,36 @@ fn write_report(
     Ok(())
 }
 
-/// The figures the calls are priced with: the runs `--figures` names, else the newest
-/// saved ones (measured first when none are saved; the run's id is returned then).
-fn chosen_figures(
-    opts: &Options,
-    settings: &Settings,
-    loading: &mut Option<Loading>,
-) -> Result<(Figures, Option<i64>)> {
-    if opts.figures.is_empty() {
-        return figures(settings, loading);
-    }
-    let mut runs = Vec::new();
-    for spec in &opts.figures {
-        let named = crate::probes::resolve(settings, spec)?;
-        runs.push((named.id.unwrap_or(0), named.run));
-    }
-    Ok((Figures::from_runs(&runs), None))
-}
-
-/// Trace's figures as a digest in the store: the few KB pricing takes, saved under
-/// the ids of the runs they were chosen from, so a trace reads them in place of whole
-/// runs (one run's document is about 130 KB) until a run is saved or removed.
-struct FiguresDigest {
-    name: String,
-    source: String,
-}
-
-/// The digest's version: a change to its layout or to how the figures are chosen
-/// (`Figures::from_runs`, the probes' readers) must bump it, which makes older
-/// digests unread (and then replaced).
-const FIGURES_DIGEST: u32 = 1;
-
-fn figures_digest(host: &str, saved: &crate::results::store::Saved) -> FiguresDigest {
-    let ids: Vec<String> = saved.runs.iter().map(|r| r.id.to_string()).collect();
-    FiguresDigest {
-        name: format!("trace figures on {host}"),
-        source: format!("{FIGURES_DIGEST}:{}", ids.join(",")),
-    }
-}
-
-impl FiguresDigest {
-    /// The saved figures, when they were derived from these runs and are enough.
-    fn read(&self, saved: &crate::results::store::Saved) -> Option<Figures> {
-        let body = saved.digest(&self.name, &self.source).ok()??;
-        let (mut f, ci): (Figures, BTreeMap<String, [f64; 2]>) =
-            serde_json::from_str(&body).ok()?;
-        f.calls_ci = ci;
-        f.enough().then_some(f)
-    }
-
-    /// Saves `f` for the next trace. A store that cannot be written (read-only) only
-    /// loses the shortcut: the next trace reads the runs again.
-    fn write(&self, settings: &Settings, f: &Figures) {
-        let saved = settings.store_path().and_then(|p| {
-            let body = serde_json::to_string(&(f, &f.calls_ci))?;
-            crate::results::store::Store::open(&p)?.save_digest(&self.name, &self.source, &body)
-        });
-        // Deliberately quiet: the trace itself is whole without it.
-        drop(saved);
-    }
-}
-
 /// The eBPF tracer's programs detaching (each tracepoint's static key switched off,
 /// the ring unmapped: about 0.35 ms here) while the report is written.
 type Detaching = Option<std::thread::JoinHandle<()>>;
 
+/// A traced command: its profile, how it ended, its work here, the eBPF tracer
+/// detaching.
+type Traced = (Profile, Ended, Work, Detaching);
+
 /// Runs the command traced to its end: its profile, how it ended, its work here (user
-/// CPU less what tracing added, plus its calls priced with `figures`), and the eBPF
-/// tracer detaching.
+/// CPU less what tracing added, plus its calls priced with the figures `pending`
+/// gives), and the eBPF tracer detaching. None: the figures were not there when the
+/// command reached its exec, and it was stopped before it ran.
 fn trace_command(
     opts: &Options,
     closed: &[i32],
     settings: &Settings,
-    figures: &Figures,
+    pending: &mut saved::Pending,
     loading: Option<Loading>,
-) -> Result<(Profile, Ended, Work, Detaching)> {
+) -> Result<Option<Traced>> {
     let before = crate::sys::rusage::getrusage_children()
         .map(|r| r.user_us as f64 * 1e-6)
         .unwrap_or(0.0);
     let start = Instant::now();
-    let (mut tracer, mut tracing) = Running::spawn(opts.tracer, &opts.command, closed, loading)?;
+    let mut gate = || pending.ready();
+    let Some((mut tracer, mut tracing)) =
+        Running::spawn(opts.tracer, &opts.command, closed, loading, &mut gate)?
+    else {
+        return Ok(None);
+    };
+    let figures = pending.figures()?;
     let mut prof = Profile::new(tracing.path == "ptrace", tracing.path != "ebpf");
     if let Running::Ptrace(t) = &mut tracer {
         // The command's own exec happened while it was being started: look at its
@@ -470,7 +447,7 @@ fn trace_command(
             .ok(),
         Running::Ptrace(_) => None,
     };
-    Ok((prof, ended, work, detaching))
+    Ok(Some((prof, ended, work, detaching)))
 }
 
 /// What the report must say about the tracer that ran: calls it lost, counts that may
@@ -700,71 +677,6 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
             anyhow::anyhow!("cannot trace {shown}: {why}{hint}")
         }
     }
-}
-
-/// Saved figures from this host, or a quick measurement of the few cases pricing
-/// needs when none are saved (saved too, unless --no-save): (figures, run measured).
-/// eBPF programs `loading` meanwhile are unloaded before measuring (their program on
-/// every system call would weigh on the figures) and loaded again to trace.
-fn figures(settings: &Settings, loading: &mut Option<Loading>) -> Result<(Figures, Option<i64>)> {
-    let host = crate::sys::machine::hostname();
-    let mut runs: Vec<(i64, Run)> = Vec::new();
-    let wanted = ["read", "write", "pipe", "socket", "syscalls", "copy"];
-    let evidence = crate::results::store::Evidence::of(&host, &wanted, 40);
-    let saved = crate::results::store::Store::evidence_at(&settings.store_path()?, &evidence)?;
-    let digest = figures_digest(&host, &saved);
-    if let Some(f) = digest.read(&saved) {
-        return Ok((f, None));
-    }
-    // Newest first, only the runs that give a probe not yet found: the figures take
-    // each probe from the newest run that measured it (Figures::from_runs), so the
-    // older runs' documents need not be read.
-    let mut needed: Vec<&str> = wanted.to_vec();
-    for r in &saved.runs {
-        if !r.probes.iter().any(|p| needed.contains(&p.as_str())) {
-            continue;
-        }
-        let run = saved.load(r.id)?;
-        needed.retain(|p| !run.of_probe(p).any(|m| m.is_ok()));
-        runs.push((r.id, run));
-        if needed.is_empty() {
-            break;
-        }
-    }
-    runs.reverse();
-    let f = Figures::from_runs(&runs);
-    if f.enough() {
-        digest.write(settings, &f);
-        return Ok((f, None));
-    }
-    let probes = crate::probes::for_pricing();
-    let scale = crate::settings::Scale::Quick;
-    // As short as pricing needs: unless --time-limit says otherwise, the rows' least
-    // (their warm-up and minimum samples), shared out as any time limit is.
-    let least = crate::session::least_seconds_of(settings, &probes);
-    let settings = &Settings {
-        time_limit: settings
-            .time_limit
-            .or(Some(std::time::Duration::from_secs_f64(least))),
-        time_limit_by: settings
-            .time_limit
-            .is_none()
-            .then_some("trace's first figures: each row's warm-up and minimum samples"),
-        ..settings.clone()
-    };
-    let seconds = crate::session::expected_seconds(settings, &probes, scale, "trace");
-    crate::progress::note(&format!(
-        "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about {})",
-        crate::units::format_minutes(seconds)
-    ));
-    if let Some(l) = loading.take() {
-        drop(l.join());
-    }
-    let mut store = settings.store_for_saving()?;
-    let run = crate::session::run_probes(settings, probes, "trace", scale)?;
-    let id = crate::session::save(store.as_mut(), &run)?;
-    runs.push((id.unwrap_or(0), run));
-    Ok((Figures::from_runs(&runs), Some(id.unwrap_or(0))))
 }
 
 pub use report::thousands;

@@ -1532,3 +1532,101 @@ fn the_figures_are_read_from_their_digest_until_the_runs_they_came_from_change()
         .unwrap();
     assert!(source.ends_with(":2,1"), "{source}");
 }
+
+/// The saved figures are read while the command starts, and it waits at its exec for
+/// them: a store that cannot be read stops the trace before the command's program
+/// has run, under every tracer, with one line.
+#[test]
+fn a_store_that_cannot_be_read_stops_the_command_before_it_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("bad.db");
+    std::fs::write(&db, "not a database, not empty either\n".repeat(64)).unwrap();
+    for via in tracers() {
+        let out = std::process::Command::new(BIN)
+            .args(["trace", "--tracer", via, "--store"])
+            .arg(&db)
+            .args(["--", "touch", "made"])
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{via}: {err}");
+        assert_eq!(err.lines().count(), 1, "{via}: {err}");
+        assert!(err.contains("not a database"), "{via}: {err}");
+        assert!(!d.path().join("made").exists(), "{via}: the command ran");
+    }
+}
+
+/// With no saved figures the command is stopped at its exec while they are measured,
+/// then started again: it runs once, after the measuring, under every tracer.
+#[test]
+fn a_first_trace_measures_first_and_runs_the_command_once() {
+    let d = tempfile::tempdir().unwrap();
+    for via in tracers() {
+        let db = d.path().join(format!("{via}.db"));
+        let out = std::process::Command::new(BIN)
+            .args(["trace", "--json", "--tracer", via, "--store"])
+            .arg(&db)
+            .arg("--output")
+            .arg(d.path().join("report.json"))
+            .args(["--", "sh", "-c", "echo $$ >> runs; exit 7"])
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(7), "{via}: {err}");
+        assert!(
+            err.contains("measuring the few cases pricing needs first"),
+            "{via}: {err}"
+        );
+        let runs = std::fs::read_to_string(d.path().join("runs")).unwrap();
+        assert_eq!(runs.lines().count(), 1, "{via}: ran {runs:?}");
+        std::fs::remove_file(d.path().join("runs")).unwrap();
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(d.path().join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(doc["work"]["tracer"]["path"], via, "{doc}");
+        assert!(doc["measured_first"].is_number(), "{via}: {doc}");
+    }
+}
+
+/// The saved figures are read on a thread while the command starts and joined at its
+/// exec: again and again under load, under every tracer, each command runs once and
+/// is priced with the saved figures.
+#[test]
+fn saved_figures_read_while_the_command_starts_hold_again_and_again_under_load() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("data");
+    import_as_this_host(d.path(), &data, "a.json");
+    let out = d.path().join("t.json");
+    under_load(|| {
+        for via in tracers() {
+            for round in 1..=50 {
+                let o = std::process::Command::new(BIN)
+                    .env("XDG_DATA_HOME", &data)
+                    .args(["trace", "--json", "--tracer", via, "--output"])
+                    .arg(&out)
+                    .args(["--", "sh", "-c", "echo $$ >> runs"])
+                    .current_dir(d.path())
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{via} round {round}: {o:?}");
+                let runs = std::fs::read_to_string(d.path().join("runs")).unwrap();
+                assert_eq!(runs.lines().count(), round, "{via} round {round}");
+                let doc: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+                assert!(
+                    doc["measured_first"].is_null(),
+                    "{via} round {round}: {doc}"
+                );
+                assert!(
+                    doc["figures"]["read"]
+                        .as_array()
+                        .is_some_and(|r| !r.is_empty()),
+                    "{via} round {round}: {doc}"
+                );
+            }
+            std::fs::remove_file(d.path().join("runs")).unwrap();
+        }
+    });
+}

@@ -114,6 +114,7 @@ impl Tracer {
         _argv: &[std::ffi::OsString],
         _close: &[i32],
         _preload: Option<preload::Preload>,
+        _gate: &mut dyn FnMut() -> bool,
     ) -> io::Result<Tracer> {
         Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
     }

@@ -130,10 +130,13 @@ impl Tracer {
     ///
     /// With `preload`, the command starts with the preload library (see
     /// [`preload`]), and the filter lets its calls through.
+    /// Starts `argv` traced. `gate` is asked at its exec, before the program's first
+    /// instruction: false kills it there (it has run nothing of its own) and fails.
     pub fn spawn(
         argv: &[std::ffi::OsString],
         close: &[i32],
         preload: Option<preload::Preload>,
+        gate: &mut dyn FnMut() -> bool,
     ) -> io::Result<Tracer> {
         let args = c_args(argv)?;
         let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
@@ -175,7 +178,7 @@ impl Tracer {
                 starts: Default::default(),
             })
         });
-        let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid, preload));
+        let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid, preload, gate));
         let failed = child_error(rd);
         let tracer = result?;
         match failed {
@@ -211,8 +214,12 @@ impl Tracer {
     }
 
     /// Drives the seized child to its execve; the calls it makes before the exec (an
-    /// error report) are let through.
-    fn start(pid: i32, preload: Option<Box<Preloaded>>) -> io::Result<Tracer> {
+    /// error report) are let through. At the exec, `gate` says whether it goes on.
+    fn start(
+        pid: i32,
+        preload: Option<Box<Preloaded>>,
+        gate: &mut dyn FnMut() -> bool,
+    ) -> io::Result<Tracer> {
         let mut t = Tracer {
             main: pid,
             ended: None,
@@ -246,6 +253,9 @@ impl Tracer {
                 t.started = true;
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
+                if !gate() {
+                    return Err(held_at_exec(pid));
+                }
                 if let Some(p) = &mut t.preload {
                     p.first = Some(Seen::now(pid));
                     p.loading.insert(pid);
@@ -651,4 +661,19 @@ impl Tracer {
             comm: pid.and_then(|_| comm_of(tid)),
         })
     }
+}
+
+/// Kills the child `pid`, seized and stopped at its exec (its program has run nothing),
+/// reaps it, and says so.
+fn held_at_exec(pid: i32) -> io::Error {
+    // No signal is passed on to it from now on.
+    MAIN.store(0, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: kill(2) on our own child, stopped under our trace and not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    while let Ok(status) = wait_status(pid, libc::__WALL) {
+        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            break;
+        }
+    }
+    io::Error::other("the command was stopped at its exec, before it ran")
 }
