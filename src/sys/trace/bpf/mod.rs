@@ -318,6 +318,7 @@ impl Gated {
         let (gate_rd, gate_wr) = pipe()?;
         let child = Child {
             gate: Some((gate_rd, gate_wr)),
+            file: super::ptrace::exec_path(&argv[0]),
             ..Child::new(ptrs, close, (rd, wr))
         };
         let pid = child.start();

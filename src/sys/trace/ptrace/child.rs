@@ -50,9 +50,9 @@ pub(in crate::sys::trace) struct Child {
     pub(in crate::sys::trace) gate: Option<(libc::c_int, libc::c_int)>,
     /// The environment, when not ioprobe's own (preload).
     pub(in crate::sys::trace) env: Option<Vec<*const libc::c_char>>,
-    /// The program's path found in PATH beforehand (preload, whose filter stops at
-    /// every execve: the search's failed tries cost a stop each), else None: execvp
-    /// searches.
+    /// The program's path found in PATH beforehand ([`exec_path`]): exec'd from it,
+    /// execvp makes no failed tries (under preload's filter, which stops at every
+    /// execve, each would cost a stop); None: execvp searches.
     pub(in crate::sys::trace) file: Option<std::ffi::CString>,
     pub(in crate::sys::trace) signals: Vec<(libc::c_int, libc::sighandler_t)>,
     pub(in crate::sys::trace) xfsz: Option<libc::sighandler_t>,
@@ -164,7 +164,8 @@ impl Child {
                 }
                 // PR_SET_PDEATHSIG stays: if ioprobe dies, the command dies with it,
                 // as under ptrace (PTRACE_O_EXITKILL).
-                libc::execvp(self.argv[0], self.argv.as_ptr());
+                let file = self.file.as_ref().map_or(self.argv[0], |f| f.as_ptr());
+                libc::execvp(file, self.argv.as_ptr());
                 fail(4)
             }
             let Some(filter) = &self.filter else {

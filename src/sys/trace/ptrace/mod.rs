@@ -18,7 +18,7 @@ mod filter;
 mod regs;
 mod signals;
 
-pub(super) use child::{Child, c_args, child_error};
+pub(super) use child::{Child, c_args, child_error, exec_path};
 pub(super) use filter::{Maker, made, makers};
 pub(super) use regs::{ip_and_result, os, ptrace, regs, set_regs, stack_and_envp};
 pub use signals::stdio_closed_at_start;
@@ -160,7 +160,7 @@ impl Tracer {
                 filter: prog.as_ptr() as *mut libc::sock_filter,
             }),
             env: env_ptrs,
-            file: preload.as_ref().and_then(|_| child::exec_path(&argv[0])),
+            file: exec_path(&argv[0]),
             ..Child::new(ptrs, close, (rd, wr))
         };
         let pid = child.start()?;
