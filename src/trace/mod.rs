@@ -157,7 +157,6 @@ impl Running {
         loading: Option<Loading>,
         gate: &mut dyn FnMut() -> bool,
     ) -> Result<Option<(Running, Tracing)>> {
-        use crate::sys::trace::bpf;
         let mut tracing = Tracing {
             path: "ebpf",
             ebpf_unavailable: None,
@@ -167,34 +166,8 @@ impl Running {
             plain_starts: 0,
         };
         if matches!(via, Via::Auto | Via::Ebpf) {
-            // Still loading: the command forks meanwhile and waits before its exec.
-            let gated = match &loading {
-                Some(l) if !l.is_finished() => Some(
-                    bpf::Gated::fork(command, closed).map_err(|e| spawn_error(&command[0], e))?,
-                ),
-                _ => None,
-            };
-            let loaded = match loading {
-                Some(l) => l.join().unwrap_or_else(|_| {
-                    Err(std::io::Error::other("loading the programs panicked"))
-                }),
-                None => bpf::Loaded::load(bpf::Scope::Command),
-            };
-            match loaded {
-                Ok(l) => {
-                    if !gate() {
-                        // Dropped here: the gated child exits before its exec, and
-                        // the programs unload.
-                        let (_gated, _loaded) = (gated, l);
-                        return Ok(None);
-                    }
-                    let t = match gated {
-                        Some(g) => l.release(g),
-                        None => l.spawn(command, closed),
-                    }
-                    .map_err(|e| spawn_error(&command[0], e))?;
-                    return Ok(Some((Running::Ebpf(t), tracing)));
-                }
+            match Running::spawn_ebpf(command, closed, loading, gate)? {
+                Ok(r) => return Ok(r.map(|r| (r, tracing))),
                 Err(e) if via == Via::Ebpf => {
                     return Err(Exit::with(
                         1,
@@ -239,6 +212,46 @@ impl Running {
             Err(_) if held => Ok(None),
             Err(e) => Err(spawn_error(&command[0], e)),
         }
+    }
+
+    /// The command under the eBPF tracer: forked while the programs finish loading
+    /// (it waits before its exec), let go once they are attached and `gate` agrees
+    /// (None: held, and dropped before its exec). Ok(Err): the programs cannot load.
+    fn spawn_ebpf(
+        command: &[OsString],
+        closed: &[i32],
+        loading: Option<Loading>,
+        gate: &mut dyn FnMut() -> bool,
+    ) -> Result<std::io::Result<Option<Running>>> {
+        use crate::sys::trace::bpf;
+        let gated = match &loading {
+            Some(l) if !l.is_finished() => {
+                Some(bpf::Gated::fork(command, closed).map_err(|e| spawn_error(&command[0], e))?)
+            }
+            _ => None,
+        };
+        let loaded = match loading {
+            Some(l) => l
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("loading the programs panicked"))),
+            None => bpf::Loaded::load(bpf::Scope::Command),
+        };
+        let l = match loaded {
+            Ok(l) => l,
+            Err(e) => return Ok(Err(e)),
+        };
+        if !gate() {
+            // Dropped here: the gated child exits before its exec, and the programs
+            // unload.
+            let (_gated, _loaded) = (gated, l);
+            return Ok(Ok(None));
+        }
+        let t = match gated {
+            Some(g) => l.release(g),
+            None => l.spawn(command, closed),
+        }
+        .map_err(|e| spawn_error(&command[0], e))?;
+        Ok(Ok(Some(Running::Ebpf(t))))
     }
 
     fn next_event(&mut self) -> std::io::Result<Option<crate::sys::trace::Event>> {

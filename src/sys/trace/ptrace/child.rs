@@ -109,19 +109,11 @@ impl Child {
         Ok(pid)
     }
 
-    /// The child's side, between fork and exec: the signal state CMD would have
-    /// untraced, the descriptors it must not see closed, death with ioprobe until
-    /// seized, a stop for the seize, no new privileges, the seccomp filter, exec.
-    pub(in crate::sys::trace) fn run(&self) -> ! {
-        // SAFETY: only async-signal-safe calls, on memory prepared before the fork;
-        // every path ends in execvp or _exit.
+    /// The signal state CMD would have untraced (in the child, between fork and exec).
+    fn restore_signals(&self) {
+        // SAFETY: signal(2) and rt_sigaction(2) are async-signal-safe; the tables were
+        // prepared before the fork.
         unsafe {
-            let fail = |step: i32| -> ! {
-                let e = [step, *libc::__errno_location()];
-                libc::write(self.errors, e.as_ptr() as *const libc::c_void, 8);
-                libc::_exit(127);
-            };
-            libc::close(self.other_end);
             for &(sig, h) in self.signals.iter() {
                 libc::signal(sig, h);
             }
@@ -144,6 +136,23 @@ impl Child {
                     8 as libc::c_long,
                 );
             }
+        }
+    }
+
+    /// The child's side, between fork and exec: the signal state CMD would have
+    /// untraced, the descriptors it must not see closed, death with ioprobe until
+    /// seized, a stop for the seize, no new privileges, the seccomp filter, exec.
+    pub(in crate::sys::trace) fn run(&self) -> ! {
+        // SAFETY: only async-signal-safe calls, on memory prepared before the fork;
+        // every path ends in execvp or _exit.
+        unsafe {
+            let fail = |step: i32| -> ! {
+                let e = [step, *libc::__errno_location()];
+                libc::write(self.errors, e.as_ptr() as *const libc::c_void, 8);
+                libc::_exit(127);
+            };
+            libc::close(self.other_end);
+            self.restore_signals();
             for &fd in self.close.iter() {
                 libc::close(fd);
             }
