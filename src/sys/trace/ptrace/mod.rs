@@ -130,8 +130,9 @@ impl Tracer {
     ///
     /// With `preload`, the command starts with the preload library (see
     /// [`preload`]), and the filter lets its calls through.
-    /// Starts `argv` traced. `gate` is asked at its exec, before the program's first
-    /// instruction: false kills it there (it has run nothing of its own) and fails.
+    ///
+    /// `gate` is asked at the command's exec, before its program's first instruction:
+    /// false kills it there (it has run nothing of its own) and fails.
     pub fn spawn(
         argv: &[std::ffi::OsString],
         close: &[i32],
