@@ -483,26 +483,44 @@ fn mitigations() -> BTreeMap<String, String> {
 /// path prefix of the canonical directory).
 pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
     let canon = fs::canonicalize(dir).ok()?;
-    let mut best = mount_holding(&canon);
+    let mut best = mount_holding(&canon, &super::mounts::table());
     if let Some(b) = best.as_mut() {
         b.read_ahead_kb = read_ahead_kb(&canon);
     }
     best.or_else(|| statfs_mount(&canon))
 }
 
-/// The type of the filesystem holding `dir` (ext4, tmpfs, …): [`filesystem_of`] without
-/// its block device's read-ahead, which takes a dozen sysfs lookups.
-pub fn fs_type_of(dir: &Path) -> Option<String> {
-    let canon = fs::canonicalize(dir).ok()?;
-    mount_holding(&canon)
-        .or_else(|| statfs_mount(&canon))
-        .map(|f| f.fs_type)
+/// Filesystem types (ext4, tmpfs, …) of directories, for a lookup made many times (a
+/// trace's targets): [`filesystem_of`] without its block device's read-ahead, and the
+/// mount table read once. A directory whose mount (statx's mount id) is not in the
+/// table read has a mount made since: the table is read again.
+#[derive(Debug, Default)]
+pub struct FsTypes {
+    mounts: Option<Vec<super::mounts::Mount>>,
 }
 
-/// The mount in /proc/self/mountinfo holding the canonical directory `canon`.
-fn mount_holding(canon: &Path) -> Option<Filesystem> {
+impl FsTypes {
+    /// The type of the filesystem holding `dir`.
+    pub fn of(&mut self, dir: &Path) -> Option<String> {
+        let canon = fs::canonicalize(dir).ok()?;
+        let id = super::os::mount_id_at(&canon);
+        let known = |t: &[super::mounts::Mount]| id.is_none_or(|id| t.iter().any(|m| m.id == id));
+        if !self.mounts.as_deref().is_some_and(known) {
+            self.mounts = Some(super::mounts::table());
+        }
+        let table = self.mounts.as_deref().unwrap_or_default();
+        id.and_then(|id| table.iter().find(|m| m.id == id))
+            .map(|m| m.fs_type.clone())
+            .or_else(|| mount_holding(&canon, table).map(|f| f.fs_type))
+            .or_else(|| statfs_mount(&canon).map(|f| f.fs_type))
+    }
+}
+
+/// The mount in the mount table `table` holding the canonical directory `canon`
+/// (longest mount point that is a path prefix of it).
+fn mount_holding(canon: &Path, table: &[super::mounts::Mount]) -> Option<Filesystem> {
     let mut best: Option<Filesystem> = None;
-    for m in super::mounts::table() {
+    for m in table {
         if !canon.starts_with(&m.point) {
             continue;
         }
@@ -517,8 +535,8 @@ fn mount_holding(canon: &Path) -> Option<Filesystem> {
             path: canon.display().to_string(),
             mount_point,
             compression: Some(compression(&m.fs_type, &m.super_options)),
-            fs_type: m.fs_type,
-            source: m.source,
+            fs_type: m.fs_type.clone(),
+            source: m.source.clone(),
             mount_options: format!("{} ({})", m.options, m.super_options),
             read_ahead_kb: None,
         });
@@ -658,5 +676,26 @@ mod tests {
             .filesystem
             .expect("the current directory has a filesystem");
         assert!(!fs.fs_type.is_empty());
+    }
+
+    #[test]
+    fn filesystem_types_read_the_table_once_and_agree_with_a_full_lookup() {
+        let mut types = FsTypes::default();
+        let dirs = [Path::new("/"), Path::new("."), &std::env::temp_dir()];
+        for dir in dirs.iter().chain(&dirs) {
+            let full = filesystem_of(dir).map(|f| f.fs_type);
+            assert!(full.is_some(), "{} has a filesystem", dir.display());
+            assert_eq!(types.of(dir), full, "{}", dir.display());
+        }
+        assert_eq!(types.of(Path::new("/no/such/dir")), None);
+        #[cfg(target_os = "linux")]
+        {
+            assert_eq!(types.of(Path::new("/proc")).as_deref(), Some("proc"));
+            // A table without the directory's mount (one made after it was read) is
+            // read again.
+            types.mounts = Some(Vec::new());
+            assert_eq!(types.of(Path::new("/proc")).as_deref(), Some("proc"));
+            assert!(types.mounts.as_ref().is_some_and(|t| !t.is_empty()));
+        }
     }
 }

@@ -116,6 +116,11 @@ pub fn mount_id(_fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
     None
 }
 
+/// No mount ids here.
+pub fn mount_id_at(_path: &std::path::Path) -> Option<u64> {
+    None
+}
+
 /// The mount holding `dir` from statfs(2): (mount point, fs type, source, flags).
 pub fn mount_of(dir: &std::path::Path) -> Option<(String, String, String, String)> {
     let st = rustix::fs::statfs(dir).ok()?;

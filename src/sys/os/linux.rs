@@ -150,6 +150,12 @@ pub fn mount_id(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
     (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
 }
 
+/// The id of the mount `path` is on (see [`mount_id`]), the last component followed.
+pub fn mount_id_at(path: &std::path::Path) -> Option<u64> {
+    let s = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), StatxFlags::MNT_ID).ok()?;
+    (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
+}
+
 /// The mount holding a directory: read from /proc/self/mountinfo by the caller here.
 pub fn mount_of(_dir: &std::path::Path) -> Option<(String, String, String, String)> {
     None

@@ -213,8 +213,9 @@ pub struct Profile {
     /// Per process, its descriptors when its program started: (name, position), used
     /// when first met (eBPF).
     pub(super) early: IntMap<i32, IntMap<i32, (String, u64)>>,
-    /// Filesystem types by directory.
+    /// Filesystem types by directory, and the mount table they are found in.
     pub(super) fs_by_dir: HashMap<std::path::PathBuf, Option<String>>,
+    pub(super) fs_types: crate::sys::machine::FsTypes,
     /// Ended processes are folded per program (attached: see `profile/fold.rs`), and
     /// the process each program's are folded into.
     pub(super) fold: bool,

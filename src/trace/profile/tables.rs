@@ -43,13 +43,12 @@ impl Profile {
     }
 
     /// The target called `name` (a /proc/PID/fd link), found or added.
-    /// The filesystem type of directory `dir`, looked up once per directory (a
-    /// lookup reads /proc/self/mountinfo).
+    /// The filesystem type of directory `dir`, looked up once per directory.
     pub(super) fn fs_of(&mut self, dir: &std::path::Path) -> Option<String> {
         if let Some(f) = self.fs_by_dir.get(dir) {
             return f.clone();
         }
-        let f = crate::sys::machine::fs_type_of(dir);
+        let f = self.fs_types.of(dir);
         self.fs_by_dir.insert(dir.to_path_buf(), f.clone());
         f
     }
@@ -68,7 +67,7 @@ impl Profile {
             let i = match self.by_name.get(&folded) {
                 Some(&i) => i,
                 None => {
-                    let fs = crate::sys::machine::fs_type_of(std::path::Path::new(&dir));
+                    let fs = self.fs_of(std::path::Path::new(&dir));
                     self.targets.push(Target {
                         name: folded.clone(),
                         kind: Kind::File,
