@@ -15,6 +15,9 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod beside;
+pub use beside::Stamp;
+
 /// Schema version this build writes and reads.
 pub const STORE_SCHEMA: i64 = 5;
 
@@ -539,6 +542,19 @@ impl Store {
             .map_err(|e| store_err(&path, e))?;
         }
         tx.commit().map_err(|e| store_err(&path, e))
+    }
+
+    /// The digest `name` kept beside the store at `path` while the store has `stamp`
+    /// (taken now): (source, body). No database is opened: see `store/beside.rs`.
+    pub fn digest_beside(path: &Path, name: &str, stamp: &Stamp) -> Option<(String, String)> {
+        beside::read(path, name, stamp)
+    }
+
+    /// Keeps the digest `name` (`body`, derived from `source`) beside the store at
+    /// `path`, when the store still has `stamp`, taken before the digest was read from
+    /// it; the connection that read it must be closed first.
+    pub fn keep_digest_beside(path: &Path, name: &str, stamp: &Stamp, source: &str, body: &str) {
+        beside::keep(path, name, stamp, source, body);
     }
 
     /// Saves `body` as the digest `name` derived from `source`, in place of any before.

@@ -7,7 +7,7 @@
 use super::Loading;
 use super::figures::Figures;
 use crate::results::Run;
-use crate::results::store::{Evidence, Saved, Store};
+use crate::results::store::{Evidence, Saved, Stamp, Store};
 use crate::settings::Settings;
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -57,6 +57,9 @@ impl Pending {
             )));
         }
         let path = settings.store_path()?;
+        if let Some(f) = FiguresDigest::beside(&path) {
+            return Ok(Pending(State::Ready(Box::new(f), None)));
+        }
         let reading = std::thread::Builder::new()
             .name("figures".into())
             .spawn(move || saved(&path))
@@ -153,21 +156,41 @@ struct FiguresDigest {
 }
 
 impl FiguresDigest {
+    fn name(host: &str) -> String {
+        format!("trace figures on {host}")
+    }
+
     fn of(host: &str, saved: &Saved) -> FiguresDigest {
         let ids: Vec<String> = saved.runs.iter().map(|r| r.id.to_string()).collect();
         FiguresDigest {
-            name: format!("trace figures on {host}"),
+            name: FiguresDigest::name(host),
             source: format!("{FIGURES_DIGEST}:{}", ids.join(",")),
         }
     }
 
-    /// The saved figures, when they were derived from these runs and are enough.
-    fn read(&self, saved: &Saved) -> Option<Figures> {
-        let body = saved.digest(&self.name, &self.source).ok()??;
-        let (mut f, ci): (Figures, BTreeMap<String, [f64; 2]>) =
-            serde_json::from_str(&body).ok()?;
+    /// The figures a digest's `body` holds, when they are enough.
+    fn parse(body: &str) -> Option<Figures> {
+        let (mut f, ci): (Figures, BTreeMap<String, [f64; 2]>) = serde_json::from_str(body).ok()?;
         f.calls_ci = ci;
         f.enough().then_some(f)
+    }
+
+    /// The saved figures, when they were derived from these runs and are enough:
+    /// (figures, the digest's body).
+    fn read(&self, saved: &Saved) -> Option<(Figures, String)> {
+        let body = saved.digest(&self.name, &self.source).ok()??;
+        FiguresDigest::parse(&body).map(|f| (f, body))
+    }
+
+    /// This host's figures kept beside the store at `path` (its database unopened),
+    /// while the store is as it was when they were read from it.
+    fn beside(path: &std::path::Path) -> Option<Figures> {
+        let name = FiguresDigest::name(&crate::sys::machine::hostname());
+        let (source, body) = Store::digest_beside(path, &name, &Stamp::of(path))?;
+        let version = source.split_once(':')?.0;
+        (version == FIGURES_DIGEST.to_string())
+            .then(|| FiguresDigest::parse(&body))
+            .flatten()
     }
 
     /// Saves `f` for the next trace. A store that cannot be written (read-only) only
@@ -186,9 +209,14 @@ impl FiguresDigest {
 fn saved(path: &std::path::Path) -> Result<Found> {
     let host = crate::sys::machine::hostname();
     let evidence = Evidence::of(&host, &WANTED, 40);
+    // Before the database is opened: the digest is kept beside it only when nothing
+    // changed the store while it was read.
+    let stamp = Stamp::of(path);
     let saved = Store::evidence_at(path, &evidence)?;
     let digest = FiguresDigest::of(&host, &saved);
-    if let Some(f) = digest.read(&saved) {
+    if let Some((f, body)) = digest.read(&saved) {
+        drop(saved);
+        Store::keep_digest_beside(path, &digest.name, &stamp, &digest.source, &body);
         return Ok(Found::Enough(Box::new(f)));
     }
     // Newest first, only the runs that give a probe not yet found: the figures take

@@ -1531,6 +1531,39 @@ fn the_figures_are_read_from_their_digest_until_the_runs_they_came_from_change()
         .query_row("SELECT source FROM digests", [], |r| r.get(0))
         .unwrap();
     assert!(source.ends_with(":2,1"), "{source}");
+    // Read from the database while nothing changed the store, the digest is kept
+    // beside it as well, and the next trace reads it from there without opening the
+    // database: a figure changed in that file alone is the one it prices with.
+    let beside = data.join("ioprobe/results.db-digests");
+    let fourth = priced_with(d.path(), &data);
+    assert_eq!(fourth["read"], first["read"]);
+    let mut kept: Value = serde_json::from_str(&std::fs::read_to_string(&beside).unwrap()).unwrap();
+    let entry = kept
+        .as_object_mut()
+        .and_then(|m| m.values_mut().next())
+        .expect("one digest kept beside the store");
+    assert!(
+        entry["source"].as_str().unwrap().ends_with(":2,1"),
+        "{entry}"
+    );
+    let mut body: Value = serde_json::from_str(entry["body"].as_str().unwrap()).unwrap();
+    body[0]["read"][0][1] = serde_json::json!(987654321.0);
+    entry["body"] = Value::String(body.to_string());
+    std::fs::write(&beside, kept.to_string()).unwrap();
+    let fifth = priced_with(d.path(), &data);
+    assert_eq!(
+        fifth["read"][0][1],
+        serde_json::json!(987654321.0),
+        "{fifth}"
+    );
+    // Any change to the store makes the file stale: the database's digest again.
+    conn.execute(
+        "INSERT INTO digests (name, source, body) VALUES ('other', '', '')",
+        [],
+    )
+    .unwrap();
+    let sixth = priced_with(d.path(), &data);
+    assert_eq!(sixth["read"], first["read"]);
 }
 
 /// The saved figures are read while the command starts, and it waits at its exec for
