@@ -136,15 +136,16 @@ enum TraceOnly {
 pub fn parse(args: &[std::ffi::OsString]) -> Result<(clap::ArgMatches, Cli), clap::Error> {
     use clap::FromArgMatches;
     if args.get(1).is_some_and(|a| a == "trace") {
-        let matches = TraceCli::command().try_get_matches_from(args)?;
-        let t = TraceCli::from_arg_matches(&matches)?;
+        // Taken from the matches, not from a copy of them (only cp reads them after).
+        let mut matches = TraceCli::command().try_get_matches_from(args)?;
+        let t = TraceCli::from_arg_matches_mut(&mut matches)?;
         let TraceOnly::Trace(trace) = t.command;
         let cli = Cli {
             command: Command::Trace(trace),
             before: t.before,
             globals: t.globals,
         };
-        return Ok((matches, cli));
+        return Ok((clap::ArgMatches::default(), cli));
     }
     let matches = Cli::command().try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
