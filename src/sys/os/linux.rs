@@ -146,13 +146,18 @@ pub fn for_each_dirent(fd: libc::c_int, buf: &mut [u8], each: &mut dyn FnMut(&CS
 /// The id of the mount `fd` is on (statx's STATX_MNT_ID, Linux 5.8+), as
 /// /proc/self/mountinfo numbers mounts.
 pub fn mount_id(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
-    let s = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?;
-    (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
+    given_mount_id(rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?)
 }
 
 /// The id of the mount `path` is on (see [`mount_id`]), the last component followed.
 pub fn mount_id_at(path: &std::path::Path) -> Option<u64> {
-    let s = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), StatxFlags::MNT_ID).ok()?;
+    given_mount_id(
+        rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), StatxFlags::MNT_ID).ok()?,
+    )
+}
+
+/// The mount id a statx answer carries, when the kernel gave one (Linux 5.8+).
+fn given_mount_id(s: rustix::fs::Statx) -> Option<u64> {
     (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
 }
 
