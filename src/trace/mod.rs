@@ -676,6 +676,7 @@ fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::Error {
     }
     match e.kind() {
         ErrorKind::Unsupported => anyhow::anyhow!("{why}"),
+        ErrorKind::ResourceBusy => anyhow::anyhow!("cannot trace {shown}: {why}"),
         _ => {
             let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
                 .map(|s| s.trim().to_string())

@@ -317,6 +317,33 @@ fn a_process_with_another_tracer_is_refused_in_one_line() {
     let _ = other.wait();
 }
 
+/// `strace -f ioprobe trace --tracer ptrace|preload CMD`: strace takes ioprobe's child
+/// at its fork, so ioprobe cannot seize it; it says so in one line, the child exits
+/// before its exec, and nothing is left stopped (strace ends with ioprobe's status).
+#[test]
+fn a_command_under_an_outer_strace_is_refused_in_one_line_not_hung() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for via in ["ptrace", "preload"] {
+        let out = std::process::Command::new("timeout")
+            .args(["60", "strace", "-f", "-o", "/dev/null", BIN])
+            .args(["trace", "--tracer", via, "--figures", FIXTURE_A])
+            .arg("--store")
+            .arg(d.join("s.db"))
+            .args(["--output", "/dev/null", "--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{via}: {err}");
+        assert_eq!(err.lines().count(), 1, "{via}: {err}");
+        assert!(
+            err.contains("cannot trace true: another tracer, strace (pid ")
+                && err.contains("--tracer ebpf"),
+            "{via}: {err}"
+        );
+    }
+}
+
 #[test]
 fn bad_attach_requests_get_one_line_and_their_status() {
     let dir = tempfile::tempdir().unwrap();

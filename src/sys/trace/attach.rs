@@ -93,10 +93,7 @@ fn facts(pid: i32) -> Facts {
     let same_user = ids(theirs("Uid:")).iter().all(|&u| u == me)
         && ids(theirs("Gid:")).iter().all(|&g| g == my_gid)
         && dumpable;
-    let tracer = threads(pid).into_iter().find_map(|t| {
-        let tp: i32 = proc_field(&format!("/proc/{pid}/task/{t}/status"), "TracerPid:")?;
-        (tp != 0).then(|| (tp, comm_of(tp).unwrap_or_else(|| "?".into())))
-    });
+    let tracer = threads(pid).into_iter().find_map(tracer_of);
     Facts {
         yama: std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
             .ok()
@@ -106,6 +103,12 @@ fn facts(pid: i32) -> Facts {
         descendant: descends_from_me(pid),
         tracer,
     }
+}
+
+/// The ptrace tracer of task `tid`, if it has one: its pid and name.
+pub fn tracer_of(tid: i32) -> Option<(i32, String)> {
+    let tp: i32 = proc_field(&format!("/proc/{tid}/status"), "TracerPid:")?;
+    (tp != 0).then(|| (tp, comm_of(tp).unwrap_or_else(|| "?".into())))
 }
 
 /// Whether `pid`'s parents lead to ioprobe.

@@ -29,7 +29,7 @@ mod programs;
 mod ring;
 
 use super::calls::{Pointee, Syscall};
-use super::ptrace::{Child, Maker, PASSED, c_args, child_error, made, makers, os};
+use super::ptrace::{Child, Maker, PASSED, c_args, child_error, made, makers, os, pipe};
 use super::{Ended, Event, Memory, Seen};
 use attach::Attached;
 use kernel::*;
@@ -306,14 +306,6 @@ impl Gated {
         let args = c_args(argv)?;
         let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
-        let pipe = || -> io::Result<(i32, i32)> {
-            let mut fds = [0 as libc::c_int; 2];
-            // SAFETY: pipe2 writes two descriptors into the array.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
-                return Err(io::Error::last_os_error()).map_err(os("pipe2"));
-            }
-            Ok((fds[0], fds[1]))
-        };
         let (rd, wr) = pipe()?;
         let (gate_rd, gate_wr) = pipe()?;
         let child = Child {

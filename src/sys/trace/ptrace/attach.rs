@@ -26,7 +26,6 @@ impl Tracer {
             known: HashSet::new(),
             pending: HashMap::new(),
             calls: super::traced().into_iter().collect(),
-            started: true,
             held: None,
             preload: None,
             queue: VecDeque::new(),

@@ -1,11 +1,21 @@
 //! Starting the command as a tracee: everything the forked child needs prepared
-//! before the fork, the child's steps (its signals, stdio, PTRACE_TRACEME, the seccomp
-//! filter, exec), and the step it failed at.
+//! before the fork, the child's steps (its signals, stdio, the wait to be seized, the
+//! seccomp filter, exec), and the step it failed at.
 
 use super::regs::os;
 use super::signals::forward_signals;
 use super::{LEFT_TO_TERMINAL, MAIN, PASSED_ON};
 use std::io;
+
+/// A close-on-exec pipe: (read end, write end).
+pub(in crate::sys::trace) fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(io::Error::last_os_error()).map_err(os("pipe2"));
+    }
+    Ok((fds[0], fds[1]))
+}
 
 /// The command line as C strings.
 pub(in crate::sys::trace) fn c_args(
@@ -44,9 +54,10 @@ pub(in crate::sys::trace) fn start_dispositions() -> Vec<(libc::c_int, libc::sig
 /// allocates nothing and makes only async-signal-safe calls.
 pub(in crate::sys::trace) struct Child {
     pub(in crate::sys::trace) argv: Vec<*const libc::c_char>,
-    /// The seccomp filter (ptrace), or
+    /// The seccomp filter (ptrace; installed once through the gate).
     pub(in crate::sys::trace) filter: Option<libc::sock_fprog>,
-    /// the pipe to wait on until the eBPF tracer is watching (read end, write end).
+    /// The pipe to wait on until the tracer is watching (read end, write end): the
+    /// eBPF tracer has added the task, or ptrace has seized it.
     pub(in crate::sys::trace) gate: Option<(libc::c_int, libc::c_int)>,
     /// The environment, when not ioprobe's own (preload).
     pub(in crate::sys::trace) env: Option<Vec<*const libc::c_char>>,
@@ -141,7 +152,8 @@ impl Child {
 
     /// The child's side, between fork and exec: the signal state CMD would have
     /// untraced, the descriptors it must not see closed, death with ioprobe until
-    /// seized, a stop for the seize, no new privileges, the seccomp filter, exec.
+    /// seized, a wait on the gate until the tracer watches, no new privileges and the
+    /// seccomp filter (ptrace), exec.
     pub(in crate::sys::trace) fn run(&self) -> ! {
         // SAFETY: only async-signal-safe calls, on memory prepared before the fork;
         // every path ends in execvp or _exit.
@@ -164,36 +176,33 @@ impl Child {
             if libc::getppid() != self.parent {
                 libc::_exit(127);
             }
+            // Wait until the tracer is watching: the eBPF tracer has added this task,
+            // or ptrace has seized it (a running task can be seized; no stop needed).
             if let Some((rd, wr)) = self.gate {
-                // eBPF: no stop, no filter; on once the tracer has added this task.
                 libc::close(wr);
                 let mut b = 0u8;
                 if libc::read(rd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
                     libc::_exit(127);
                 }
-                // PR_SET_PDEATHSIG stays: if ioprobe dies, the command dies with it,
-                // as under ptrace (PTRACE_O_EXITKILL).
-                let file = self.file.as_ref().map_or(self.argv[0], |f| f.as_ptr());
-                libc::execvp(file, self.argv.as_ptr());
-                fail(4)
             }
-            let Some(filter) = &self.filter else {
-                libc::_exit(127);
-            };
-            libc::raise(libc::SIGSTOP);
-            libc::prctl(libc::PR_SET_PDEATHSIG, 0);
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
-                fail(2);
+            if let Some(filter) = &self.filter {
+                // Seized with PTRACE_O_EXITKILL, which takes over from here.
+                libc::prctl(libc::PR_SET_PDEATHSIG, 0);
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
+                    fail(2);
+                }
+                if libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    filter as *const libc::sock_fprog,
+                ) == -1
+                {
+                    fail(3);
+                }
             }
-            if libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                filter as *const libc::sock_fprog,
-            ) == -1
-            {
-                fail(3);
-            }
+            // eBPF: PR_SET_PDEATHSIG stays: if ioprobe dies, the command dies with it,
+            // as under ptrace (PTRACE_O_EXITKILL).
             let file = self.file.as_ref().map_or(self.argv[0], |f| f.as_ptr());
             match &self.env {
                 Some(env) => libc::execvpe(file, self.argv.as_ptr(), env.as_ptr()),

@@ -1,4 +1,4 @@
-//! `ioprobe trace` on Linux: the command runs as a ptrace tracee (PTRACE_TRACEME before
+//! `ioprobe trace` on Linux: the command runs as a ptrace tracee (seized before its
 //! exec) under a seccomp filter that stops it only at the I/O-relevant system calls
 //! (SECCOMP_RET_TRACE), so every other call runs at full speed. At each stop,
 //! PTRACE_GET_SYSCALL_INFO (Linux 5.3+) gives the number and arguments; the tracee is
@@ -18,7 +18,7 @@ mod filter;
 mod regs;
 mod signals;
 
-pub(super) use child::{Child, c_args, child_error, exec_path};
+pub(super) use child::{Child, c_args, child_error, exec_path, pipe};
 pub(super) use filter::{Maker, made, makers};
 pub(super) use regs::{ip_and_result, os, ptrace, regs, set_regs, stack_and_envp};
 pub use signals::stdio_closed_at_start;
@@ -69,8 +69,6 @@ pub struct Tracer {
     pending: HashMap<i32, Pending>,
     /// The traced calls by number: each is decoded here, once.
     calls: HashMap<u64, Syscall>,
-    /// The child has stopped itself and has its options.
-    started: bool,
     /// The task held at its syscall-exit stop while the caller looks at the call (its
     /// memory, its /proc/PID/fd), resumed by the next [`Tracer::next_event`].
     held: Option<i32>,
@@ -120,13 +118,15 @@ impl Tracer {
     /// names the step: `execvp` with the errno a shell maps to 126 or 127), or tracing
     /// is not permitted (the message names the call that failed).
     ///
-    /// The child stops itself before installing its seccomp filter; ioprobe seizes it
-    /// there (PTRACE_SEIZE: group-stops are reported and kept, so SIGSTOP and SIGTSTP
-    /// stop the command as they would untraced) with PTRACE_O_TRACESECCOMP (a filter
-    /// that returns SECCOMP_RET_TRACE with no such tracer fails those calls with
-    /// ENOSYS) and PTRACE_O_EXITKILL (if ioprobe dies, even by SIGKILL, the kernel
-    /// kills the command rather than leave it running with its I/O calls failing),
-    /// then lets it go on with SIGCONT.
+    /// The child waits on a pipe before installing its seccomp filter; ioprobe seizes
+    /// it there, running (PTRACE_SEIZE: no stop is needed, and group-stops are reported
+    /// and kept, so SIGSTOP and SIGTSTP stop the command as they would untraced), with
+    /// PTRACE_O_TRACESECCOMP (a filter that returns SECCOMP_RET_TRACE with no such
+    /// tracer fails those calls with ENOSYS) and PTRACE_O_EXITKILL (if ioprobe dies,
+    /// even by SIGKILL, the kernel kills the command rather than leave it running with
+    /// its I/O calls failing), then lets it go on with a byte. Another tracer that
+    /// took the child at its fork (`strace -f ioprobe …`) makes the seize fail at
+    /// once: the child exits at the closed pipe, and the error names that tracer.
     ///
     /// With `preload`, the command starts with the preload library (see
     /// [`preload`]), and the filter lets its calls through.
@@ -149,24 +149,31 @@ impl Tracer {
             v.push(std::ptr::null());
             v
         });
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 writes two descriptors into the array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
-            return Err(io::Error::last_os_error()).map_err(os("pipe2"));
-        }
-        let (rd, wr) = (fds[0], fds[1]);
+        let (rd, wr) = pipe()?;
+        let (gate_rd, gate_wr) = pipe()?;
         let child = Child {
             filter: Some(libc::sock_fprog {
                 len: prog.len() as u16,
                 filter: prog.as_ptr() as *mut libc::sock_filter,
             }),
+            gate: Some((gate_rd, gate_wr)),
             env: env_ptrs,
             file: exec_path(&argv[0]),
             ..Child::new(ptrs, close, (rd, wr))
         };
-        let pid = child.start()?;
-        // SAFETY: closing the parent's copy of the write end, which it owns.
-        unsafe { libc::close(wr) };
+        let pid = child.start();
+        // SAFETY: closing the parent's copies of the child's ends, which it owns.
+        unsafe {
+            libc::close(wr);
+            libc::close(gate_rd);
+        }
+        let pid = pid.inspect_err(|_| {
+            // SAFETY: closing our ends of the two pipes; no child holds them.
+            unsafe {
+                libc::close(rd);
+                libc::close(gate_wr);
+            }
+        })?;
         // After the fork: the command must not start with the tick's signal blocked.
         let preload = preload.map(|ring| {
             Box::new(Preloaded {
@@ -179,7 +186,21 @@ impl Tracer {
                 starts: Default::default(),
             })
         });
-        let result = Tracer::seize(pid).and_then(|()| Tracer::start(pid, preload, gate));
+        let seized = Tracer::seize(pid);
+        if seized.is_ok() {
+            // SAFETY: one byte from a local to our end of the gate.
+            unsafe { libc::write(gate_wr, b"g".as_ptr() as *const libc::c_void, 1) };
+        }
+        // SAFETY: closing our end of the gate: unseized, the child's read returns 0
+        // and it exits before its exec.
+        unsafe { libc::close(gate_wr) };
+        if let Err(e) = seized {
+            let _ = child_error(rd);
+            // SAFETY: reaping our own child, which exits at the closed gate.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::__WALL) };
+            return Err(e);
+        }
+        let result = Tracer::start(pid, preload, gate);
         let failed = child_error(rd);
         let tracer = result?;
         match failed {
@@ -188,19 +209,10 @@ impl Tracer {
         }
     }
 
-    /// Waits for the child's self-stop, seizes it with the options, and resumes it.
+    /// Seizes the child, waiting at the gate, with the options. Refused because
+    /// another tracer already follows it (a `strace -f` or a debugger around
+    /// ioprobe took it at its fork): an error naming that tracer.
     fn seize(pid: i32) -> io::Result<()> {
-        loop {
-            let status = wait_status(pid, libc::WUNTRACED)?;
-            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                return Err(io::Error::other(
-                    "the command ended before it could be traced",
-                ));
-            }
-            if libc::WIFSTOPPED(status) {
-                break;
-            }
-        }
         let opts = libc::PTRACE_O_TRACESYSGOOD
             | libc::PTRACE_O_TRACEFORK
             | libc::PTRACE_O_TRACEVFORK
@@ -208,10 +220,19 @@ impl Tracer {
             | libc::PTRACE_O_TRACEEXEC
             | libc::PTRACE_O_TRACESECCOMP
             | libc::PTRACE_O_EXITKILL;
-        ptrace(libc::PTRACE_SEIZE, pid, 0, opts as usize).map_err(os("ptrace(PTRACE_SEIZE)"))?;
-        // SAFETY: kill(2) on our own child, stopped above.
-        unsafe { libc::kill(pid, libc::SIGCONT) };
-        Ok(())
+        let seized = ptrace(libc::PTRACE_SEIZE, pid, 0, opts as usize);
+        if let Err(e) = &seized
+            && e.raw_os_error() == Some(libc::EPERM)
+            && let Some((tracer, comm)) = super::attach::tracer_of(pid)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!(
+                    "another tracer, {comm} (pid {tracer}), follows ioprobe's children, and a process can have only one: use --tracer ebpf, or run ioprobe outside {comm}"
+                ),
+            ));
+        }
+        seized.map(|_| ()).map_err(os("ptrace(PTRACE_SEIZE)"))
     }
 
     /// Drives the seized child to its execve; the calls it makes before the exec (an
@@ -227,7 +248,6 @@ impl Tracer {
             known: HashSet::from([pid]),
             pending: HashMap::new(),
             calls: traced().into_iter().collect(),
-            started: false,
             held: None,
             preload,
             queue: VecDeque::new(),
@@ -247,11 +267,8 @@ impl Tracer {
             }
             let sig = libc::WSTOPSIG(status);
             let event = status >> 16;
-            if event == libc::PTRACE_EVENT_STOP
-                || (!t.started && (sig == libc::SIGCONT || sig == libc::SIGSTOP))
-            {
-                // The self-stop seen as seized, and the SIGCONT that ends it.
-                t.started = true;
+            if event == libc::PTRACE_EVENT_STOP {
+                // A group-stop before the exec: not the command's yet.
                 t.resume(libc::PTRACE_CONT, pid, 0)?;
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
                 if !gate() {
