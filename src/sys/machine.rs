@@ -491,9 +491,10 @@ pub fn filesystem_of(dir: &Path) -> Option<Filesystem> {
 }
 
 /// Filesystem types (ext4, tmpfs, …) of directories, for a lookup made many times (a
-/// trace's targets): [`filesystem_of`] without its block device's read-ahead, and the
-/// mount table read once. A directory whose mount (statx's mount id) is not in the
-/// table read has a mount made since: the table is read again.
+/// trace's targets): [`filesystem_of`] without its block device's read-ahead. Each
+/// directory's mount is asked alone where the kernel can (statmount(2)); else the mount
+/// table is read once, and again when a directory's mount (statx's mount id) is not in
+/// it (a mount made since).
 #[derive(Debug, Default)]
 pub struct FsTypes {
     mounts: Option<Vec<super::mounts::Mount>>,
@@ -503,7 +504,13 @@ impl FsTypes {
     /// The type of the filesystem holding `dir`.
     pub fn of(&mut self, dir: &Path) -> Option<String> {
         let canon = fs::canonicalize(dir).ok()?;
-        let id = super::os::mount_id_at(&canon);
+        super::os::fs_type_at(&canon).or_else(|| self.in_table(&canon))
+    }
+
+    /// The type of the filesystem holding the canonical directory `canon`, from the
+    /// mount table (read again when it lacks `canon`'s mount).
+    fn in_table(&mut self, canon: &Path) -> Option<String> {
+        let id = super::os::mount_id_at(canon);
         let known = |t: &[super::mounts::Mount]| id.is_none_or(|id| t.iter().any(|m| m.id == id));
         if !self.mounts.as_deref().is_some_and(known) {
             self.mounts = Some(super::mounts::table());
@@ -511,8 +518,8 @@ impl FsTypes {
         let table = self.mounts.as_deref().unwrap_or_default();
         id.and_then(|id| table.iter().find(|m| m.id == id))
             .map(|m| m.fs_type.clone())
-            .or_else(|| mount_holding(&canon, table).map(|f| f.fs_type))
-            .or_else(|| statfs_mount(&canon).map(|f| f.fs_type))
+            .or_else(|| mount_holding(canon, table).map(|f| f.fs_type))
+            .or_else(|| statfs_mount(canon).map(|f| f.fs_type))
     }
 }
 
@@ -686,15 +693,22 @@ mod tests {
             let full = filesystem_of(dir).map(|f| f.fs_type);
             assert!(full.is_some(), "{} has a filesystem", dir.display());
             assert_eq!(types.of(dir), full, "{}", dir.display());
+            let canon = fs::canonicalize(dir).unwrap();
+            assert_eq!(types.in_table(&canon), full, "{}", dir.display());
+            // Asked of the mount alone, where the kernel can (statmount, Linux 6.8+).
+            let alone = super::super::os::fs_type_at(&canon);
+            assert!(alone.is_none() || alone == full, "{}", dir.display());
         }
         assert_eq!(types.of(Path::new("/no/such/dir")), None);
         #[cfg(target_os = "linux")]
         {
-            assert_eq!(types.of(Path::new("/proc")).as_deref(), Some("proc"));
+            let proc = Path::new("/proc");
+            assert_eq!(types.of(proc).as_deref(), Some("proc"));
+            assert_eq!(types.in_table(proc).as_deref(), Some("proc"));
             // A table without the directory's mount (one made after it was read) is
             // read again.
             types.mounts = Some(Vec::new());
-            assert_eq!(types.of(Path::new("/proc")).as_deref(), Some("proc"));
+            assert_eq!(types.in_table(proc).as_deref(), Some("proc"));
             assert!(types.mounts.as_ref().is_some_and(|t| !t.is_empty()));
         }
     }

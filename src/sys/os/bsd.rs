@@ -121,6 +121,11 @@ pub fn mount_id_at(_path: &std::path::Path) -> Option<u64> {
     None
 }
 
+/// No statmount(2) here: the caller reads the mount table.
+pub fn fs_type_at(_path: &std::path::Path) -> Option<String> {
+    None
+}
+
 /// The mount holding `dir` from statfs(2): (mount point, fs type, source, flags).
 pub fn mount_of(dir: &std::path::Path) -> Option<(String, String, String, String)> {
     let st = rustix::fs::statfs(dir).ok()?;

@@ -2,9 +2,9 @@
 //! capacity control; copy_file_range(2) from FreeBSD 13.
 
 pub use super::bsd::{
-    copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, make_special, mount_id,
-    mount_id_at, mount_of, own_fd_table, pipe_capacity, pseudo_fs, seek_data, seek_hole, sendfile,
-    set_pipe_capacity, splice, vmsplice,
+    copy_xattrs, dio_alignment, drop_page_cache, for_each_dirent, fs_type_at, make_special,
+    mount_id, mount_id_at, mount_of, own_fd_table, pipe_capacity, pseudo_fs, seek_data, seek_hole,
+    sendfile, set_pipe_capacity, splice, vmsplice,
 };
 use super::bsd::{sysctl_string, sysctl_u64};
 pub use super::linux_freebsd::*;

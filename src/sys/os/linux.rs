@@ -156,6 +156,59 @@ pub fn mount_id_at(path: &std::path::Path) -> Option<u64> {
     )
 }
 
+/// The type of the filesystem `path` is on (the last component followed), asked of
+/// its mount alone: statx's unique mount id, then statmount(2) (Linux 6.8+), without
+/// reading the mount table (about 0.1 ms for /proc/self/mountinfo here). None where
+/// either is missing, and for a type that carries a subtype in the table (`fuse.X`).
+pub fn fs_type_at(path: &std::path::Path) -> Option<String> {
+    const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
+    const STATMOUNT_FS_TYPE: u64 = 0x20;
+    // The same number on every architecture (the shared table, 424 on).
+    const SYS_STATMOUNT: libc::c_long = 457;
+    // struct statmount: `mask` at 8, `fs_type` (an offset into `str`) at 36, `str` at
+    // 512 (the fixed part, spare words included).
+    const STR: usize = 512;
+    #[repr(C)]
+    struct MntIdReq {
+        size: u32,
+        spare: u32,
+        mnt_id: u64,
+        param: u64,
+    }
+    let unique = StatxFlags::from_bits_retain(STATX_MNT_ID_UNIQUE);
+    let s = rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), unique).ok()?;
+    if s.stx_mask & STATX_MNT_ID_UNIQUE == 0 {
+        return None;
+    }
+    let req = MntIdReq {
+        size: std::mem::size_of::<MntIdReq>() as u32,
+        spare: 0,
+        mnt_id: s.stx_mnt_id,
+        param: STATMOUNT_FS_TYPE,
+    };
+    let mut buf = [0u8; 1024];
+    // SAFETY: statmount reads the 24-byte request (version 0) and writes at most
+    // `buf.len()` bytes into `buf` (EOVERFLOW past it).
+    let r = unsafe {
+        libc::syscall(
+            SYS_STATMOUNT,
+            &req as *const MntIdReq,
+            buf.as_mut_ptr(),
+            buf.len(),
+            0,
+        )
+    };
+    let u32_at = |at: usize| u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap_or_default());
+    let mask = u64::from_ne_bytes(buf[8..16].try_into().unwrap_or_default());
+    if r != 0 || mask & STATMOUNT_FS_TYPE == 0 || (u32_at(0) as usize) <= STR {
+        return None;
+    }
+    let name = buf.get(STR + u32_at(36) as usize..)?;
+    let name = &name[..name.iter().position(|&b| b == 0)?];
+    let name = std::str::from_utf8(name).ok()?;
+    (!name.is_empty() && !name.starts_with("fuse")).then(|| name.to_string())
+}
+
 /// The mount id a statx answer carries, when the kernel gave one (Linux 5.8+).
 fn given_mount_id(s: rustix::fs::Statx) -> Option<u64> {
     (s.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(s.stx_mnt_id)
