@@ -8,7 +8,8 @@
 //! the best's interval: a difference that small is within this
 //! kind of machine's run-to-run drift and not worth a less portable method. A method
 //! choice names the tied option doing the least work, then the cheapest whose median is
-//! within twice the rows' rerun floor of the best's (at least [`PICK_MARGIN`], 3%). A size
+//! within twice the rows' rerun floor of the best's (at least [`PICK_MARGIN`], 3%; options
+//! doing different work: at least the best's own noise, [`super::methods`]). A size
 //! answer is a knee and a plateau ([`super::sizes`]); both kinds of confidence are the
 //! share of simulated reruns, each moving every row within its noise, that keep the
 //! answer ([`reruns`]).
