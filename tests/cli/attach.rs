@@ -306,12 +306,10 @@ fn a_process_with_another_tracer_is_refused_in_one_line() {
         .args(["--duration", "1s"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains(&format!("already traced by pid {tracer}")) && err.contains("--tracer ebpf"),
-        "{err}"
+    refused_in_one_line(
+        &out,
+        "ptrace",
+        &[&format!("already traced by pid {tracer}"), "--tracer ebpf"],
     );
     let _ = other.kill();
     let _ = other.wait();
@@ -333,15 +331,23 @@ fn a_command_under_an_outer_strace_is_refused_in_one_line_not_hung() {
             .args(["--output", "/dev/null", "--", "true"])
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{via}: {err}");
-        assert_eq!(err.lines().count(), 1, "{via}: {err}");
-        assert!(
-            err.contains("cannot trace true: another tracer, strace (pid ")
-                && err.contains("--tracer ebpf"),
-            "{via}: {err}"
+        refused_in_one_line(
+            &out,
+            via,
+            &[
+                "cannot trace true: another tracer, strace (pid ",
+                "--tracer ebpf",
+            ],
         );
     }
+}
+
+/// `out` is a refusal: exit status 1 and one line on stderr holding every one of `says`.
+fn refused_in_one_line(out: &std::process::Output, via: &str, says: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{via}: {err}");
+    assert_eq!(err.lines().count(), 1, "{via}: {err}");
+    assert!(says.iter().all(|s| err.contains(s)), "{via}: {err}");
 }
 
 #[test]
