@@ -384,6 +384,20 @@ mod tests {
         );
     }
 
+    /// A copy method's row as a run measured it: median and interval (no regimes).
+    fn row(case: &str, median: f64, lo: f64, hi: f64) -> Measurement {
+        let mut x = m(case, median, 0.0);
+        x.ci95 = [lo, hi];
+        x.raw = vec![median; 12];
+        x
+    }
+
+    /// A copy method of `calls` system calls and `copies` copies per MiB.
+    fn opt<'a>(name: &str, m: &'a Measurement, calls: f64, copies: f64) -> (String, Opt<'a>) {
+        let work = Work::calls(calls, copies, "MiB");
+        (name.to_string(), Opt { m, cost: 0.0, work })
+    }
+
     /// A page-cache copy as one idle run measured it (AMD EPYC guest, 27 Nov 2026):
     /// copy_file_range makes fewer calls than read-write, yet measured 19% slower, as in
     /// all ten runs of that sitting; its wide interval and the 1 MiB rows' long lower
@@ -391,22 +405,12 @@ mod tests {
     /// measured apart from a better one of the set leaves it.
     #[test]
     fn fewer_calls_do_not_win_from_far_below_the_best() {
-        let row = |case: &str, median: f64, lo: f64, hi: f64| {
-            let mut x = m(case, median, 0.0);
-            x.ci95 = [lo, hi];
-            x.raw = vec![median; 12];
-            x
-        };
         let (rw, pp, cfr, sf) = (
             row("read-write", 4.94e9, 4.21e9, 5.01e9),
             row("pread-pwrite", 4.97e9, 4.52e9, 5.10e9),
             row("copy-file-range", 4.02e9, 3.33e9, 4.71e9),
             row("sendfile", 3.98e9, 3.95e9, 4.01e9),
         );
-        let opt = |name: &str, m, calls, copies| {
-            let work = Work::calls(calls, copies, "MiB");
-            (name.to_string(), Opt { m, cost: 0.0, work })
-        };
         let opts = [
             opt("read-write", &rw, 2.0, 2.0),
             opt("pread-pwrite", &pp, 2.0, 2.0),
@@ -458,16 +462,6 @@ mod tests {
     /// The same rows with a tight best keep the best.
     #[test]
     fn within_a_noisy_best_less_work_decides() {
-        let row = |case: &str, median: f64, lo: f64, hi: f64| {
-            let mut x = m(case, median, 0.0);
-            x.ci95 = [lo, hi];
-            x.raw = vec![median; 12];
-            x
-        };
-        fn opt<'a>(name: &str, m: &'a Measurement, calls: f64, copies: f64) -> (String, Opt<'a>) {
-            let work = Work::calls(calls, copies, "MiB");
-            (name.to_string(), Opt { m, cost: 0.0, work })
-        }
         let (rw, pp, cfr, sf) = (
             row("read-write", 2.75e9, 2.35e9, 2.77e9),
             row("pread-pwrite", 2.75e9, 2.70e9, 4.07e9),
