@@ -140,10 +140,15 @@ fn estimate(
 }
 
 /// Each case's minimum cost in seconds, keyed as the time limit keys them: a whole-pass
-/// case's warm-up and minimum samples at the pass time (within its bytes at a guessed
-/// 1 GB/s), a calibrated case's warm-up and minimum samples. The time limit shares
-/// itself out in proportion.
-fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(String, f64)> {
+/// case's warm-up and minimum rounds of passes, each pass as long as at its saved
+/// throughput in `rates` (see [`pass_seconds`]), plus its set-up; a calibrated case
+/// its warm-up and minimum samples. The time limit shares itself out in proportion
+/// (given no rates), and their sum is the least a run of `probes` can take.
+fn min_costs(
+    probes: &[Box<dyn Probe>],
+    h: &crate::harness::Config,
+    rates: &std::collections::HashMap<String, (f64, usize)>,
+) -> Vec<(String, f64)> {
     let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
     let mut out = Vec::new();
     for p in probes {
@@ -152,13 +157,7 @@ fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(Stri
         for (i, (case, bytes)) in p.case_names().iter().zip(p.pass_bytes()).enumerate() {
             let cost = setup.get(i).copied().unwrap_or(0.0)
                 + match bytes {
-                    Some((lo, hi)) => {
-                        let pass = h
-                            .pass_time
-                            .as_secs_f64()
-                            .clamp(lo as f64 / GUESSED_RATE, hi as f64 / GUESSED_RATE);
-                        (1 + min) as f64 * pass
-                    }
+                    Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(case).map(|r| r.0)),
                     None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
                 };
             out.push((crate::harness::TimeLimit::key(name, case), cost));
@@ -168,38 +167,25 @@ fn min_costs(probes: &[Box<dyn Probe>], h: &crate::harness::Config) -> Vec<(Stri
 }
 
 /// How long one pass of a whole-pass case (`lo`..`hi` bytes) lasts: the pass time
-/// within its bytes at its saved throughput, or with none saved, the pass time (or
-/// more when its least bytes need it at a guessed 1 GB/s): a slow row fills it.
+/// within its bytes at its saved throughput, or with none saved, at a guessed 1 GB/s.
+/// A fixed pass (`lo` = `hi`) takes its bytes' time whatever the pass time: the first
+/// trace's 16 MiB socket and pipe passes took 1.5–30 ms here (8 ms on average), and
+/// counting each as the 25 ms pass time made it say "about 10 s" for 6.8 s.
 fn pass_seconds(h: &crate::harness::Config, (lo, hi): (u64, u64), rate: Option<f64>) -> f64 {
-    let pass_time = h.pass_time.as_secs_f64();
-    match rate {
-        Some(rate) => pass_time.clamp(lo as f64 / rate, hi as f64 / rate),
-        None => pass_time.max(lo as f64 / GUESSED_RATE),
-    }
+    let rate = rate.unwrap_or(GUESSED_RATE);
+    h.pass_time
+        .as_secs_f64()
+        .clamp(lo as f64 / rate, hi.max(lo) as f64 / rate)
 }
 
-/// The least `probes` can take, whatever their limit: each whole-pass case its warm-up
-/// and minimum rounds of passes, each pass as long as at its saved throughput, or (none
-/// saved) the pass time itself, which a slow row fills (small socket sends ran at a
-/// fifth of the guessed 1 GB/s: the first trace said "about 11 s" and took 22 s); each
-/// calibrated case its warm-up and minimum samples.
+/// The least `probes` can take, whatever their limit, in seconds: their
+/// [`min_costs`] at the saved rates.
 fn least_seconds(
     probes: &[Box<dyn Probe>],
     h: &crate::harness::Config,
     rates: &std::collections::HashMap<String, (f64, usize)>,
 ) -> f64 {
-    let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
-    let mut total = 0.0;
-    for p in probes {
-        total += p.setup_seconds().iter().sum::<f64>();
-        for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
-            total += match bytes {
-                Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(name).map(|r| r.0)),
-                None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
-            };
-        }
-    }
-    total
+    min_costs(probes, h, rates).iter().map(|c| c.1).sum()
 }
 
 /// `run --quick`'s share of `run`'s time limit.
@@ -340,7 +326,10 @@ fn run_in(
             fs.path, fs.fs_type, fs.source
         ));
     }
-    let limit = crate::harness::TimeLimit::new(time_limit, min_costs(probes, &settings.harness));
+    let limit = crate::harness::TimeLimit::new(
+        time_limit,
+        min_costs(probes, &settings.harness, &Default::default()),
+    );
     progress.start("harness", "timer and loop overhead");
     let overhead = measure_overhead(&settings.harness)?;
     let ctx = Context {
@@ -679,5 +668,35 @@ mod tests {
         assert_eq!(crate::units::format_minutes(40.0), "40 s");
         assert_eq!(crate::units::format_minutes(185.0), "3 min");
         assert_eq!(crate::units::format_minutes(3900.0), "1 h 5 min");
+    }
+
+    #[test]
+    fn a_fixed_pass_shorter_than_the_pass_time_counts_its_bytes_time() {
+        let h = crate::harness::Config::quick();
+        let total = 16u64 << 20;
+        assert!(total as f64 / GUESSED_RATE < h.pass_time.as_secs_f64());
+        let probes: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(pipe::Options {
+            chunk_sizes: vec![4096, 65536],
+            total,
+            fit: false,
+            ..pipe::Options::for_scale(Scale::Quick)
+        }))];
+        let passes = (1 + h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES)) as f64;
+        let rows = probes[0].case_count() as f64;
+        let least = least_seconds(&probes, &h, &HashMap::new());
+        let want = rows * passes * total as f64 / GUESSED_RATE;
+        assert!((least - want).abs() < 1e-9, "{least} vs {want}");
+        // The time limit's shares are the same costs, case by case.
+        let costs = min_costs(&probes, &h, &HashMap::new());
+        assert_eq!(costs.len(), rows as usize);
+        assert!((costs.iter().map(|c| c.1).sum::<f64>() - least).abs() < 1e-9);
+        // A saved rate four times the guess: a quarter of the time.
+        let rates = probes[0]
+            .case_names()
+            .into_iter()
+            .map(|n| (n, (4.0 * GUESSED_RATE, 6)))
+            .collect();
+        let fast = least_seconds(&probes, &h, &rates);
+        assert!((fast - want / 4.0).abs() < 1e-9, "{fast}");
     }
 }
