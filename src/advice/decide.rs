@@ -181,14 +181,34 @@ pub(super) fn close(m: &Measurement, best: &Measurement, margin: f64) -> bool {
     }
 }
 
+/// Whether `m`'s interval reaches within `margin` of `best`'s median: a rerun moving `m`
+/// within its interval may bring it there.
+fn reaches(m: &Measurement, best: &Measurement, margin: f64) -> bool {
+    if higher_is_better(best) {
+        m.ci95[1] >= best.median * (1.0 - margin)
+    } else {
+        m.ci95[0] <= best.median * (1.0 + margin)
+    }
+}
+
 /// Ranks measured options (unmeasured ones are skipped); None when none was measured.
 pub fn rank(options: &[Opt]) -> Option<Ranking> {
-    rank_within(options, PICK_MARGIN)
+    rank_within(options, PICK_MARGIN, Near::Median)
+}
+
+/// Which tied options may be picked ahead of the best by doing less work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Near {
+    /// Those whose median is within the margin of the best's.
+    Median,
+    /// Those whose interval reaches within the margin of the best's median: where the
+    /// rows' own noise (a busy machine's regimes) may put any of them first in a rerun.
+    Interval,
 }
 
 /// [`rank`], choosing among the tied options doing the least work the cheapest whose
-/// median is within `margin` of the best's.
-pub(super) fn rank_within(options: &[Opt], margin: f64) -> Option<Ranking> {
+/// median (or interval, [`Near`]) is within `margin` of the best's median.
+pub(super) fn rank_within(options: &[Opt], margin: f64, near: Near) -> Option<Ranking> {
     let ok: Vec<usize> = (0..options.len())
         .filter(|&i| options[i].m.is_ok() && options[i].m.median > 0.0)
         .collect();
@@ -221,7 +241,10 @@ pub(super) fn rank_within(options: &[Opt], margin: f64) -> Option<Ranking> {
     // it is kept from the pick unless the option surely does less of the best's work
     // (copy_file_range makes fewer calls than read-write, yet on a file system without
     // reflink it may copy slower every time).
-    let far = |i: usize| !close(options[i].m, options[best].m, margin);
+    let far = |i: usize| match near {
+        Near::Median => !close(options[i].m, options[best].m, margin),
+        Near::Interval => !reaches(options[i].m, options[best].m, margin),
+    };
     let pick = tied
         .iter()
         .copied()
