@@ -397,6 +397,14 @@ mod tests {
         x
     }
 
+    /// A copy topic's words: whole passes, their rerun floor.
+    fn pass_words() -> Words<'static> {
+        Words {
+            rerun_noise: RERUN_NOISE_PASS,
+            ..words()
+        }
+    }
+
     /// A copy method of `calls` system calls and `copies` copies per MiB.
     fn opt<'a>(name: &str, m: &'a Measurement, calls: f64, copies: f64) -> (String, Opt<'a>) {
         let work = Work::calls(calls, copies, "MiB");
@@ -422,11 +430,7 @@ mod tests {
             opt("copy-file-range", &cfr, 0.0156, 1.0),
             opt("sendfile", &sf, 0.0156, 1.0),
         ];
-        let w = || Words {
-            rerun_noise: RERUN_NOISE_PASS,
-            ..words()
-        };
-        let r = methods(w(), &opts, None).unwrap();
+        let r = methods(pass_words(), &opts, None).unwrap();
         assert_eq!(r.action, "use read-write, or pread-pwrite: equal here");
         // copy_file_range stays in the tie set (its interval reaches every other's);
         // sendfile's is tight and ends far below pread-pwrite's: not tied.
@@ -451,7 +455,7 @@ mod tests {
             RERUN_NOISE_PASS,
         );
         assert!(ties(&wide[1], &wide[2]), "tied with the best alone");
-        let r = methods(w(), &opts, None).unwrap();
+        let r = methods(pass_words(), &opts, None).unwrap();
         assert_eq!(r.action, "use read-write, or io-uring: equal here");
         let Choice::Method { tied, .. } = &r.choice else {
             panic!("{:?}", r.choice)
@@ -473,10 +477,6 @@ mod tests {
             row("copy-file-range", 2.71e9, 2.10e9, 4.14e9),
             row("sendfile", 2.38e9, 2.10e9, 4.14e9),
         );
-        let w = || Words {
-            rerun_noise: RERUN_NOISE_PASS,
-            ..words()
-        };
         let choose = |uring: &Measurement| {
             let opts = [
                 opt("read-write", &rw, 2.0, 2.0),
@@ -485,7 +485,7 @@ mod tests {
                 opt("sendfile", &sf, 0.0156, 1.0),
                 opt("io-uring", uring, 0.25, 2.0),
             ];
-            methods(w(), &opts, None).unwrap()
+            methods(pass_words(), &opts, None).unwrap()
         };
         let r = choose(&row("io-uring", 3.55e9, 2.80e9, 4.83e9));
         assert!(
@@ -510,10 +510,6 @@ mod tests {
             row("sendfile", 2.75e9, 2.07e9, 4.17e9),
             row("io-uring", 3.50e9, 2.60e9, 4.60e9),
         );
-        let w = || Words {
-            rerun_noise: RERUN_NOISE_PASS,
-            ..words()
-        };
         // copy_file_range and sendfile do the same work: the simpler (cost) is named.
         fn cost(o: (String, Opt<'_>), cost: f64) -> (String, Opt<'_>) {
             (o.0, Opt { cost, ..o.1 })
@@ -526,7 +522,7 @@ mod tests {
                 cost(opt("copy-file-range", cfr, 0.0156, 1.0), 1.0),
                 cost(opt("io-uring", &uring, 2.0, 2.0), 7.0),
             ];
-            methods(w(), &opts, None).unwrap()
+            methods(pass_words(), &opts, None).unwrap()
         };
         let r = choose(&row("copy-file-range", 2.41e9, 2.07e9, 4.16e9));
         assert!(r.action.starts_with("use copy-file-range"), "{}", r.action);
