@@ -5,7 +5,9 @@
 //!
 //! - The *plateau*: the measured sizes around the fastest whose medians are all within
 //!   the tolerance of its median: [`PLATEAU`] (5%), or the rows' rerun floor where that
-//!   is wider ([`tolerance`]). A size measured worse than that is never in it.
+//!   is wider ([`tolerance`]). A size measured worse than that is never in it. Where
+//!   most sizes are steady (their noise within the tolerance), the fastest steady one
+//!   draws the line: a faster size noisier than that is in the plateau, and said to be.
 //! - The *knee*, the size to use: where a fit of one call's time t(b) = fixed +
 //!   per_byte × b over the sizes up to the fastest puts the fixed cost at 5% of a call,
 //!   kept inside the plateau; the plateau's smallest size (coreutils' rule) where the
@@ -87,10 +89,17 @@ fn fit(pts: &[(u64, f64)], best: usize, higher: bool) -> Option<(f64, f64)> {
 }
 
 /// The answer for the sizes `pts` (ascending, with their figures), the plateau drawn
-/// `within` of the best.
-fn knee(pts: &[(u64, f64)], higher: bool, within: f64) -> Knee {
+/// `within` of the best: the best of the `steady` sizes (those whose noise is within
+/// the tolerance, see [`steady`]), or of all when none is. A size measured faster than
+/// it but noisier than the tolerance is in the plateau, not its reference.
+fn knee(pts: &[(u64, f64)], steady: &[bool], higher: bool, within: f64) -> Knee {
     let better = |a: f64, b: f64| if higher { a > b } else { a < b };
-    let best = (0..pts.len())
+    let candidates: Vec<usize> = match (0..pts.len()).filter(|&i| steady[i]).collect::<Vec<_>>() {
+        most if 2 * most.len() >= pts.len() && !most.is_empty() => most,
+        _ => (0..pts.len()).collect(),
+    };
+    let best = candidates
+        .into_iter()
         .reduce(|b, i| if better(pts[i].1, pts[b].1) { i } else { b })
         .unwrap_or(0);
     let inside = |i: usize| {
@@ -144,6 +153,12 @@ fn by_fit(
         .find(|&i| pts[i].0 as f64 >= at)
         .unwrap_or(best)
         .clamp(from, to)
+}
+
+/// Which sizes may be a plateau's reference: those whose noise (rerun floor `floor`)
+/// is within the tolerance `within`.
+fn steady(pts: &[(u64, &Measurement)], floor: f64, within: f64) -> Vec<bool> {
+    pts.iter().map(|(_, m)| noise(m, floor) <= within).collect()
 }
 
 /// The confidence a size sweep allows before the figures are looked at: too few sizes,
@@ -207,7 +222,11 @@ fn flattened(pts: &[(u64, &Measurement)]) -> Option<f64> {
 /// KiB–1 MiB within 5% of the best, 4 KiB costs ×3.20": what the summary shows, short
 /// enough for its cell), then the two figures, whether the plateau reaches the largest
 /// size measured, and what the fit found.
-fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement)>) -> String {
+fn effect(
+    pts: &[(u64, &Measurement)],
+    (k, floor): (&Knee, f64),
+    base: Option<(u64, &Measurement)>,
+) -> String {
     let (pick_b, pick) = pts[k.pick];
     let mut out = format!(
         "{}{} within {}% of the best",
@@ -246,7 +265,26 @@ fn effect(pts: &[(u64, &Measurement)], k: &Knee, base: Option<(u64, &Measurement
         out.push_str("; ");
         out.push_str(&fit);
     }
+    out.push_str(&noisy_faster(pts, k, floor));
     out
+}
+
+/// "; 4 MiB measured faster (3.07 GB/s) but too noisy to draw the line from (±23%)":
+/// the fastest size the plateau's reference passed over ([`knee`]), if any.
+fn noisy_faster(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
+    let best = pts[k.best].1;
+    let faster = (0..pts.len())
+        .filter(|&i| gain(pts[i].1, best) > 1.0)
+        .max_by(|&a, &b| gain(pts[a].1, pts[b].1).total_cmp(&1.0));
+    faster.map_or(String::new(), |i| {
+        let (b, m) = pts[i];
+        format!(
+            "; {} measured faster ({}) but too noisy to draw the line from (±{}%)",
+            format_size(b),
+            m.unit.figure(m.median),
+            sig3(noise(m, floor) * 100.0)
+        )
+    })
 }
 
 /// The plateau in words: "64 KiB", or "64 KiB–1 MiB".
@@ -266,14 +304,16 @@ fn stated(pts: &[(u64, &Measurement)], k: &Knee) -> String {
 /// pipe capacities are compared at), for rows whose rerun floor is `floor`: None when no
 /// size was measured.
 pub fn knee_and_plateau(points: &[(u64, &Measurement)], floor: f64) -> Option<(u64, Plateau)> {
-    let mut pts: Vec<(u64, f64)> = points
+    let mut rows: Vec<(u64, &Measurement)> = points
         .iter()
+        .copied()
         .filter(|(_, m)| m.is_ok() && m.median > 0.0)
-        .map(|&(b, m)| (b, m.median))
         .collect();
-    pts.sort_by_key(|p| p.0);
+    rows.sort_by_key(|p| p.0);
+    let pts: Vec<(u64, f64)> = rows.iter().map(|&(b, m)| (b, m.median)).collect();
     let higher = higher_is_better(points.iter().find(|(_, m)| m.is_ok())?.1);
-    let k = knee(&pts, higher, tolerance(floor));
+    let within = tolerance(floor);
+    let k = knee(&pts, &steady(&rows, floor, within), higher, within);
     let plateau = Plateau {
         from: pts[k.from].0,
         to: pts[k.to].0,
@@ -335,7 +375,13 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     let r = rank(&options)?;
     let higher = higher_is_better(pts[0].1);
     let figures: Vec<(u64, f64)> = pts.iter().map(|&(b, m)| (b, m.median)).collect();
-    let k = knee(&figures, higher, tolerance(w.rerun_noise));
+    let within = tolerance(w.rerun_noise);
+    let k = knee(
+        &figures,
+        &steady(&pts, w.rerun_noise, within),
+        higher,
+        within,
+    );
     let (pick_b, pick) = pts[k.pick];
     let mut conf = sweep_confidence(&pts, &k, last);
     let mut rows = vec![row(pick, "choice")];
@@ -387,7 +433,7 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         range: [tied[0], tied[tied.len() - 1]],
         tied,
     };
-    let effect = effect(&pts, &k, base);
+    let effect = effect(&pts, (&k, w.rerun_noise), base);
     let mut rec = finish(w, action, choice, effect, rows, conf, support);
     rec.plateau = Some(plateau);
     Some(rec)
@@ -406,10 +452,11 @@ fn plateau_confidence(
     let rows: Vec<(&Measurement, f64)> = pts.iter().map(|(_, m)| (*m, noise(m, fl))).collect();
     let spread: Vec<f64> = rows.iter().map(|r| r.1).collect();
     let mut moved: Vec<(u64, f64)> = Vec::with_capacity(pts.len());
+    let steady = steady(pts, fl, k.within);
     let (repeat, other) = reruns(&spread, k.pick, |f| {
         moved.clear();
         moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
-        let again = knee(&moved, higher, k.within).pick;
+        let again = knee(&moved, &steady, higher, k.within).pick;
         // Inside the stated plateau: the statement holds (counted as the knee).
         if (k.from..=k.to).contains(&again) {
             k.pick
@@ -665,6 +712,51 @@ mod tests {
             wide.effect
         );
         assert_eq!(tolerance(RERUN_NOISE_LOOP), PLATEAU);
+    }
+
+    /// tcp sendfile as idle runs here measured it (28 Nov 2026): up to 1 MiB steady,
+    /// the 4 MiB row (past the sweep's edge, six samples on three connections, each
+    /// connection in a regime of its own) 2.2–3.2 GB/s from run to run. Drawn from
+    /// 4 MiB's median, the line moved with that lottery and the knee with it (64 KiB,
+    /// 256 KiB or 1 MiB in twins); drawn from the steady best, the noisy row is in the
+    /// plateau and said to be faster, and the answer is the same whichever draw it got.
+    /// Measured steady, 4 MiB draws the line.
+    #[test]
+    fn a_faster_size_too_noisy_to_draw_the_line_from_is_in_the_plateau() {
+        let answer_with = |top: Measurement| {
+            let mut owned: Vec<(u64, Measurement)> = [
+                (4096, 1.20),
+                (16384, 1.75),
+                (65536, 2.05),
+                (262144, 2.25),
+                (1 << 20, 2.33),
+            ]
+            .iter()
+            .map(|&(b, g)| (b, m(&format_size(b), g * 1e9, 0.02)))
+            .collect();
+            owned.push((4 << 20, top));
+            let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+            let w = Words {
+                rerun_noise: RERUN_NOISE_TCP,
+                ..words()
+            };
+            sizes(w, &pts, 4096).unwrap()
+        };
+        for top in [2.3e9, 2.6e9, 3.1e9] {
+            let r = answer_with(m("4 MiB", top, 0.3));
+            let p = r.plateau.unwrap();
+            assert_eq!((p.from, p.to), (65536, 4 << 20), "{top}: {p:?}");
+            assert_eq!(knee_of(&r), 262144, "{top}: {}", r.action);
+        }
+        let r = answer_with(m("4 MiB", 3.1e9, 0.3));
+        assert!(
+            r.effect
+                .contains("4 MiB measured faster (3.10 GB/s) but too noisy"),
+            "{}",
+            r.effect
+        );
+        let r = answer_with(m("4 MiB", 3.1e9, 0.02));
+        assert_eq!(r.plateau.unwrap().from, 4 << 20, "{}", r.action);
     }
 
     #[test]
