@@ -89,22 +89,15 @@ fn method_reruns(
     repeat
 }
 
-/// A choice among named options (methods, capacities): the cheapest tied with the best.
-/// `baseline` names the option the effect is quoted against, if measured.
-pub fn methods(
-    w: Words,
-    options: &[(String, Opt)],
-    baseline: Option<&str>,
-) -> Option<Recommendation> {
-    let opts: Vec<Opt> = options.iter().map(|o| o.1).collect();
+/// The ranking of `opts` (their rows `wide`, widened to their noise at the rerun floor
+/// `fl`), with the pick margin and [`Near`] it was made with.
+fn ranked(opts: &[Opt], wide: &[Measurement], fl: f64) -> Option<(Ranking, f64, Near)> {
     // Among tied options doing the same work, a median within twice the rerun floor of
     // the best's is the noise's (twin runs moved whole passes by up to 5–10%): the
     // cheapest of them is chosen, whichever median is lower. Ties are judged on the
     // intervals widened to each row's noise: a lead a rerun can undo is no lead.
-    let fl = w.rerun_noise;
     let margin = PICK_MARGIN.max(2.0 * fl);
-    let wide = widened(&opts, fl);
-    let r = rank_within(&with_rows(&opts, &wide), margin, Near::Median)?;
+    let r = rank_within(&with_rows(opts, wide), margin, Near::Median)?;
     // Options doing different work, the best's own noise past that (a busy machine's
     // regimes): every option whose interval, widened to its own noise, reaches within
     // that noise of the best's median may be the best in a rerun, and less work
@@ -120,7 +113,21 @@ pub fn methods(
         n if differ && n > margin => (n, Near::Interval),
         _ => (margin, Near::Median),
     };
-    let r = rank_within(&with_rows(&opts, &wide), margin, near)?;
+    let r = rank_within(&with_rows(opts, wide), margin, near)?;
+    Some((r, margin, near))
+}
+
+/// A choice among named options (methods, capacities): the cheapest tied with the best.
+/// `baseline` names the option the effect is quoted against, if measured.
+pub fn methods(
+    w: Words,
+    options: &[(String, Opt)],
+    baseline: Option<&str>,
+) -> Option<Recommendation> {
+    let opts: Vec<Opt> = options.iter().map(|o| o.1).collect();
+    let fl = w.rerun_noise;
+    let wide = widened(&opts, fl);
+    let (r, margin, near) = ranked(&opts, &wide, fl)?;
     let name = |i: usize| options[i].0.clone();
     let pick = opts[r.pick].m;
     let measured = opts.iter().filter(|o| o.m.is_ok()).count();
