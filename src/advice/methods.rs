@@ -97,7 +97,8 @@ fn ranked(opts: &[Opt], wide: &[Measurement], fl: f64) -> Option<(Ranking, f64, 
     // cheapest of them is chosen, whichever median is lower. Ties are judged on the
     // intervals widened to each row's noise: a lead a rerun can undo is no lead.
     let margin = PICK_MARGIN.max(2.0 * fl);
-    let r = rank_within(&with_rows(opts, wide), margin, Near::Median)?;
+    let rows = with_rows(opts, wide);
+    let r = rank_within(&rows, margin, Near::Median)?;
     // Options doing different work, the best's own noise past that (a busy machine's
     // regimes): every option whose interval, widened to its own noise, reaches within
     // that noise of the best's median may be the best in a rerun, and less work
@@ -113,7 +114,7 @@ fn ranked(opts: &[Opt], wide: &[Measurement], fl: f64) -> Option<(Ranking, f64, 
         n if differ && n > margin => (n, Near::Interval),
         _ => (margin, Near::Median),
     };
-    let r = rank_within(&with_rows(opts, wide), margin, near)?;
+    let r = rank_within(&rows, margin, near)?;
     Some((r, margin, near))
 }
 

@@ -452,7 +452,8 @@ fn plateau_confidence(
     let rows: Vec<(&Measurement, f64)> = pts.iter().map(|(_, m)| (*m, noise(m, fl))).collect();
     let spread: Vec<f64> = rows.iter().map(|r| r.1).collect();
     let mut moved: Vec<(u64, f64)> = Vec::with_capacity(pts.len());
-    let steady = steady(pts, fl, k.within);
+    // The same steadiness `knee` was given: each row's noise within the tolerance.
+    let steady: Vec<bool> = spread.iter().map(|&n| n <= k.within).collect();
     let (repeat, other) = reruns(&spread, k.pick, |f| {
         moved.clear();
         moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
