@@ -81,16 +81,22 @@ time_ns() {
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 fmt() { awk -v x="$1" 'BEGIN { if (x >= 1e9) printf "%.3g s", x / 1e9; else printf "%.3g ms", x / 1e6 }'; }
 
-# The command line of each way of running CMD: untraced, each tracer, strace.
-ways=(untraced "${tracers[@]}" strace)
+# The command line of each way of running CMD: untraced, each tracer, `--tracer auto`
+# (which weighs ptrace by the command's traces kept in the store, these rounds' too),
+# strace. Reports go to a file on tmpfs (auto's says which tracer it took).
+ways=(untraced "${tracers[@]}" auto strace)
+reports=$(mktemp -d /dev/shm/ioprobe-bench.XXXXXX 2>/dev/null || mktemp -d "$work/r.XXXXXX")
+trap 'rm -rf "$work" "$reports"' EXIT
 way() {
     local w=$1; shift
     case $w in
         untraced) echo "$@" ;;
         strace) echo strace -f -c -o /dev/null "$@" ;;
-        *) echo "$IOPROBE" trace --tracer "$w" --store "$store" --output /dev/null -- "$@" ;;
+        *) echo "$IOPROBE" trace --tracer "$w" --store "$store" --output "$reports/$w" -- "$@" ;;
     esac
 }
+# Which tracer the last `--tracer auto` took.
+auto_took() { sed -n 's/.*traced with \([a-zA-Z]*\).*/\1/p' "$reports/auto" | head -1; }
 
 # counts_check TRACER CMD...: "yes" when the tracer's counts equal strace -f -c's for
 # every call it counts, else the calls that differ.
@@ -130,13 +136,18 @@ run() {
             (cd "$work/proj" && make -s clean >/dev/null 2>&1 || true)
             # shellcheck disable=SC2046
             time_ns $(way "$w" "$@") >> "${files[$w]}"
+            [[ $w == auto ]] && auto_took >> "$work/took"
         done
     done
     local u; u=$(median < "${files[untraced]}")
     local row="| $name | $(fmt "$u")"
-    for w in "${tracers[@]}" strace; do
+    for w in "${tracers[@]}" auto strace; do
         local m; m=$(median < "${files[$w]}")
         row+=" | $(fmt "$m") (×$(awk -v a="$m" -v b="$u" 'BEGIN { printf "%.3g", a / b }'))"
+        if [[ $w == auto ]]; then
+            row+=": $(sort "$work/took" | uniq -c | sort -rn | awk '{printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1}')"
+            rm -f "$work/took"
+        fi
     done
     echo "$row |"
     for t in "${tracers[@]}"; do
@@ -146,8 +157,8 @@ run() {
 
 header="| workload | untraced"
 for t in "${tracers[@]}"; do header+=" | ioprobe trace ($t)"; done
-echo "$header | strace -f -c |"
-echo "|---|---:$(printf '|---:%.0s' "${tracers[@]}")|---:|"
+echo "$header | auto: its time, the tracers it took | strace -f -c |"
+echo "|---|---:$(printf '|---:%.0s' "${tracers[@]}")|---:|---:|"
 run "dd bs=4k, 64 MiB" dd if="$work/in64" of=/dev/null bs=4k
 run "dd bs=512, 16 MiB" dd if="$work/in16" of=/dev/null bs=512
 run "make, 8 C files" make -s -C "$work/proj"
@@ -175,6 +186,7 @@ calls_for() { case $1 in ptrace | strace) echo "$N" ;; *) echo "$N_FAST" ;; esac
 per_call() {
     local mode=$1
     local -A files
+    local ways=(untraced "${tracers[@]}" strace)
     for w in "${ways[@]}" untraced_fast; do for k in 1 2; do files[$w$k]=$work/p.$w$k; : > "${files[$w$k]}"; done; done
     for round in $(seq "$ROUNDS"); do
         local n=${#ways[@]} k

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod beside;
-pub use beside::Stamp;
+pub use beside::{Stamp, read_file as read_beside, write_file as write_beside};
 
 /// Schema version this build writes and reads.
 pub const STORE_SCHEMA: i64 = 5;

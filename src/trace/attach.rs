@@ -152,6 +152,7 @@ fn tracing_of(tracer: &Attached, way: Way, ebpf_unavailable: Option<String>) -> 
         path: if way == Way::Ebpf { "ebpf" } else { "ptrace" },
         ebpf_unavailable,
         preload_unavailable: Some("it cannot attach to a running process".into()),
+        picked: None,
         lost: match tracer {
             Attached::Ptrace(t) => t.lost(),
             Attached::Ebpf(t) => t.lost(),

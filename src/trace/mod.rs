@@ -8,6 +8,7 @@ mod claims;
 pub mod figures;
 pub mod findings;
 pub mod overhead;
+mod pick;
 pub mod price;
 pub mod profile;
 mod relays;
@@ -67,6 +68,9 @@ pub struct Tracing {
     pub ebpf_unavailable: Option<String>,
     /// Why preload was not used, when `--tracer auto` fell back to ptrace.
     pub preload_unavailable: Option<String>,
+    /// Why `--tracer auto` took ptrace for this command ([`pick`]: it ran faster so
+    /// here, or is being tried), else null.
+    pub picked: Option<String>,
     /// Calls and tasks the eBPF ring buffer or maps had no room for, or preload calls
     /// whose task died as it made them (their calls are missing from the counts); 0
     /// under ptrace.
@@ -92,8 +96,13 @@ static EARLY: std::sync::Mutex<Option<Loading>> = std::sync::Mutex::new(None);
 /// `ebpf`, no help. A guess the parsed flags contradict only loses the programs:
 /// [`start_loading`] and the attach path drop them before anything is traced.
 pub fn load_early(args: &[OsString]) {
+    pick::start_clock();
     if args.get(1).is_none_or(|a| a != "trace") {
         return;
+    }
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    if end < args.len() && pick::early(&args[2..end], &args[end + 1..]) {
+        return; // auto takes ptrace for this command
     }
     let mut flags = args[2..].iter().map(|a| a.to_string_lossy());
     while let Some(a) = flags.next() {
@@ -161,6 +170,7 @@ impl Running {
             path: "ebpf",
             ebpf_unavailable: None,
             preload_unavailable: None,
+            picked: None,
             lost: 0,
             unstopped_calls: 0,
             plain_starts: 0,
@@ -317,17 +327,23 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         None => None,
     };
     preflight_program(&opts.command[0])?;
-    let loading = start_loading(opts.tracer);
+    let store = settings.store_path().ok();
+    let picked = pick::choose(opts.tracer, &opts.command, store.as_deref());
+    let loading = start_loading(if picked.is_some() {
+        Via::Ptrace
+    } else {
+        opts.tracer
+    });
     // The saved figures are read while the command starts; it waits at its exec for
     // them, and when none are enough it is stopped there and they are measured first.
     let mut pending = saved::Pending::start(&opts.figures, settings)?;
-    let traced = match trace_command(opts, &closed, settings, &mut pending, loading)? {
+    let traced = match trace_command(opts, &picked, &closed, settings, &mut pending, loading)? {
         Some(t) => t,
         None => {
             pending.measure_if_short(settings)?;
-            trace_command(opts, &closed, settings, &mut pending, None)?.ok_or_else(|| {
-                anyhow::anyhow!("trace: the figures were measured, yet the command was held")
-            })?
+            trace_command(opts, &picked, &closed, settings, &mut pending, None)?.ok_or_else(
+                || anyhow::anyhow!("trace: the figures were measured, yet the command was held"),
+            )?
         }
     };
     let (prof, ended, work, detaching) = traced;
@@ -348,6 +364,18 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         drop(d.join());
     }
     written?;
+    if let Some(store) = store.filter(|_| !settings.no_save) {
+        let usual = opts.tracer == Via::Auto && picked.is_none();
+        let calls = prof.counts.values().sum();
+        pick::keep(
+            &store,
+            &opts.command,
+            work.tracer.path,
+            usual,
+            calls,
+            measured.is_none(),
+        );
+    }
     Ok(match ended {
         Ended::Code(c) => c,
         Ended::Signal(s) => 128 + s,
@@ -400,6 +428,7 @@ type Traced = (Profile, Ended, Work, Detaching);
 /// command reached its exec, and it was stopped before it ran.
 fn trace_command(
     opts: &Options,
+    picked: &Option<String>,
     closed: &[i32],
     settings: &Settings,
     pending: &mut saved::Pending,
@@ -410,11 +439,17 @@ fn trace_command(
         .unwrap_or(0.0);
     let start = Instant::now();
     let mut gate = || pending.ready();
+    let via = if picked.is_some() {
+        Via::Ptrace
+    } else {
+        opts.tracer
+    };
     let Some((mut tracer, mut tracing)) =
-        Running::spawn(opts.tracer, &opts.command, closed, loading, &mut gate)?
+        Running::spawn(via, &opts.command, closed, loading, &mut gate)?
     else {
         return Ok(None);
     };
+    tracing.picked.clone_from(picked);
     let figures = pending.figures()?;
     let mut prof = Profile::new(tracing.path == "ptrace", tracing.path != "ebpf");
     if let Running::Ptrace(t) = &mut tracer {

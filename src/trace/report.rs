@@ -130,7 +130,9 @@ fn tracer_note(t: &super::Tracing) -> String {
     .flatten()
     .collect::<Vec<_>>()
     .join("; ");
-    let why = if why.is_empty() {
+    let why = if let Some(p) = &t.picked {
+        p.clone()
+    } else if why.is_empty() {
         format!("--tracer {}", t.path)
     } else {
         why

@@ -1108,6 +1108,82 @@ fn many_files_are_folded_into_per_directory_rows() {
     assert!(doc["counts"]["openat"].as_u64().unwrap() >= 4200);
 }
 
+/// `--tracer auto` weighs ptrace for a command by its traces kept beside the store: a
+/// command of few calls is tried under it once, then traced with whichever ran faster
+/// here; one of many calls is never tried; a named tracer and `--no-save` keep out.
+#[test]
+fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = d.join("s.db");
+    std::fs::write(&store, "").unwrap();
+    let run = |cmd: &[&str], extra: &[&str]| -> Value {
+        let out = d.join("t.json");
+        let o = Command::new(BIN)
+            .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+            .arg(&store)
+            .args(extra)
+            .arg("--output")
+            .arg(&out)
+            .arg("--")
+            .args(cmd)
+            .current_dir(d)
+            // cargo's library path has `true`'s loader look for libc in each of its
+            // directories (129 calls in place of 19).
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        doc["work"]["tracer"].clone()
+    };
+    let kept = d.join("s.db-tracers");
+    run(&["true"], &["--no-save"]);
+    assert!(!kept.exists(), "--no-save kept a trace");
+    let first = run(&["true"], &[]);
+    assert!(first["picked"].is_null(), "{first}");
+    assert!(kept.exists());
+    let usual = first["path"].as_str().unwrap().to_string();
+    let second = run(&["true"], &[]);
+    if usual == "ptrace" {
+        // ptrace is what auto takes here anyway.
+        assert!(second["picked"].is_null(), "{second}");
+        return;
+    }
+    let book = std::fs::read_to_string(&kept).unwrap();
+    assert_eq!(second["path"], "ptrace", "{second} {book}");
+    let why = second["picked"].as_str().unwrap();
+    assert!(
+        why.contains("trying it") && why.contains("traced calls"),
+        "{why}"
+    );
+    // Then the faster of the two here, saying so when it is ptrace.
+    for _ in 0..3 {
+        let t = run(&["true"], &[]);
+        match t["picked"].as_str() {
+            Some(why) => {
+                assert_eq!(t["path"], "ptrace", "{t}");
+                assert!(why.contains("under ptrace"), "{why}");
+            }
+            None => assert_eq!(t["path"], usual.as_str(), "{t}"),
+        }
+    }
+    // Named, the tracer is the one named.
+    let named = run(&["true"], &["--tracer", usual.as_str()]);
+    assert_eq!(named["path"], usual.as_str(), "{named}");
+    assert!(named["picked"].is_null(), "{named}");
+    // Many calls: never tried.
+    let many = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=200"];
+    let a = run(&many, &[]);
+    let b = run(&many, &[]);
+    assert_eq!(
+        (&a["path"], &b["path"]),
+        (&first["path"], &first["path"]),
+        "{b}"
+    );
+    assert!(b["picked"].is_null(), "{b}");
+}
+
 /// Without the privilege eBPF needs, `--tracer auto` falls back to ptrace and says why,
 /// and `--tracer ebpf` refuses before CMD runs. (As root, the privilege is dropped with
 /// setpriv for the test; elsewhere it is simply missing.)

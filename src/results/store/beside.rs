@@ -78,19 +78,40 @@ fn sibling(store: &Path, suffix: &str) -> PathBuf {
 }
 
 /// The file the digests are kept in.
-pub(super) fn file(store: &Path) -> PathBuf {
+#[cfg(test)]
+fn file(store: &Path) -> PathBuf {
     sibling(store, "-digests")
 }
 
 fn entries(store: &Path) -> BTreeMap<String, Entry> {
-    let read = std::fs::File::open(file(store)).and_then(|f| {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::Read::take(f, MOST), &mut text)?;
-        Ok(text)
-    });
-    read.ok()
+    read_file(store, "-digests")
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default()
+}
+
+/// The text of the file kept beside `store` under `suffix` (at most [`MOST`] bytes),
+/// or None when there is none to read.
+pub fn read_file(store: &Path, suffix: &str) -> Option<String> {
+    let f = std::fs::File::open(sibling(store, suffix)).ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(f, MOST), &mut text).ok()?;
+    Some(text)
+}
+
+/// Writes `text` to the file kept beside `store` under `suffix`, whole or not at all
+/// (written aside, then renamed over it), and only where the store itself is there:
+/// nothing is created in a directory ioprobe has not made its store in. Nothing is
+/// said when it cannot be written: the next reader only takes the longer way.
+pub fn write_file(store: &Path, suffix: &str, text: &str) {
+    if !store.is_file() {
+        return;
+    }
+    let aside = sibling(store, &format!("{suffix}.{}.tmp", std::process::id()));
+    if std::fs::write(&aside, text).is_err()
+        || std::fs::rename(&aside, sibling(store, suffix)).is_err()
+    {
+        let _ = std::fs::remove_file(&aside);
+    }
 }
 
 /// The digest `name` kept beside `store` while it had `stamp`: (source, body).
@@ -118,13 +139,8 @@ pub(super) fn keep(store: &Path, name: &str, stamp: &Stamp, source: &str, body: 
             body: body.to_string(),
         },
     );
-    let Ok(text) = serde_json::to_string(&all) else {
-        return;
-    };
-    // Whole or not at all: written aside, then renamed over the file.
-    let aside = sibling(store, &format!("-digests.{}.tmp", std::process::id()));
-    if std::fs::write(&aside, text).is_err() || std::fs::rename(&aside, file(store)).is_err() {
-        let _ = std::fs::remove_file(&aside);
+    if let Ok(text) = serde_json::to_string(&all) {
+        write_file(store, "-digests", &text);
     }
 }
 

@@ -1,0 +1,315 @@
+//! Which tracer `--tracer auto` takes for a command, from this command's earlier traces
+//! on this machine.
+//!
+//! eBPF costs a command the loading and detaching of its programs (about 2 ms of the
+//! kernel's here, whatever the command), ptrace a stop at each traced call (50–100 µs
+//! here, where a stop wakes a halted vCPU; a few µs on bare metal). A command of a few
+//! traced calls therefore ends sooner under ptrace, one of many under eBPF, and where
+//! the line falls depends on the machine: it is measured, per command, not assumed.
+//!
+//! Each trace keeps, beside the store (`<store>-tracers`, written only where the store
+//! is), the command's traced calls and how long ioprobe took from its start to the
+//! report under the tracer that ran: the last [`KEPT_TIMES`] per tracer, for the last
+//! [`KEPT_COMMANDS`] commands (the whole argument list is the command). A trace that
+//! measured its figures first keeps its calls but no time. `auto` then takes:
+//! - ptrace, when this command's median time under it is below its median under the
+//!   tracer `auto` takes otherwise here (eBPF, or preload where eBPF cannot load);
+//! - ptrace once, to try it, when the command was never traced with ptrace here and
+//!   its last trace made at most [`TRY_CALLS`] traced calls (at 100 µs a stop, the try
+//!   costs at most about 10 ms more than eBPF's start would have);
+//! - otherwise its usual order.
+//!
+//! A tracer named with `--tracer` is taken as named; its times are kept all the same.
+
+use super::Via;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The file's suffix beside the store.
+const SUFFIX: &str = "-tracers";
+
+/// A command whose last trace made at most this many traced calls is tried once under
+/// ptrace.
+pub const TRY_CALLS: u64 = 100;
+
+/// Times kept per tracer and command.
+const KEPT_TIMES: usize = 3;
+
+/// Commands kept (the least recently traced go first).
+const KEPT_COMMANDS: usize = 256;
+
+/// One command's traces here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Entry {
+    /// The command, as shown (at most 200 characters).
+    shown: String,
+    /// Traced calls in its last trace.
+    calls: u64,
+    /// When it was last traced (seconds since the epoch).
+    seen: u64,
+    /// The tracer `auto` takes here when it picks none: "ebpf", "preload" or "ptrace".
+    usual: Option<String>,
+    /// Seconds from ioprobe's start to the report, per tracer, newest last.
+    took: BTreeMap<String, Vec<f64>>,
+}
+
+/// Why `auto` takes ptrace for this command (None: its usual order).
+fn rule(e: &Entry) -> Option<String> {
+    let median = |t: &str| -> Option<f64> {
+        let mut v = e.took.get(t)?.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        (n > 0).then(|| (v[(n - 1) / 2] + v[n / 2]) / 2.0)
+    };
+    let usual = match e.usual.as_deref() {
+        Some("ptrace") => return None,
+        Some(u) => u,
+        None => ["ebpf", "preload"]
+            .into_iter()
+            .find(|t| median(t).is_some())?,
+    };
+    let theirs = median(usual)?;
+    let shown = |s: f64| crate::units::format_ns(s * 1e9);
+    let name = if usual == "ebpf" { "eBPF" } else { usual };
+    match median("ptrace") {
+        Some(p) if p < theirs => Some(format!(
+            "auto: this command's traces here took {} under ptrace, {} under {name}",
+            shown(p),
+            shown(theirs)
+        )),
+        Some(_) => None,
+        None if e.calls <= TRY_CALLS => Some(format!(
+            "auto, trying it: this command made {} traced calls here, so few that their stops may cost less than {name}'s start; it took {} under {name}",
+            e.calls,
+            shown(theirs)
+        )),
+        None => None,
+    }
+}
+
+/// The key of a command: a hash of its arguments.
+fn key(command: &[OsString]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    command.hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+fn book(store: &Path) -> BTreeMap<String, Entry> {
+    crate::results::store::read_beside(store, SUFFIX)
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The entry last read: the store, the command's key, the entry.
+type Read = Option<(std::path::PathBuf, String, Option<Entry>)>;
+static READ: std::sync::Mutex<Read> = std::sync::Mutex::new(None);
+
+/// The entry of `command` beside `store`, read once per process (the early choice and
+/// the parsed one ask the same).
+fn entry(store: &Path, command: &[OsString]) -> Option<Entry> {
+    let k = key(command);
+    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+    match &*read {
+        Some((p, rk, e)) if p == store && *rk == k => e.clone(),
+        _ => {
+            let e = book(store).remove(&k);
+            *read = Some((store.to_path_buf(), k, e.clone()));
+            e
+        }
+    }
+}
+
+/// What `via` becomes for `command`, and why, when `auto` takes ptrace for it (None:
+/// `via` as given).
+pub(super) fn choose(via: Via, command: &[OsString], store: Option<&Path>) -> Option<String> {
+    if via != Via::Auto || command.is_empty() {
+        return None;
+    }
+    rule(&entry(store?, command)?)
+}
+
+/// The same choice before the flags are parsed, from the process's own arguments
+/// (`ioprobe trace [FLAGS] -- CMD…`; the command after `--`, the store from
+/// `--store`): whether `auto` takes ptrace.
+pub(super) fn early(flags: &[OsString], command: &[OsString]) -> bool {
+    let mut store = None;
+    let mut it = flags.iter();
+    while let Some(f) = it.next() {
+        let f = f.to_string_lossy();
+        if f == "--store" {
+            store = it.next().map(std::path::PathBuf::from);
+        } else if let Some(p) = f.strip_prefix("--store=") {
+            store = Some(p.into());
+        }
+    }
+    let store = store.or_else(|| crate::results::store::default_path().ok());
+    choose(Via::Auto, command, store.as_deref()).is_some()
+}
+
+static STARTED: OnceLock<Instant> = OnceLock::new();
+
+/// Starts the clock a trace's time is kept from (first thing in `main`).
+pub fn start_clock() {
+    STARTED.get_or_init(Instant::now);
+}
+
+/// A finished trace of `command`: its `calls`, and under `tracer` (`usual`: the one
+/// `auto` takes when it picks none) the time since [`start_clock`], unless `timed` is
+/// false (the figures were measured first).
+pub(super) fn keep(
+    store: &Path,
+    command: &[OsString],
+    tracer: &str,
+    usual: bool,
+    calls: u64,
+    timed: bool,
+) {
+    let took = STARTED.get().map(|s| s.elapsed().as_secs_f64());
+    *READ.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    let mut all = book(store);
+    let shown: String = command
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(200)
+        .collect();
+    let seen = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let e = all.entry(key(command)).or_default();
+    e.shown = shown;
+    e.calls = calls;
+    e.seen = seen;
+    if usual {
+        e.usual = Some(tracer.to_string());
+    }
+    if let (Some(t), true) = (took, timed) {
+        let v = e.took.entry(tracer.to_string()).or_default();
+        v.push(t);
+        let extra = v.len().saturating_sub(KEPT_TIMES);
+        v.drain(..extra);
+    }
+    while all.len() > KEPT_COMMANDS {
+        let oldest = all
+            .iter()
+            .min_by_key(|(_, e)| e.seen)
+            .map(|(k, _)| k.clone());
+        all.remove(&oldest.unwrap_or_default());
+    }
+    if let Ok(text) = serde_json::to_string(&all) {
+        crate::results::store::write_beside(store, SUFFIX, &text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(calls: u64, usual: Option<&str>, took: &[(&str, &[f64])]) -> Entry {
+        Entry {
+            shown: "true".into(),
+            calls,
+            seen: 0,
+            usual: usual.map(str::to_string),
+            took: took
+                .iter()
+                .map(|(t, v)| (t.to_string(), v.to_vec()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_command_faster_under_ptrace_than_under_ebpf_is_traced_with_ptrace() {
+        let e = entry(
+            19,
+            Some("ebpf"),
+            &[("ebpf", &[5.4e-3, 5.9e-3, 5.2e-3]), ("ptrace", &[3.3e-3])],
+        );
+        let why = rule(&e).expect("ptrace");
+        assert!(
+            why.contains("3.30 ms under ptrace, 5.40 ms under eBPF"),
+            "{why}"
+        );
+        // Slower under ptrace (its median, not its best): the usual order.
+        let e = entry(
+            19,
+            Some("ebpf"),
+            &[("ebpf", &[5.4e-3]), ("ptrace", &[6e-3, 3e-3, 7e-3])],
+        );
+        assert_eq!(rule(&e), None);
+    }
+
+    #[test]
+    fn ptrace_is_tried_once_for_a_command_of_few_calls_and_never_for_many() {
+        let e = entry(19, Some("ebpf"), &[("ebpf", &[5.4e-3])]);
+        assert!(rule(&e).expect("tried").contains("trying it"));
+        let e = entry(TRY_CALLS + 1, Some("ebpf"), &[("ebpf", &[5.4e-3])]);
+        assert_eq!(rule(&e), None);
+        // Nothing timed yet (its figures were measured first): nothing to weigh.
+        assert_eq!(rule(&entry(19, Some("ebpf"), &[])), None);
+    }
+
+    #[test]
+    fn ptrace_is_weighed_against_the_tracer_auto_takes_here() {
+        // eBPF cannot load here (preload is usual): eBPF's faster times, kept by a
+        // trace with privileges, do not count.
+        let e = entry(
+            19,
+            Some("preload"),
+            &[
+                ("ebpf", &[2e-3]),
+                ("preload", &[3.7e-3]),
+                ("ptrace", &[3.3e-3]),
+            ],
+        );
+        assert!(rule(&e).expect("ptrace").contains("under preload"));
+        // Where ptrace is what auto takes anyway, nothing is picked.
+        assert_eq!(
+            rule(&entry(19, Some("ptrace"), &[("ptrace", &[3e-3])])),
+            None
+        );
+        // Only named tracers kept times: eBPF's stands for the usual one.
+        let e = entry(19, None, &[("ebpf", &[5e-3]), ("ptrace", &[3e-3])]);
+        assert!(rule(&e).is_some());
+    }
+
+    #[test]
+    fn a_trace_kept_beside_the_store_is_found_by_its_command_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("s.db");
+        let cmd: Vec<OsString> = vec!["true".into()];
+        start_clock();
+        keep(&db, &cmd, "ebpf", true, 19, true);
+        assert_eq!(
+            choose(Via::Auto, &cmd, Some(&db)),
+            None,
+            "no store, nothing kept"
+        );
+        std::fs::write(&db, "").unwrap();
+        keep(&db, &cmd, "ebpf", true, 19, true);
+        assert!(
+            choose(Via::Auto, &cmd, Some(&db)).is_some(),
+            "tried under ptrace"
+        );
+        assert_eq!(
+            choose(Via::Ebpf, &cmd, Some(&db)),
+            None,
+            "a named tracer stays"
+        );
+        let other: Vec<OsString> = vec!["true".into(), "x".into()];
+        assert_eq!(choose(Via::Auto, &other, Some(&db)), None);
+        for _ in 0..5 {
+            keep(&db, &cmd, "ptrace", false, 19, true);
+        }
+        let kept = book(&db);
+        assert_eq!(kept[&key(&cmd)].took["ptrace"].len(), KEPT_TIMES);
+        assert_eq!(kept[&key(&cmd)].usual.as_deref(), Some("ebpf"));
+    }
+}
