@@ -100,11 +100,8 @@ pub fn load_early(args: &[OsString]) {
     if args.get(1).is_none_or(|a| a != "trace") {
         return;
     }
-    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    if end < args.len() && pick::early(&args[2..end], &args[end + 1..]) {
-        return; // auto takes ptrace for this command
-    }
     let mut flags = args[2..].iter().map(|a| a.to_string_lossy());
+    let mut named = false;
     while let Some(a) = flags.next() {
         let tracer = match a.as_ref() {
             "--" => break,
@@ -114,9 +111,14 @@ pub fn load_early(args: &[OsString]) {
             "-h" | "--help" => return,
             _ => continue,
         };
-        if tracer.is_none_or(|t| t != "auto" && t != "ebpf") {
+        if tracer.as_ref().is_none_or(|t| t != "auto" && t != "ebpf") {
             return;
         }
+        named = tracer.is_some_and(|t| t == "ebpf");
+    }
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    if !named && end < args.len() && pick::early(&args[2..end], &args[end + 1..]) {
+        return; // auto takes ptrace for this command
     }
     let loading = std::thread::spawn(|| {
         use crate::sys::trace::bpf;

@@ -11,7 +11,9 @@
 //! is), the command's traced calls and how long ioprobe took from its start to the
 //! report under the tracer that ran: the last [`KEPT_TIMES`] per tracer, for the last
 //! [`KEPT_COMMANDS`] commands (the whole argument list is the command). A trace that
-//! measured its figures first keeps its calls but no time. `auto` then takes:
+//! measured its figures first keeps its calls but no time; one within [`NEAR`] of its
+//! tracer's kept median is not kept (nothing the rule reads would change, and the file
+//! is not written). `auto` then takes:
 //! - ptrace, when this command's median time under it is below its median under the
 //!   tracer `auto` takes otherwise here (eBPF, or preload where eBPF cannot load);
 //! - ptrace once, to try it, when the command was never traced with ptrace here and
@@ -57,14 +59,20 @@ struct Entry {
     took: BTreeMap<String, Vec<f64>>,
 }
 
+/// A kept time within this share of its tracer's median is not written.
+const NEAR: f64 = 0.1;
+
+/// The median of a few times.
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    (n > 0).then(|| (v[(n - 1) / 2] + v[n / 2]) / 2.0)
+}
+
 /// Why `auto` takes ptrace for this command (None: its usual order).
 fn rule(e: &Entry) -> Option<String> {
-    let median = |t: &str| -> Option<f64> {
-        let mut v = e.took.get(t)?.clone();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        (n > 0).then(|| (v[(n - 1) / 2] + v[n / 2]) / 2.0)
-    };
+    let median = |t: &str| median(e.took.get(t)?);
     let usual = match e.usual.as_deref() {
         Some("ptrace") => return None,
         Some(u) => u,
@@ -184,18 +192,29 @@ pub(super) fn keep(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let e = all.entry(key(command)).or_default();
+    let mut changed = e.shown != shown || e.calls != calls;
     e.shown = shown;
     e.calls = calls;
-    e.seen = seen;
-    if usual {
+    if usual && e.usual.as_deref() != Some(tracer) {
         e.usual = Some(tracer.to_string());
+        changed = true;
     }
     if let (Some(t), true) = (took, timed) {
         let v = e.took.entry(tracer.to_string()).or_default();
-        v.push(t);
-        let extra = v.len().saturating_sub(KEPT_TIMES);
-        v.drain(..extra);
+        // A time within NEAR of the kept ones' median changes nothing the rule reads:
+        // the file is left as it is (writing it costs a short trace about 0.1 ms).
+        let near = v.len() >= KEPT_TIMES && median(v).is_some_and(|m| (t - m).abs() <= NEAR * m);
+        if !near {
+            v.push(t);
+            let extra = v.len().saturating_sub(KEPT_TIMES);
+            v.drain(..extra);
+            changed = true;
+        }
     }
+    if !changed {
+        return;
+    }
+    e.seen = seen;
     while all.len() > KEPT_COMMANDS {
         let oldest = all
             .iter()
