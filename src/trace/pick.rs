@@ -85,13 +85,13 @@ fn rule(e: &Entry) -> Option<String> {
     let name = if usual == "ebpf" { "eBPF" } else { usual };
     match median("ptrace") {
         Some(p) if p < theirs => Some(format!(
-            "auto: this command's traces here took {} under ptrace, {} under {name}",
+            "auto: tracing this command here took ioprobe {} under ptrace, {} under {name}, medians from its start to its report",
             shown(p),
             shown(theirs)
         )),
         Some(_) => None,
         None if e.calls <= TRY_CALLS => Some(format!(
-            "auto, trying it: this command made {} traced calls here, so few that their stops may cost less than {name}'s start; it took {} under {name}",
+            "auto, trying it: this command made {} traced calls here, so few that their stops may cost less than {name}'s start; tracing it took ioprobe {} under {name}",
             e.calls,
             shown(theirs)
         )),
