@@ -10,7 +10,8 @@
 //! Each trace keeps, beside the store (`<store>-tracers`, written only where the store
 //! is), the command's traced calls and how long ioprobe took from its start to the
 //! report under the tracer that ran: the last [`KEPT_TIMES`] per tracer, for the last
-//! [`KEPT_COMMANDS`] commands (the whole argument list is the command). A trace that
+//! [`KEPT_COMMANDS`] commands (the whole argument list is the command, kept as a hash
+//! only: an argument may be a secret). A trace that
 //! measured its figures first keeps its calls but no time; one within [`NEAR`] of its
 //! tracer's kept median is not kept (nothing the rule reads would change, and the file
 //! is not written). `auto` then takes:
@@ -47,8 +48,6 @@ const KEPT_COMMANDS: usize = 256;
 /// One command's traces here.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Entry {
-    /// The command, as shown (at most 200 characters).
-    shown: String,
     /// Traced calls in its last trace.
     calls: u64,
     /// When it was last traced (seconds since the epoch).
@@ -180,20 +179,12 @@ pub(super) fn keep(
     let took = STARTED.get().map(|s| s.elapsed().as_secs_f64());
     *READ.lock().unwrap_or_else(|e| e.into_inner()) = None;
     let mut all = book(store);
-    let shown: String = command
-        .iter()
-        .map(|a| a.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .take(200)
-        .collect();
     let seen = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let e = all.entry(key(command)).or_default();
-    let mut changed = e.shown != shown || e.calls != calls;
-    e.shown = shown;
+    let k = key(command);
+    let mut changed = all.get(&k).is_none_or(|e| e.calls != calls);
+    let e = all.entry(k).or_default();
     e.calls = calls;
     if usual && e.usual.as_deref() != Some(tracer) {
         e.usual = Some(tracer.to_string());
@@ -233,7 +224,6 @@ mod tests {
 
     fn entry(calls: u64, usual: Option<&str>, took: &[(&str, &[f64])]) -> Entry {
         Entry {
-            shown: "true".into(),
             calls,
             seen: 0,
             usual: usual.map(str::to_string),
