@@ -305,16 +305,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         drop_early();
         return attach::run(opts, settings);
     }
-    if opts.duration.is_some() {
-        return crate::error::usage(
-            "trace: --duration is for --pid or --cgroup (a command is traced to its end)",
-        );
-    }
-    if opts.command.is_empty() {
-        return crate::error::usage(
-            "trace: give the command after --, e.g. ioprobe trace -- dd if=FILE of=/dev/null",
-        );
-    };
+    usage(opts)?;
     let shown = opts
         .command
         .iter()
@@ -382,6 +373,21 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         Ended::Code(c) => c,
         Ended::Signal(s) => 128 + s,
     })
+}
+
+/// A command's trace given flags only an attached one takes, or no command.
+fn usage(opts: &Options) -> Result<()> {
+    if opts.duration.is_some() {
+        return crate::error::usage(
+            "trace: --duration is for --pid or --cgroup (a command is traced to its end)",
+        );
+    }
+    if opts.command.is_empty() {
+        return crate::error::usage(
+            "trace: give the command after --, e.g. ioprobe trace -- dd if=FILE of=/dev/null",
+        );
+    }
+    Ok(())
 }
 
 /// Writes the report, as text or JSON, to `--output` (opened as `out` before the
