@@ -358,7 +358,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     }
     written?;
     if let Some(store) = store.filter(|_| !settings.no_save) {
-        let usual = opts.tracer == Via::Auto && picked.is_none();
+        let usual = opts.tracer == Via::Auto && work.tracer.picked.is_none();
         let calls = prof.counts.values().sum();
         pick::keep(
             &store,
@@ -447,17 +447,9 @@ fn trace_command(
         .unwrap_or(0.0);
     let start = Instant::now();
     let mut gate = || pending.ready();
-    let via = if picked.is_some() {
-        Via::Ptrace
-    } else {
-        opts.tracer
-    };
-    let Some((mut tracer, mut tracing)) =
-        Running::spawn(via, &opts.command, closed, loading, &mut gate)?
-    else {
+    let Some((mut tracer, mut tracing)) = spawn(opts, picked, closed, loading, &mut gate)? else {
         return Ok(None);
     };
-    tracing.picked.clone_from(picked);
     let figures = pending.figures()?;
     let mut prof = Profile::new(tracing.path == "ptrace", tracing.path != "ebpf");
     if let Running::Ptrace(t) = &mut tracer {
@@ -504,6 +496,33 @@ fn trace_command(
         Running::Ptrace(_) => None,
     };
     Ok(Some((prof, ended, work, detaching)))
+}
+
+/// Starts the command under the tracer `--tracer` names, or under ptrace where `auto`
+/// picked it for this command ([`pick`]); where ptrace is refused here (Yama, a
+/// seccomp policy, a tracer around ioprobe), which happens before the program runs,
+/// under auto's usual order instead.
+fn spawn(
+    opts: &Options,
+    picked: &Option<String>,
+    closed: &[i32],
+    loading: Option<Loading>,
+    gate: &mut dyn FnMut() -> bool,
+) -> Result<Option<(Running, Tracing)>> {
+    let Some(why) = picked else {
+        return Running::spawn(opts.tracer, &opts.command, closed, loading, gate);
+    };
+    match Running::spawn(Via::Ptrace, &opts.command, closed, None, gate) {
+        Ok(r) => Ok(r.map(|(run, mut t)| {
+            t.picked = Some(why.clone());
+            (run, t)
+        })),
+        // A program that cannot be started (127, 126) is refused by every tracer.
+        Err(e) if e.downcast_ref::<Exit>().is_none() => {
+            Running::spawn(opts.tracer, &opts.command, closed, loading, gate)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What the report must say about the tracer that ran: calls it lost, counts that may

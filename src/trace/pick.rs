@@ -23,6 +23,7 @@
 //! - otherwise its usual order.
 //!
 //! A tracer named with `--tracer` is taken as named; its times are kept all the same.
+//! Where ptrace is refused here, auto takes its usual order instead (`super::spawn`).
 
 use super::Via;
 use serde::{Deserialize, Serialize};

@@ -1172,6 +1172,28 @@ fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
     let named = run(&["true"], &["--tracer", usual.as_str()]);
     assert_eq!(named["path"], usual.as_str(), "{named}");
     assert!(named["picked"].is_null(), "{named}");
+    // Where ptrace is refused (a tracer around ioprobe), the try falls back to eBPF
+    // before the program runs.
+    if usual == "ebpf" {
+        run(&["true", "x"], &[]);
+        let out = d.join("s.json");
+        let o = Command::new("timeout")
+            .args(["60", "strace", "-f", "-o", "/dev/null", BIN])
+            .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+            .arg(&store)
+            .arg("--output")
+            .arg(&out)
+            .args(["--", "true", "x"])
+            .current_dir(d)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let t = &doc["work"]["tracer"];
+        assert_eq!(t["path"], "ebpf", "{t}");
+        assert!(t["picked"].is_null(), "{t}");
+    }
     // Many calls: never tried.
     let many = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=200"];
     let a = run(&many, &[]);

@@ -99,7 +99,8 @@ pub fn read_file(store: &Path, suffix: &str) -> Option<String> {
 }
 
 /// Writes `text` to the file kept beside `store` under `suffix`, whole or not at all
-/// (written aside, then renamed over it), and only where the store itself is there:
+/// (written aside, the old file removed, the new one renamed into its place: a reader
+/// finds the old, none, or the new), and only where the store itself is there:
 /// nothing is created in a directory ioprobe has not made its store in. Nothing is
 /// said when it cannot be written: the next reader only takes the longer way.
 pub fn write_file(store: &Path, suffix: &str, text: &str) {
