@@ -1108,6 +1108,33 @@ fn many_files_are_folded_into_per_directory_rows() {
     assert!(doc["counts"]["openat"].as_u64().unwrap() >= 4200);
 }
 
+/// `ioprobe trace --json` of `cmd` with `extra` flags and the store `store`, behind
+/// `around` (a command ioprobe runs under, or none): the tracer part of the report.
+fn tracer_of(d: &Path, store: &Path, around: &[&str], cmd: &[&str], extra: &[&str]) -> Value {
+    let out = d.join("t.json");
+    let mut c = Command::new(around.first().copied().unwrap_or(BIN));
+    if !around.is_empty() {
+        c.args(&around[1..]).arg(BIN);
+    }
+    let o = c
+        .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+        .arg(store)
+        .args(extra)
+        .arg("--output")
+        .arg(&out)
+        .arg("--")
+        .args(cmd)
+        .current_dir(d)
+        // cargo's library path has `true`'s loader look for libc in each of its
+        // directories (129 calls in place of 19).
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    doc["work"]["tracer"].clone()
+}
+
 /// `--tracer auto` weighs ptrace for a command by its traces kept beside the store: a
 /// command of few calls is tried under it once, then traced with whichever ran faster
 /// here; one of many calls is never tried; a named tracer and `--no-save` keep out.
@@ -1117,26 +1144,7 @@ fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
     let d = dir.path();
     let store = d.join("s.db");
     std::fs::write(&store, "").unwrap();
-    let run = |cmd: &[&str], extra: &[&str]| -> Value {
-        let out = d.join("t.json");
-        let o = Command::new(BIN)
-            .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
-            .arg(&store)
-            .args(extra)
-            .arg("--output")
-            .arg(&out)
-            .arg("--")
-            .args(cmd)
-            .current_dir(d)
-            // cargo's library path has `true`'s loader look for libc in each of its
-            // directories (129 calls in place of 19).
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        doc["work"]["tracer"].clone()
-    };
+    let run = |cmd: &[&str], extra: &[&str]| tracer_of(d, &store, &[], cmd, extra);
     let kept = d.join("s.db-tracers");
     run(&["true"], &["--no-save"]);
     assert!(!kept.exists(), "--no-save kept a trace");
@@ -1172,28 +1180,6 @@ fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
     let named = run(&["true"], &["--tracer", usual.as_str()]);
     assert_eq!(named["path"], usual.as_str(), "{named}");
     assert!(named["picked"].is_null(), "{named}");
-    // Where ptrace is refused (a tracer around ioprobe), the try falls back to eBPF
-    // before the program runs.
-    if usual == "ebpf" {
-        run(&["true", "x"], &[]);
-        let out = d.join("s.json");
-        let o = Command::new("timeout")
-            .args(["60", "strace", "-f", "-o", "/dev/null", BIN])
-            .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
-            .arg(&store)
-            .arg("--output")
-            .arg(&out)
-            .args(["--", "true", "x"])
-            .current_dir(d)
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        let t = &doc["work"]["tracer"];
-        assert_eq!(t["path"], "ebpf", "{t}");
-        assert!(t["picked"].is_null(), "{t}");
-    }
     // Many calls: never tried.
     let many = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=200"];
     let a = run(&many, &[]);
@@ -1204,6 +1190,25 @@ fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
         "{b}"
     );
     assert!(b["picked"].is_null(), "{b}");
+}
+
+/// Where ptrace is refused (here a tracer around ioprobe), auto's try of it falls back
+/// to eBPF before the program runs.
+#[test]
+fn auto_falls_back_from_a_refused_ptrace_to_its_usual_tracer() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = d.join("s.db");
+    std::fs::write(&store, "").unwrap();
+    let first = tracer_of(d, &store, &[], &["true"], &[]);
+    if first["path"] != "ebpf" {
+        eprintln!("skipped: without eBPF, auto's usual tracer is refused under strace too");
+        return;
+    }
+    let strace = ["timeout", "60", "strace", "-f", "-o", "/dev/null"];
+    let t = tracer_of(d, &store, &strace, &["true"], &[]);
+    assert_eq!(t["path"], "ebpf", "{t}");
+    assert!(t["picked"].is_null(), "{t}");
 }
 
 /// Without the privilege eBPF needs, `--tracer auto` falls back to ptrace and says why,
