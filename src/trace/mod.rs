@@ -101,10 +101,18 @@ pub fn load_early(args: &[OsString]) {
         return;
     }
     let mut flags = args[2..].iter().map(|a| a.to_string_lossy());
-    let mut named = false;
+    let (mut named, mut store) = (false, None);
     while let Some(a) = flags.next() {
         let tracer = match a.as_ref() {
             "--" => break,
+            "--store" => {
+                store = flags.next().map(|s| std::path::PathBuf::from(s.as_ref()));
+                continue;
+            }
+            t if t.starts_with("--store=") => {
+                store = Some(t["--store=".len()..].into());
+                continue;
+            }
             "--tracer" => flags.next(),
             t if t.starts_with("--tracer=") => Some(t["--tracer=".len()..].to_owned().into()),
             t if t.starts_with("--pid") || t.starts_with("--cgroup") => return,
@@ -117,7 +125,7 @@ pub fn load_early(args: &[OsString]) {
         named = tracer.is_some_and(|t| t == "ebpf");
     }
     let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    if !named && end < args.len() && pick::early(&args[2..end], &args[end + 1..]) {
+    if !named && end < args.len() && pick::early(store, &args[end + 1..]) {
         return; // auto takes ptrace for this command
     }
     let loading = std::thread::spawn(|| {

@@ -38,7 +38,7 @@ const SUFFIX: &str = "-tracers";
 
 /// A command whose last trace made at most this many traced calls is tried once under
 /// ptrace.
-pub const TRY_CALLS: u64 = 100;
+const TRY_CALLS: u64 = 100;
 
 /// Times kept per tracer and command.
 const KEPT_TIMES: usize = 3;
@@ -141,20 +141,9 @@ pub(super) fn choose(via: Via, command: &[OsString], store: Option<&Path>) -> Op
     rule(&entry(store?, command)?)
 }
 
-/// The same choice before the flags are parsed, from the process's own arguments
-/// (`ioprobe trace [FLAGS] -- CMD…`; the command after `--`, the store from
-/// `--store`): whether `auto` takes ptrace.
-pub(super) fn early(flags: &[OsString], command: &[OsString]) -> bool {
-    let mut store = None;
-    let mut it = flags.iter();
-    while let Some(f) = it.next() {
-        let f = f.to_string_lossy();
-        if f == "--store" {
-            store = it.next().map(std::path::PathBuf::from);
-        } else if let Some(p) = f.strip_prefix("--store=") {
-            store = Some(p.into());
-        }
-    }
+/// The same choice before the flags are parsed, for the command after `--` and the
+/// store `--store` named (None: the default one): whether `auto` takes ptrace.
+pub(super) fn early(store: Option<std::path::PathBuf>, command: &[OsString]) -> bool {
     let store = store.or_else(|| crate::results::store::default_path().ok());
     choose(Via::Auto, command, store.as_deref()).is_some()
 }

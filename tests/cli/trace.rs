@@ -1108,6 +1108,14 @@ fn many_files_are_folded_into_per_directory_rows() {
     assert!(doc["counts"]["openat"].as_u64().unwrap() >= 4200);
 }
 
+/// A scratch directory with an empty store in it (so that traces keep their times).
+fn with_store() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    std::fs::write(&store, "").unwrap();
+    (dir, store)
+}
+
 /// `ioprobe trace --json` of `cmd` with `extra` flags and the store `store`, behind
 /// `around` (a command ioprobe runs under, or none): the tracer part of the report.
 fn tracer_of(d: &Path, store: &Path, around: &[&str], cmd: &[&str], extra: &[&str]) -> Value {
@@ -1140,10 +1148,8 @@ fn tracer_of(d: &Path, store: &Path, around: &[&str], cmd: &[&str], extra: &[&st
 /// here; one of many calls is never tried; a named tracer and `--no-save` keep out.
 #[test]
 fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, store) = with_store();
     let d = dir.path();
-    let store = d.join("s.db");
-    std::fs::write(&store, "").unwrap();
     let run = |cmd: &[&str], extra: &[&str]| tracer_of(d, &store, &[], cmd, extra);
     let kept = d.join("s.db-tracers");
     run(&["true"], &["--no-save"]);
@@ -1196,10 +1202,8 @@ fn auto_tries_ptrace_for_a_command_of_few_calls_and_keeps_the_faster() {
 /// to eBPF before the program runs.
 #[test]
 fn auto_falls_back_from_a_refused_ptrace_to_its_usual_tracer() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, store) = with_store();
     let d = dir.path();
-    let store = d.join("s.db");
-    std::fs::write(&store, "").unwrap();
     let first = tracer_of(d, &store, &[], &["true"], &[]);
     if first["path"] != "ebpf" {
         eprintln!("skipped: without eBPF, auto's usual tracer is refused under strace too");
