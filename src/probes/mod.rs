@@ -31,7 +31,7 @@ use crate::results::{Measurement, Run};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use anyhow::Result;
-pub use plan::Plan;
+pub use plan::{Leave, Plan};
 
 pub use crate::settings::Scale;
 

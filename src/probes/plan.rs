@@ -6,6 +6,8 @@
 use super::Context;
 use crate::harness::{Sampled, Workload};
 use crate::results::{Measurement, Unit};
+use crate::sys::copyfile::Eviction;
+use crate::sys::machine::Environment;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -16,11 +18,56 @@ enum Row<P, W> {
         params: P,
         work: W,
     },
-    Unsupported {
+    /// Not measured: unsupported here, or skipped (the filesystem gives it no meaning).
+    NotRun {
         case: String,
         params: P,
         reason: String,
+        skipped: bool,
     },
+}
+
+/// Why a case is not measured here: `Skip` where the filesystem gives it no meaning (a
+/// cold source or durability on tmpfs), `Unsupported` where the OS lacks the mechanism.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Leave {
+    Skip(String),
+    Unsupported(String),
+}
+
+impl Leave {
+    /// Whether a case needing a cold page cache is left out, from the scratch
+    /// directory's `eviction` check (None: it can run).
+    pub fn cold(env: &Environment, eviction: &Eviction) -> Option<Leave> {
+        match eviction {
+            Eviction::Works => None,
+            Eviction::Missing(why) => Some(Leave::Unsupported(why.clone())),
+            Eviction::Stays(why) => Some(Leave::Skip(match env.memory_fs() {
+                Some(fs) => {
+                    format!("no cold state on {fs}: its files live in the page cache ({why})")
+                }
+                None => format!("eviction does not take on this filesystem: {why}"),
+            })),
+        }
+    }
+
+    /// The same, its reason after `prefix`.
+    pub fn prefixed(&self, prefix: &str) -> Leave {
+        match self {
+            Leave::Skip(r) => Leave::Skip(format!("{prefix}{r}")),
+            Leave::Unsupported(r) => Leave::Unsupported(format!("{prefix}{r}")),
+        }
+    }
+
+    /// Whether a durable case (fsync, O_DSYNC) is left out: on a memory-backed
+    /// filesystem fsync returns at once and nothing survives a reboot.
+    pub fn durable(env: &Environment) -> Option<Leave> {
+        env.memory_fs().map(|fs| {
+            Leave::Skip(format!(
+                "no durability on {fs}: fsync returns at once and nothing survives a reboot"
+            ))
+        })
+    }
 }
 
 /// A plan cut in two: the ready rows, and a slot per row (filled for unsupported ones).
@@ -48,10 +95,25 @@ impl<P: Serialize, W> Plan<P, W> {
 
     /// A case this machine cannot run, and why (the call and errno).
     pub fn unsupported(&mut self, case: String, params: P, reason: String) {
-        self.rows.push(Row::Unsupported {
+        self.rows.push(Row::NotRun {
             case,
             params,
             reason,
+            skipped: false,
+        });
+    }
+
+    /// A case left out here, and why: `skipped` (not a failure) or `unsupported`.
+    pub fn leave(&mut self, case: String, params: P, leave: Leave) {
+        let (reason, skipped) = match leave {
+            Leave::Skip(r) => (r, true),
+            Leave::Unsupported(r) => (r, false),
+        };
+        self.rows.push(Row::NotRun {
+            case,
+            params,
+            reason,
+            skipped,
         });
     }
 
@@ -75,13 +137,16 @@ impl<P: Serialize, W> Plan<P, W> {
                     ready.push((case, params, work));
                     slots.push(None);
                 }
-                Row::Unsupported {
+                Row::NotRun {
                     case,
                     params,
                     reason,
-                } => slots.push(Some(Measurement::unsupported(
-                    probe, &case, params, self.unit, reason,
-                ))),
+                    skipped,
+                } => slots.push(Some(if skipped {
+                    Measurement::skipped(probe, &case, params, self.unit, reason)
+                } else {
+                    Measurement::unsupported(probe, &case, params, self.unit, reason)
+                })),
             }
         }
         (ready, slots)
@@ -180,5 +245,56 @@ mod tests {
         );
         assert_eq!(m.params.get("k"), Some(&serde_json::json!(1)));
         assert!(slots[1].is_none());
+    }
+
+    /// The environment of this machine, its measured filesystem said to be `fs_type`.
+    fn on(fs_type: &str) -> Environment {
+        let mut env = Environment::collect(Some(std::path::Path::new(".")));
+        env.filesystem.as_mut().expect("a filesystem").fs_type = fs_type.into();
+        env
+    }
+
+    #[test]
+    fn a_memory_backed_filesystem_skips_cold_and_durable_rows_with_their_reason() {
+        let stays = Eviction::Stays("4 of 4 pages stayed".into());
+        let tmpfs = on("tmpfs");
+        let Some(Leave::Skip(why)) = Leave::durable(&tmpfs) else {
+            panic!("durable rows on tmpfs are skipped");
+        };
+        assert!(why.starts_with("no durability on tmpfs"), "{why}");
+        let Some(Leave::Skip(why)) = Leave::cold(&tmpfs, &stays) else {
+            panic!("cold rows on tmpfs are skipped");
+        };
+        assert!(
+            why.starts_with("no cold state on tmpfs") && why.contains("4 of 4"),
+            "{why}"
+        );
+        // A disk filesystem: durable rows run; a cold row runs where eviction works,
+        // is skipped where the pages stay, unsupported where the OS has no way.
+        let ext4 = on("ext4");
+        assert_eq!(Leave::durable(&ext4), None);
+        assert_eq!(Leave::cold(&ext4, &Eviction::Works), None);
+        assert!(
+            matches!(Leave::cold(&ext4, &stays), Some(Leave::Skip(w)) if w.starts_with("eviction does not take"))
+        );
+        assert_eq!(
+            Leave::cold(&ext4, &Eviction::Missing("ENOSYS".into())),
+            Some(Leave::Unsupported("ENOSYS".into()))
+        );
+        // In the plan: a skipped row, not a failed or unsupported one.
+        let mut plan: Plan<serde_json::Value, ()> = Plan::new(Unit::BytesPerSec);
+        plan.leave(
+            "c/1".into(),
+            serde_json::json!({"k": 1}),
+            Leave::durable(&tmpfs).unwrap(),
+        );
+        let (_, slots) = plan.split("p");
+        let m = slots[0].as_ref().unwrap();
+        assert!(m.is_skipped() && !m.is_ok(), "{:?}", m.status);
+        assert!(
+            m.note.starts_with("skipped: no durability on tmpfs"),
+            "{}",
+            m.note
+        );
     }
 }

@@ -40,13 +40,49 @@ fn generic_grid(probe: &str, rows: &[&Measurement], st: &Style) -> Grid {
     g
 }
 
-/// The grids of one probe of the run, as the probe lays them out.
+/// The grids of one probe of the run, as the probe lays them out. Skipped rows (the
+/// filesystem gave them no meaning) are left out of the tables, one footnote per reason
+/// under the first.
 pub fn grids_of(run: &Run, probe: &str, st: &Style) -> Vec<Grid> {
-    let rows: Vec<&Measurement> = run.of_probe(probe).collect();
-    match probes::kind(probe) {
+    let (skipped, rows): (Vec<&Measurement>, Vec<&Measurement>) =
+        run.of_probe(probe).partition(|m| m.is_skipped());
+    let mut grids = match probes::kind(probe) {
+        Some(_) if rows.is_empty() => Vec::new(),
         Some(k) => k.grids(&rows, &run.environment, st),
         None => vec![generic_grid(probe, &rows, st)],
+    };
+    let notes = skipped_notes(&skipped);
+    if notes.is_empty() {
+        return grids;
     }
+    if grids.is_empty() {
+        grids.push(Grid {
+            title: format!("{probe}: every row skipped"),
+            ..Grid::default()
+        });
+    }
+    grids[0].footnotes.extend(notes);
+    grids
+}
+
+/// One line per reason rows were skipped: how many, the first case, the reason.
+fn skipped_notes(skipped: &[&Measurement]) -> Vec<String> {
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for m in skipped {
+        let why = m.reason.as_deref().unwrap_or("no reason recorded");
+        match reasons.iter_mut().find(|r| r.0 == why) {
+            Some(r) => r.1.push(&m.case),
+            None => reasons.push((why, vec![&m.case])),
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(why, cases)| match cases.as_slice() {
+            [one] => format!("skipped {one}: {why}"),
+            [first, ..] => format!("skipped {} rows ({first}, …): {why}", cases.len()),
+            [] => unreachable!("a reason has a case"),
+        })
+        .collect()
 }
 
 /// Every probe's grids, in run order.

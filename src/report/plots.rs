@@ -11,8 +11,9 @@ use anyhow::Result;
 pub fn plots(run: &Run) -> Result<Vec<Plot>> {
     let mut out = Vec::new();
     for k in kinds_of(run) {
-        // Every row: a plot may show what was not measured (as an empty row, say).
-        let rows: Vec<&Measurement> = run.of_probe(k.name()).collect();
+        // Every row but the skipped (the filesystem gave them no meaning): a plot may
+        // show what was not measured (as an empty row, say).
+        let rows: Vec<&Measurement> = run.of_probe(k.name()).filter(|m| !m.is_skipped()).collect();
         if !rows.iter().any(|m| m.is_ok()) {
             continue;
         }

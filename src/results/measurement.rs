@@ -103,6 +103,9 @@ named_enum! {
         Ok = "ok",
         Unsupported = "unsupported",
         Failed = "failed",
+        /// Left out because the filesystem gives the case no meaning (a cold source or
+        /// durability on tmpfs): not a failure, and nothing to advise from.
+        Skipped = "skipped",
     }
 }
 
@@ -266,14 +269,45 @@ impl Measurement {
         unit: Unit,
         reason: impl Into<String>,
     ) -> Measurement {
-        let reason = reason.into();
+        Measurement::not_run(
+            probe,
+            case,
+            params,
+            unit,
+            (Status::Unsupported, reason.into()),
+        )
+    }
+
+    /// A row left out because the filesystem gives the case no meaning, with the reason.
+    pub fn skipped(
+        probe: &str,
+        case: &str,
+        params: impl Serialize,
+        unit: Unit,
+        reason: impl Into<String>,
+    ) -> Measurement {
+        Measurement::not_run(probe, case, params, unit, (Status::Skipped, reason.into()))
+    }
+
+    /// A row with no figures: `status` (unsupported or skipped) and its reason.
+    fn not_run(
+        probe: &str,
+        case: &str,
+        params: impl Serialize,
+        unit: Unit,
+        (status, reason): (Status, String),
+    ) -> Measurement {
+        let note = match status {
+            Status::Skipped => format!("skipped: {reason}"),
+            _ => format!("unsupported here: {reason}"),
+        };
         Measurement {
             probe: probe.into(),
             case: case.into(),
             params: to_map(&params),
             unit,
-            status: Status::Unsupported,
-            reason: Some(reason.clone()),
+            status,
+            reason: Some(reason),
             median: 0.0,
             ci95: [0.0, 0.0],
             min: 0.0,
@@ -295,15 +329,20 @@ impl Measurement {
                 processes: BTreeMap::new(),
             },
             derived: Map::new(),
-            note: format!("unsupported here: {reason}"),
+            note,
             warnings: Vec::new(),
             raw: Vec::new(),
         }
     }
 
-    /// True for a measured row (not `unsupported`).
+    /// True for a measured row (not `unsupported`, `failed` or `skipped`).
     pub fn is_ok(&self) -> bool {
         self.status == Status::Ok
+    }
+
+    /// True for a row the filesystem gave no meaning (`skipped`).
+    pub fn is_skipped(&self) -> bool {
+        self.status == Status::Skipped
     }
 
     /// The params as a probe's typed struct; `None` when they do not fit it (a

@@ -43,25 +43,43 @@ pub fn fsync<Fd: AsFd>(fd: Fd) -> SysResult<()> {
     check("fsync", rustix::fs::fsync(fd))
 }
 
+/// Whether a file's cached pages can be dropped here.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Eviction {
+    /// fdatasync + POSIX_FADV_DONTNEED leaves no page cached.
+    Works,
+    /// The OS has no way to (the call and errno).
+    Missing(String),
+    /// The advice succeeds and pages stay (a memory-backed filesystem such as tmpfs):
+    /// how many stayed.
+    Stays(String),
+}
+
 /// Whether a file's cached pages can be dropped here (fdatasync, then posix_fadvise
-/// DONTNEED), tried on a small file of our own made in `dir` and removed after. The
-/// inner error is the reason where the OS has no way to; other failures are errors.
-pub fn eviction(dir: &std::path::Path) -> anyhow::Result<Result<(), String>> {
+/// DONTNEED), tried on a small file of our own made in `dir` and removed after, and
+/// verified with mincore(2): on a memory-backed filesystem (tmpfs) the advice succeeds
+/// and every page stays. Other failures are errors.
+pub fn eviction(dir: &std::path::Path) -> anyhow::Result<Eviction> {
     use rustix::fs::OFlags;
+    const LEN: usize = 4 << 12;
     let path = super::calls::c_path(&dir.join("evict-probe.dat"))?;
     let fd = super::calls::open(
         path.as_c_str(),
         OFlags::RDWR | OFlags::CREATE | OFlags::EXCL,
         0o600,
     )?;
-    let tried = super::calls::write(&fd, &[1u8; 4096])
+    let tried = super::calls::write(&fd, &[1u8; LEN])
         .and_then(|_| super::calls::fdatasync(&fd))
-        .and_then(|_| fadvise(&fd, Advice::DontNeed));
+        .and_then(|_| fadvise(&fd, Advice::DontNeed))
+        .and_then(|_| super::mapping::file_residency(&fd, LEN as u64));
     drop(fd);
     remove_if_present(&path)?;
     match tried {
-        Ok(()) => Ok(Ok(())),
-        Err(e) if e.is_missing() => Ok(Err(e.to_string())),
+        Ok((0, _)) => Ok(Eviction::Works),
+        Ok((resident, total)) => Ok(Eviction::Stays(format!(
+            "{resident} of {total} pages stayed in the page cache after POSIX_FADV_DONTNEED"
+        ))),
+        Err(e) if e.is_missing() => Ok(Eviction::Missing(e.to_string())),
         Err(e) => Err(e.into()),
     }
 }

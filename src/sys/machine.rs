@@ -37,6 +37,15 @@ pub struct Filesystem {
     pub read_ahead_kb: Option<u64>,
 }
 
+impl Filesystem {
+    /// Whether the filesystem keeps its files in memory alone (tmpfs, ramfs): no cold
+    /// state to evict to, and no durability (fsync returns at once; nothing survives a
+    /// reboot).
+    pub fn memory_backed(&self) -> bool {
+        matches!(self.fs_type.as_str(), "tmpfs" | "ramfs")
+    }
+}
+
 /// Kernel settings that change what a figure means. Each is None when unreadable.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Tuning {
@@ -241,6 +250,15 @@ pub fn hostname() -> String {
 }
 
 impl Environment {
+    /// The measured filesystem's type where it keeps files in memory alone (tmpfs,
+    /// ramfs): what probes say when they leave out cold and durable rows.
+    pub fn memory_fs(&self) -> Option<&str> {
+        self.filesystem
+            .as_ref()
+            .filter(|f| f.memory_backed())
+            .map(|f| f.fs_type.as_str())
+    }
+
     /// Collects the facts; `measured_dir` names the directory whose filesystem is measured.
     pub fn collect(measured_dir: Option<&Path>) -> Environment {
         let uts = rustix::system::uname();

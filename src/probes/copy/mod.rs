@@ -20,7 +20,7 @@ pub mod source;
 pub mod tools;
 pub mod variant;
 
-use super::{Context, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Leave, Plan, Probe, ProbeKind, Scale};
 use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::{External, Workload};
@@ -511,12 +511,15 @@ impl Probe for CopyProbe {
             drop_all: o.drop_caches && rustix::process::geteuid().is_root(),
             dio,
             verdicts: verdicts(o, dir, dio)?,
-            // Cold rows need a way to drop the source's cached pages.
-            eviction: if o.caches.contains(&Cache::Cold) {
-                copyfile::eviction(dir)?
+            // Cold rows need a way to drop the source's cached pages (tmpfs has none).
+            cold: if o.caches.contains(&Cache::Cold) {
+                Leave::cold(ctx.env, &copyfile::eviction(dir)?)
             } else {
-                Ok(())
+                None
             },
+            // Durable rows mean nothing where fsync returns at once (tmpfs).
+            durable: Leave::durable(ctx.env),
+            memory: ctx.env.memory_fs().is_some(),
         };
         let name = Kind.name();
         let mut out = Vec::new();
@@ -543,14 +546,17 @@ impl Probe for CopyProbe {
 }
 
 /// What every row of a run shares: the scratch directory, whether caches are dropped
-/// as root, O_DIRECT's alignment, each variant's verdict here, and whether a cold
-/// source can be made.
+/// as root, O_DIRECT's alignment, each variant's verdict here, and why cold and durable
+/// rows are left out where they are.
 struct Here<'a> {
     dir: &'a std::path::Path,
     drop_all: bool,
     dio: u64,
     verdicts: Vec<(String, Result<(), String>)>,
-    eviction: std::result::Result<(), String>,
+    cold: Option<Leave>,
+    durable: Option<Leave>,
+    /// A memory-backed filesystem (tmpfs): no row reaches a device.
+    memory: bool,
 }
 
 /// Which variants work here, from a small probe copy (1 MiB + 4097 bytes): each variant
@@ -596,13 +602,17 @@ fn plan_at<'a>(
                     .map(|x| &x.1)
                     .ok_or_else(|| anyhow::anyhow!("{}: never probed", v.label()))?;
                 let case = case_name(v, cache, dur, size);
-                let params = params(v, size, cache, dur, o.sparse, here.drop_all);
+                let params = params(v, size, (cache, dur), o.sparse, here);
                 if let Err(reason) = verdict {
                     plan.unsupported(case, params, reason.clone());
                     continue;
                 }
-                if let (Cache::Cold, Err(reason)) = (cache, &here.eviction) {
-                    plan.unsupported(case, params, format!("cold source: {reason}"));
+                if let (Cache::Cold, Some(leave)) = (cache, &here.cold) {
+                    plan.leave(case, params, leave.prefixed("cold source: "));
+                    continue;
+                }
+                if let (true, Some(leave)) = (dur.durable(), &here.durable) {
+                    plan.leave(case, params, leave.clone());
                     continue;
                 }
                 dst_n += 1;
@@ -702,12 +712,11 @@ fn k_round(v: f64) -> f64 {
 fn params(
     v: &Variant,
     size: u64,
-    cache: Cache,
-    dur: Durability,
+    (cache, dur): (Cache, Durability),
     sparse: bool,
-    drop_all: bool,
+    here: &Here,
 ) -> Params {
-    let m = v.method;
+    let (m, drop_all, memory) = (v.method, here.drop_all, here.memory);
     Params {
         method: m,
         variant: v.label(),
@@ -728,7 +737,7 @@ fn params(
         }
         .into(),
         durability: dur,
-        durability_state: variant::durability_state(m, dur.durable()).into(),
+        durability_state: variant::durability_state(m, dur.durable(), memory).into(),
         cache_observed: None,
     }
 }

@@ -170,7 +170,12 @@ impl Variant {
 }
 
 /// What the destination's data had reached when the copy returned.
-pub fn durability_state(method: Method, fsync: bool) -> &'static str {
+/// On a memory-backed filesystem (`memory`: tmpfs, ramfs) no row is durable and nothing
+/// reaches a device: every row says so, O_DIRECT's and msync's included.
+pub fn durability_state(method: Method, fsync: bool, memory: bool) -> &'static str {
+    if memory {
+        return "not durable: in memory only (the filesystem keeps its files in the page cache; nothing reaches a device or survives a reboot)";
+    }
     match (fsync, method) {
         (true, _) => "durable: fsync (or msync MS_SYNC + fsync) returned inside the timing",
         (false, Method::MmapMemcpyMsync) => "not durable: queued for write-back (msync MS_ASYNC)",

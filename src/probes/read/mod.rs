@@ -17,7 +17,7 @@
 mod present;
 
 use super::sweep;
-use super::{Context, Plan, Probe, ProbeKind, Scale};
+use super::{Context, Leave, Plan, Probe, ProbeKind, Scale};
 use crate::advice::Recommendation;
 use crate::error::usage;
 use crate::harness::Workload;
@@ -205,8 +205,8 @@ impl ProbeKind for Kind {
         present::plots(rows, env)
     }
 
-    fn recommend(&self, rows: &[&Measurement], _env: &Environment) -> Vec<Recommendation> {
-        present::recommend(rows)
+    fn recommend(&self, rows: &[&Measurement], env: &Environment) -> Vec<Recommendation> {
+        present::recommend(rows, env)
     }
 
     fn advice(&self, rows: &[&Measurement], env: &Environment) -> Vec<String> {
@@ -318,11 +318,12 @@ impl Probe for ReadProbe {
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let size = self.opts.file_size;
         let stop = crate::interrupt::requested;
-        // Readahead population needs a way to drop a file's cached pages.
-        let eviction = if self.opts.populate.contains(&Populate::Readahead) {
-            crate::sys::copyfile::eviction(ctx.scratch.path())?
+        // Readahead population needs a way to drop a file's cached pages: where there
+        // is none (tmpfs keeps its files in the page cache), its rows are left out.
+        let cold = if self.opts.populate.contains(&Populate::Readahead) {
+            Leave::cold(ctx.env, &crate::sys::copyfile::eviction(ctx.scratch.path())?)
         } else {
-            Ok(())
+            None
         };
         let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
         let mut plan = Plan::new(Unit::BytesPerSec);
@@ -334,9 +335,9 @@ impl Probe for ReadProbe {
                 populate: Some(populate),
                 page_cache: String::new(),
             };
-            match &eviction {
-                Err(reason) if populate == Populate::Readahead => {
-                    plan.unsupported(case, params, format!("populate readahead: {reason}"))
+            match &cold {
+                Some(leave) if populate == Populate::Readahead => {
+                    plan.leave(case, params, leave.prefixed("populate readahead: "))
                 }
                 _ => plan.ready(case, params, ()),
             }

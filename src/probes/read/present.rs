@@ -149,8 +149,13 @@ fn evicting_schemes(env: &Environment) -> Vec<String> {
 
 /// The read buffer to use, per method and way the file entered the page cache: the
 /// smallest block tied with the best. The summary row is the first `read` series.
-pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
+pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation> {
     let typed = with_params::<Params>(rows);
+    // What a cold read would add, where there can be one.
+    let cold = match env.memory_fs() {
+        Some(fs) => format!("{fs} has no disk: every read of its files is a page-cache read like these"),
+        None => "reading from a cold disk is bound by the device, where larger requests matter more".into(),
+    };
     let file = typed.first().map_or(0, |t| t.1.file_size);
     let mut headline = false;
     series(&typed)
@@ -171,7 +176,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                             "page cache warm (verified with mincore); the file was {}",
                             populate.map_or("populated in a way this run did not record", |p| p.describe())
                         ),
-                        "reading from a cold disk is bound by the device, where larger requests matter more".into(),
+                        cold.clone(),
                     ],
                 },
                 &points(&typed, s),
