@@ -35,6 +35,34 @@ pub fn coverage(kind: &dyn ProbeKind, rows: &[&Measurement]) -> (Coverage, usize
     (c, measured, full.len())
 }
 
+/// What a partial sweep measured, in words: `--quick`'s sweep where the rows hold it
+/// (its sizes are not the default sweep's), else how many cases and how many of them
+/// the default sweep has.
+fn partial_words(
+    kind: &dyn ProbeKind,
+    rows: &[&Measurement],
+    (in_default, expected): (usize, usize),
+) -> String {
+    let mut cases: Vec<&str> = rows
+        .iter()
+        .map(|m| m.case.as_str())
+        .filter(|c| !kind.unadvised_cases().contains(c))
+        .collect();
+    cases.sort_unstable();
+    cases.dedup();
+    let quick = kind.for_scale(Scale::Quick).case_names();
+    let n = cases.len();
+    if !quick.is_empty() && quick.iter().all(|q| rows.iter().any(|m| &m.case == q)) {
+        format!("`--quick`'s sweep ({n} cases; the default sweep has {expected})")
+    } else if n == in_default {
+        format!("a partial sweep ({in_default} of the {expected} cases of the default sweep)")
+    } else {
+        format!(
+            "a partial sweep ({n} cases, {in_default} of them among the default sweep's {expected})"
+        )
+    }
+}
+
 /// One probe's recommendations from `rows`, with the confidence lowered one level when
 /// the rows are not the probe's whole default sweep.
 pub fn recommend_probe(
@@ -70,10 +98,8 @@ pub fn recommend_probe(
             )),
             Coverage::Partial => {
                 let level = r.confidence.level.lower();
-                r.confidence.cap(
-                    level,
-                    format!("a partial sweep ({measured} of the {expected} cases of the default sweep)"),
-                );
+                r.confidence
+                    .cap(level, partial_words(kind, rows, (measured, expected)));
             }
         }
     }
@@ -368,5 +394,33 @@ mod tests {
         assert_eq!((cov, measured, expected), (Coverage::Full, 13, 13));
         let (cov, _, _) = coverage(&syscalls::Kind, &refs[1..]);
         assert_ne!(cov, Coverage::Full);
+    }
+
+    /// `copy --quick` measures a 32 MiB file, none of the default sweep's cases: its
+    /// caveat names `--quick`'s sweep, not "0 of the 84 cases".
+    #[test]
+    fn a_quick_sweep_is_named_as_such_not_as_none_of_the_default() {
+        let kind = &crate::probes::copy::Kind;
+        let rows: Vec<Measurement> = kind
+            .for_scale(Scale::Quick)
+            .case_names()
+            .iter()
+            .map(|c| crate::advice::decide::tests::m(c, 1e9, 0.01))
+            .collect();
+        let refs: Vec<&Measurement> = rows.iter().collect();
+        let (cov, measured, expected) = coverage(kind, &refs);
+        assert_eq!((cov, measured), (Coverage::Partial, 0));
+        let words = partial_words(kind, &refs, (measured, expected));
+        assert!(words.starts_with("`--quick`'s sweep ("), "{words}");
+        assert!(
+            words.contains(&format!("the default sweep has {expected}")),
+            "{words}"
+        );
+        // Some of the quick cases only: how many, and how many of them are the default's.
+        let words = partial_words(kind, &refs[..3], (0, expected));
+        assert_eq!(
+            words,
+            format!("a partial sweep (3 cases, 0 of them among the default sweep's {expected})")
+        );
     }
 }

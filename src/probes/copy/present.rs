@@ -75,31 +75,54 @@ fn machine_notes(all: &[Typed], (size, cache, dur): Key, env: &Environment) -> V
         }
     }
     if cache == Cache::Cold {
-        let fast: Vec<String> = all
-            .iter()
-            .filter(|t| key(&t.1) == (size, Cache::Cold, dur) && t.0.is_ok())
-            .filter_map(|cold| {
-                let warm = all.iter().find(|w| {
-                    key(&w.1) == (size, Cache::Warm, dur)
-                        && w.1.variant == cold.1.variant
-                        && w.0.is_ok()
-                })?;
-                (cold.0.median > 0.5 * warm.0.median).then(|| {
-                    format!(
-                        "{} ({} GB/s cold, {} warm)",
-                        cold.1.variant,
-                        format_gbps(cold.0.median),
-                        format_gbps(warm.0.median)
-                    )
-                })
+        out.extend(cold_notes(all, (size, cache, dur)));
+    }
+    out
+}
+
+/// What the cold rows of one table really measured: rows whose eviction did not take
+/// (some of the source stayed cached: their own warning says how much) apart from rows
+/// evicted as verified that still ran faster than half their warm figure (a cache below
+/// the guest served them).
+fn cold_notes(all: &[Typed], (size, _, dur): Key) -> Vec<String> {
+    let cold: Vec<&Typed> = all
+        .iter()
+        .filter(|t| key(&t.1) == (size, Cache::Cold, dur) && t.0.is_ok())
+        .collect();
+    let cached = |t: &Typed| {
+        t.0.derived_as::<Derived>()
+            .max_resident_fraction
+            .is_some_and(|f| f > 0.0)
+    };
+    let mut out = Vec::new();
+    let warm_only = cold.iter().filter(|t| cached(t)).count();
+    if warm_only > 0 {
+        out.push(format!(
+            "{warm_only} of the cold rows are not cold: eviction did not take (part of the source stayed in the page cache; each row's warning says how much)"
+        ));
+    }
+    let fast: Vec<String> = cold
+        .iter()
+        .filter(|cold| !cached(cold))
+        .filter_map(|cold| {
+            let warm = all.iter().find(|w| {
+                key(&w.1) == (size, Cache::Warm, dur) && w.1.variant == cold.1.variant && w.0.is_ok()
+            })?;
+            (cold.0.median > 0.5 * warm.0.median).then(|| {
+                format!(
+                    "{} ({} GB/s cold, {} warm)",
+                    cold.1.variant,
+                    format_gbps(cold.0.median),
+                    format_gbps(warm.0.median)
+                )
             })
-            .collect();
-        if let Some(example) = fast.first() {
-            out.push(format!(
-                "{} of the cold rows ran faster than half their warm figure after verified eviction (e.g. {example}): a cache below the guest (the VM host's page cache, a disk cache) served them, not the disk",
-                fast.len()
-            ));
-        }
+        })
+        .collect();
+    if let Some(example) = fast.first() {
+        out.push(format!(
+            "{} of the cold rows ran faster than half their warm figure after verified eviction (e.g. {example}): a cache below the guest (the VM host's page cache, a disk cache) served them, not the disk",
+            fast.len()
+        ));
     }
     out
 }
@@ -438,4 +461,51 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy row of `variant` in `cache` state at `gbps`, the source cached up to
+    /// `resident` (share) during its samples.
+    fn row(variant: &str, cache: Cache, gbps: f64, resident: f64) -> (Measurement, Params) {
+        let mut m = crate::advice::decide::tests::m(variant, gbps * 1e9, 0.01);
+        m.derived = serde_json::json!({ "max_resident_fraction": resident })
+            .as_object()
+            .unwrap()
+            .clone();
+        let p: Params = serde_json::from_value(serde_json::json!({
+            "method": "read-write", "variant": variant, "file_size": 1 << 20, "sparse": false,
+            "cache": cache.name(), "eviction": "", "durability": "none", "durability_state": "",
+        }))
+        .unwrap();
+        (m, p)
+    }
+
+    /// A cold row whose eviction did not take is said to be not cold, not served by a
+    /// cache below the guest; a fast row evicted as verified still is.
+    #[test]
+    fn cold_rows_not_evicted_are_told_apart_from_rows_a_lower_cache_served() {
+        let rows = [
+            row("a", Cache::Warm, 4.0, 0.0),
+            row("b", Cache::Warm, 4.0, 0.0),
+            row("a", Cache::Cold, 4.0, 1.0),
+            row("b", Cache::Cold, 3.0, 0.0),
+        ];
+        let all: Vec<Typed> = rows.iter().map(|(m, p)| (m, p.clone())).collect();
+        let notes = cold_notes(&all, (1 << 20, Cache::Cold, Durability::None));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("1 of the cold rows are not cold: eviction did not take"));
+        assert!(notes[1].starts_with("1 of the cold rows ran faster than half their warm figure after verified eviction (e.g. b "));
+        // With every cold row cached, nothing is blamed on a cache below the guest.
+        let all: Vec<Typed> = rows
+            .iter()
+            .map(|(m, p)| (m, p.clone()))
+            .filter(|t| t.1.variant == "a")
+            .collect();
+        let notes = cold_notes(&all, (1 << 20, Cache::Cold, Durability::None));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!notes[0].contains("below the guest"));
+    }
 }
