@@ -92,9 +92,18 @@ fn execute(cli: &Cli, s: &Settings, matches: &clap::ArgMatches) -> anyhow::Resul
         Command::Trace(t) => return error::Exit::status(ioprobe::trace::run(&t.options(), s)?),
         Command::History { .. } => commands::history::history(s)?,
         Command::Show { run, .. } => commands::show::show(s, run)?,
-        Command::Export { run, format, .. } => {
-            // A machine format is printed as it is.
-            return print_out(&commands::export::export(s, run, format.map(Into::into))?);
+        Command::Export {
+            run,
+            format,
+            to_file,
+            ..
+        } => {
+            // A machine format is printed (or written) as it is.
+            let text = commands::export::export(s, run, format.map(Into::into))?;
+            return match to_file {
+                Some(path) => commands::export::write_to(s, path, &text),
+                None => print_out(&text),
+            };
         }
         Command::Import { files, .. } => commands::import::import(s, files)?,
         Command::Report { run, html, svg, .. } => {

@@ -587,6 +587,9 @@ pub fn measure(
     html_report: bool,
 ) -> Result<Measured> {
     let mut store = settings.store_for_saving()?;
+    if let Some(path) = &settings.openmetrics {
+        report::check_writable(path)?;
+    }
     let run = run_probes(settings, probes, name, scale)?;
     let id = save(store.as_mut(), &run)?;
     let mut where_to = Vec::new();
@@ -600,6 +603,11 @@ pub fn measure(
         _ => crate::probes::advice::recommendations(&run, id),
     };
     let mut text = report::render_with(&run, &recs, settings.format, &settings.style)?;
+    if let Some(path) = &settings.openmetrics {
+        let store_path = store.as_ref().map(|s| s.path());
+        report::write_atomically(path, &report::openmetrics::render(&run, &recs), store_path)?;
+        where_to.push(format!("OpenMetrics: {}", path.display()));
+    }
     if let (Some(id), Some(store)) = (id, &store) {
         where_to.push(format!("saved as run {id} in {}", store.path().display()));
         if html_report {

@@ -47,6 +47,8 @@ pub struct Settings {
     pub no_save: bool,
     /// `run --fresh`: advice from the run alone, no saved runs pooled with it.
     pub fresh: bool,
+    /// `run --openmetrics FILE`: the run and its answers written there atomically.
+    pub openmetrics: Option<PathBuf>,
     pub quiet: bool,
     pub verbose: bool,
     /// How text output is laid out (width, colour, verbose warnings).

@@ -246,16 +246,20 @@ pub enum Command {
     #[command(after_help = examples_only!(
         "ioprobe export last > run.json",
         "ioprobe export 12 --csv",
-        "ioprobe export last --format openmetrics > /var/lib/node_exporter/ioprobe.prom",
+        "ioprobe export last --format openmetrics --output /var/lib/node_exporter/textfile_collector/ioprobe.prom",
     ))]
     Export {
         #[arg(value_name = "RUN")]
         run: String,
         /// Output format; openmetrics writes every median labelled by probe, case, params
-        /// and host, for a Prometheus textfile collector. Default: json (or the format
-        /// flag given).
+        /// and machine, and every answer (sizes, methods, confidence), for a Prometheus
+        /// textfile collector. Default: json (or the format flag given).
         #[arg(long, value_name = "FORMAT")]
         format: Option<ExportArg>,
+        /// Write to FILE instead of stdout: a temporary file in its directory, fsynced,
+        /// then renamed over FILE, so a reader never sees it half-written.
+        #[arg(long = "output", value_name = "FILE")]
+        to_file: Option<PathBuf>,
         #[command(flatten)]
         output: OutputFlags,
         #[command(flatten)]
@@ -594,6 +598,10 @@ impl Cli {
             store,
             no_save: m.no_save,
             fresh: matches!(&self.command, Command::Run(r) if r.fresh),
+            openmetrics: match &self.command {
+                Command::Run(r) => r.openmetrics.clone(),
+                _ => None,
+            },
             quiet: self.globals.quiet,
             verbose: self.globals.verbose,
             style: output_style(self, o.wide),

@@ -86,6 +86,11 @@ pub struct RunArgs {
     /// Advise from this run alone: do not pool this machine's saved runs with it
     #[arg(long)]
     pub fresh: bool,
+    /// Also write the run and its answers as OpenMetrics text to FILE (a temporary file
+    /// in its directory, fsynced, renamed over FILE), e.g. for node_exporter's textfile
+    /// collector; the directory is checked before anything is measured
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
 }
 
 /// Every shared flag, as given before the command: the measuring commands' set.

@@ -62,10 +62,38 @@ pub fn render_environment(
     })
 }
 
+/// Whether a file can be made in `path`'s directory (a temporary one, removed at once):
+/// what `run --openmetrics` checks before it measures.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(".ioprobe-report-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| cannot_write(dir, &e))
+}
+
+/// "cannot write in DIR: Permission denied", without the temporary file's name.
+fn cannot_write(dir: &Path, e: &std::io::Error) -> anyhow::Error {
+    let why = e.raw_os_error().map_or_else(
+        || crate::error::plain(e),
+        |n| crate::error::plain(&std::io::Error::from_raw_os_error(n)),
+    );
+    anyhow::anyhow!(
+        "cannot write in {}: {why}",
+        crate::units::escape(&dir.display().to_string())
+    )
+}
+
 /// Writes `text` to `path` through a temporary file made with O_EXCL in the same
-/// directory and a rename, so a reader never sees half a report and a symlink planted at
-/// `path` is replaced, never followed. The file is 0644 less the umask, like any file a
-/// user asks for. Refuses to replace the results store.
+/// directory (named `.ioprobe-report-…`, which no textfile collector's `*.prom` matches),
+/// fsynced, then renamed over `path`, so a reader never sees half a file, a crash never
+/// leaves an empty one, and a symlink planted at `path` is replaced, never followed.
+/// The file is 0644 less the umask, like any file a user asks for. Refuses to replace
+/// the results store.
 pub fn write_atomically(path: &Path, text: &str, store: Option<&Path>) -> Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let shown = crate::units::escape(&path.display().to_string());
@@ -87,8 +115,9 @@ pub fn write_atomically(path: &Path, text: &str, store: Option<&Path>) -> Result
         .prefix(".ioprobe-report-")
         .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
+        .map_err(|e| cannot_write(dir, &e))?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .and_then(|_| tmp.as_file().sync_all())
         .with_context(|| format!("writing {shown}"))?;
     tmp.persist(path)
         .map_err(|e| anyhow::anyhow!("writing {shown}: {}", e.error))?;

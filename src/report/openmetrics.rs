@@ -1,9 +1,14 @@
-//! OpenMetrics text (`export --format openmetrics`): every measured row's median as a
-//! gauge in base units (seconds per operation, bytes per second), labelled by probe,
-//! case, its params and the machine, so a Prometheus textfile collector can track a
-//! fleet's figures over time. Unsupported and failed rows have no figure and are left
-//! out.
+//! OpenMetrics text (`export --format openmetrics`, `run --openmetrics FILE`): every
+//! measured row's median as a gauge in base units (seconds per operation, bytes per
+//! second), labelled by probe, case, its requested params and the machine (host, kernel,
+//! filesystem, CPU model), and every answer: a size's knee and plateau bounds in bytes, a
+//! method as a label, the confidence as a number. A Prometheus textfile collector then
+//! shows a fleet's figures and answers over time. Unsupported, failed and skipped rows
+//! have no figure and are left out; observed params (what mincore saw, the buffers the
+//! kernel granted) are no labels, since their values differ from run to run without
+//! bound.
 
+use crate::advice::{Choice, Level, Recommendation};
 use crate::results::{Run, Unit};
 
 /// Metric families: (unit in the run document, family name, OpenMetrics unit, help).
@@ -38,13 +43,51 @@ fn label_name(key: &str) -> String {
     format!("param_{k}")
 }
 
-/// The run as OpenMetrics text, ending with `# EOF`.
-pub fn render(run: &Run) -> String {
+/// The machine's labels: host, kernel, filesystem, CPU model.
+fn machine_labels(run: &Run) -> Vec<(String, String)> {
     let env = &run.environment;
     let fs = env
         .filesystem
         .as_ref()
         .map_or("unknown", |f| f.fs_type.as_str());
+    vec![
+        ("host".into(), env.hostname.clone()),
+        ("kernel".into(), env.kernel.clone()),
+        ("filesystem".into(), fs.into()),
+        ("cpu_model".into(), env.cpu_model.clone()),
+    ]
+}
+
+/// `{k="v",…}` with every value escaped.
+fn label_set(labels: &[(String, String)]) -> String {
+    let l: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+        .collect();
+    format!("{{{}}}", l.join(","))
+}
+
+/// A family's TYPE, UNIT (where it has one) and HELP lines.
+fn header(name: &str, kind: &str, unit: &str, help: &str) -> String {
+    let unit = if unit.is_empty() {
+        String::new()
+    } else {
+        format!("# UNIT {name} {unit}\n")
+    };
+    format!("# TYPE {name} {kind}\n{unit}# HELP {name} {help}\n")
+}
+
+/// The run and its answers `recs` as OpenMetrics text, ending with `# EOF`.
+pub fn render(run: &Run, recs: &[Recommendation]) -> String {
+    let mut out = figures(run);
+    out.push_str(&answers(run, recs));
+    out.push_str("# EOF\n");
+    out
+}
+
+/// Every measured row's median, one family per unit.
+fn figures(run: &Run) -> String {
+    let machine = machine_labels(run);
     let mut out = String::new();
     for (unit, name, om_unit, help) in FAMILIES {
         let rows: Vec<_> = run
@@ -55,37 +98,141 @@ pub fn render(run: &Run) -> String {
         if rows.is_empty() {
             continue;
         }
-        out.push_str(&format!(
-            "# TYPE {name} gauge\n# UNIT {name} {om_unit}\n# HELP {name} {help}\n"
-        ));
-        for m in rows {
-            let mut labels = vec![
-                ("probe".to_string(), m.probe.clone()),
-                ("case".to_string(), m.case.clone()),
-                ("host".to_string(), env.hostname.clone()),
-                ("kernel".to_string(), env.kernel.clone()),
-                ("filesystem".to_string(), fs.to_string()),
-            ];
-            for (k, v) in &m.params {
-                let v = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
+        out.push_str(&header(name, "gauge", om_unit, help));
+        let labelled: Vec<(Vec<(String, String)>, f64)> = rows
+            .iter()
+            .map(|m| {
+                let value = if unit == Unit::NsPerOp {
+                    m.median * 1e-9
+                } else {
+                    m.median
                 };
-                labels.push((label_name(k), v));
+                (row_labels(m, &machine), value)
+            })
+            .collect();
+        // One label set for the whole family (strict OpenMetrics parsers ask it): a
+        // label a row lacks is empty, which Prometheus reads as absent.
+        let mut names: Vec<&str> = Vec::new();
+        for (labels, _) in &labelled {
+            for (k, _) in labels {
+                if !names.contains(&k.as_str()) {
+                    names.push(k);
+                }
             }
-            let labels: Vec<String> = labels
+        }
+        for (labels, value) in &labelled {
+            let full: Vec<(String, String)> = names
                 .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                .map(|n| {
+                    let v = labels
+                        .iter()
+                        .find(|l| l.0 == *n)
+                        .map_or("", |l| l.1.as_str());
+                    (n.to_string(), v.to_string())
+                })
                 .collect();
-            let value = if unit == Unit::NsPerOp {
-                m.median * 1e-9
-            } else {
-                m.median
-            };
-            out.push_str(&format!("{name}{{{}}} {value:e}\n", labels.join(",")));
+            out.push_str(&format!("{name}{} {value:e}\n", label_set(&full)));
         }
     }
-    out.push_str("# EOF\n");
+    out
+}
+
+/// A row's labels: probe, case, the machine's, its requested params.
+fn row_labels(
+    m: &crate::results::Measurement,
+    machine: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut labels = vec![
+        ("probe".to_string(), m.probe.clone()),
+        ("case".to_string(), m.case.clone()),
+    ];
+    labels.extend(machine.iter().cloned());
+    let observed = crate::probes::observed_params(&m.probe);
+    for (k, v) in m
+        .params
+        .iter()
+        .filter(|(k, _)| !observed.contains(&k.as_str()))
+    {
+        let v = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        labels.push((label_name(k), v));
+    }
+    labels
+}
+
+/// The confidence as a number: high 2, medium 1, low 0.
+fn level_number(l: Level) -> u8 {
+    match l {
+        Level::High => 2,
+        Level::Medium => 1,
+        Level::Low => 0,
+    }
+}
+
+/// Every answer: its confidence, a size's knee and plateau bounds, a method's name.
+fn answers(run: &Run, recs: &[Recommendation]) -> String {
+    if recs.is_empty() {
+        return String::new();
+    }
+    let machine = machine_labels(run);
+    let with = |id: &str, more: &[(&str, &str)]| {
+        let mut l = vec![("id".to_string(), id.to_string())];
+        l.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        l.extend(machine.iter().cloned());
+        label_set(&l)
+    };
+    let (mut conf, mut sizes, mut methods) = (String::new(), String::new(), String::new());
+    for r in recs {
+        let level = level_number(r.confidence.level);
+        conf.push_str(&format!(
+            "ioprobe_advice_confidence{} {level}\n",
+            with(&r.id, &[])
+        ));
+        match &r.choice {
+            Choice::Size { bytes, range, .. } => {
+                let (from, to) = r
+                    .plateau
+                    .as_ref()
+                    .map_or((range[0], range[1]), |p| (p.from, p.to));
+                for (bound, v) in [("knee", *bytes), ("plateau_from", from), ("plateau_to", to)] {
+                    sizes.push_str(&format!(
+                        "ioprobe_advice_size_bytes{} {v}\n",
+                        with(&r.id, &[("bound", bound)])
+                    ));
+                }
+            }
+            Choice::Method { name, .. } => methods.push_str(&format!(
+                "ioprobe_advice_method_info{} 1\n",
+                with(&r.id, &[("method", name)])
+            )),
+        }
+    }
+    let mut out = header(
+        "ioprobe_advice_confidence",
+        "gauge",
+        "",
+        "Confidence of each answer (label id, the recommendation's stable id): 2 high, 1 medium, 0 low.",
+    ) + &conf;
+    if !sizes.is_empty() {
+        out += &header(
+            "ioprobe_advice_size_bytes",
+            "gauge",
+            "bytes",
+            "A size answer: the size to use (bound=knee) and its plateau's smallest and largest sizes (bound=plateau_from, plateau_to).",
+        );
+        out += &sizes;
+    }
+    if !methods.is_empty() {
+        out += &header(
+            "ioprobe_advice_method",
+            "info",
+            "",
+            "A method answer: the method to use, as the label method.",
+        );
+        out += &methods;
+    }
     out
 }
 

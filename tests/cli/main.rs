@@ -10,6 +10,7 @@ mod filesystems;
 mod fuzz_regressions;
 mod inputs;
 mod layers;
+mod metrics;
 mod pipe;
 mod probes;
 mod report;
