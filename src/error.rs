@@ -22,6 +22,9 @@ pub struct Interrupted;
 pub struct Exit {
     pub code: i32,
     pub message: Option<String>,
+    /// The signal that ended a traced command: once cleaned up, ioprobe ends itself by
+    /// it (`code` is 128+N where it cannot).
+    pub signal: Option<i32>,
 }
 
 impl Exit {
@@ -32,15 +35,28 @@ impl Exit {
             code => Err(Exit {
                 code,
                 message: None,
+                signal: None,
             }
             .into()),
         }
+    }
+
+    /// A silent exit by signal `sig` (128+`sig` where it cannot be raised): a traced
+    /// command's end passed on.
+    pub fn signalled(sig: i32) -> anyhow::Error {
+        Exit {
+            code: 128 + sig,
+            message: None,
+            signal: Some(sig),
+        }
+        .into()
     }
 
     pub fn with(code: i32, message: impl Into<String>) -> Exit {
         Exit {
             code,
             message: Some(message.into()),
+            signal: None,
         }
     }
 }

@@ -40,6 +40,14 @@ fn main() {
                 let _ = std::io::stderr().flush();
                 ioprobe::interrupt::end_by_signal();
             }
+            // A traced command killed by a signal: ioprobe ends by the same one.
+            let killed = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<error::Exit>()?.signal);
+            if let Some(sig) = killed {
+                let _ = (std::io::stdout().flush(), std::io::stderr().flush());
+                ioprobe::sys::signals::die_by(sig);
+            }
             code
         }
     };

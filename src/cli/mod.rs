@@ -349,8 +349,9 @@ needed are measured first (how long is said first) and saved, before CMD runs.
 CMD runs as it would untraced: its stdin, stdout and stderr as given (a closed one stays
 closed), SIGPIPE at its default, the signal mask it was given; SIGSTOP, SIGTSTP, SIGTTIN
 and SIGTTOU stop it and SIGCONT resumes it (PTRACE_SEIZE with PTRACE_LISTEN); its exit
-status is ioprobe's (128+N when signal N ended it; 127 when it is not found, 126 when it
-cannot be executed, a missing #! interpreter named). Ctrl-C reaches CMD from the terminal;
+status is ioprobe's (when signal N ended it, ioprobe ends by N once the report is written,
+as strace does; 127 when it is not found, 126 when it cannot be executed, a missing #!
+interpreter named). Ctrl-C reaches CMD from the terminal;
 SIGTERM and SIGHUP sent to ioprobe are passed on; if ioprobe is killed, even by SIGKILL,
 the kernel kills CMD with it (ptrace: PTRACE_O_EXITKILL, so it never runs on with its I/O
 calls failing; eBPF: PR_SET_PDEATHSIG). Everything that could fail afterwards is checked before CMD runs: --output is

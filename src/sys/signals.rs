@@ -26,6 +26,45 @@ pub fn original_xfsz() -> Option<libc::sighandler_t> {
     }
 }
 
+/// Ends this process by `sig`, as a traced command that `sig` killed ended (what strace
+/// and GNU timeout do, so that a script sees the signal, not a status): no core file
+/// (RLIMIT_CORE 0, so a core of ioprobe never replaces the command's), the signal's
+/// default action restored and the signal unblocked, then raised. Returns where `sig`'s
+/// default action does not end a process (stop, continue, ignore) or where raising it
+/// did not end this one; the caller then exits with 128+`sig`.
+pub fn die_by(sig: c_int) {
+    const NOT_FATAL: [c_int; 8] = [
+        libc::SIGSTOP,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+        libc::SIGCONT,
+        libc::SIGCHLD,
+        libc::SIGURG,
+        libc::SIGWINCH,
+    ];
+    if sig <= 0 || NOT_FATAL.contains(&sig) {
+        return;
+    }
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit reads a valid rlimit; lowering both limits to 0 is always
+    // allowed. signal() installs the default action (no handler of ours runs after).
+    // sigemptyset/sigaddset fill a zeroed local set that sigprocmask reads; raise sends
+    // the signal to this thread. None of them touches memory of ours beyond the locals.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
 /// Installs the dispositions (idempotent).
 pub fn install() -> std::io::Result<()> {
     // SAFETY: SIG_IGN for SIGXFSZ replaces no Rust-visible state; the result is checked.

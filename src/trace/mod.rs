@@ -306,8 +306,8 @@ fn preload_for(prog: &std::ffi::OsStr) -> std::result::Result<preload::Preload, 
 }
 
 /// The JSON document `--json` writes (schema version 1).
-/// Runs the command traced and reports; Ok(status) is the command's exit status
-/// (128+N when signal N ended it).
+/// Runs the command traced and reports; Ok(status) is the command's exit status, and
+/// a command that signal N ended is `Exit::signalled(N)`: ioprobe ends by N too.
 pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     if !opts.pids.is_empty() || opts.cgroup.is_some() {
         drop_early();
@@ -377,10 +377,11 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
             measured.is_none(),
         );
     }
-    Ok(match ended {
-        Ended::Code(c) => c,
-        Ended::Signal(s) => 128 + s,
-    })
+    match ended {
+        Ended::Code(c) => Ok(c),
+        // ioprobe ends by the same signal once it has cleaned up (main).
+        Ended::Signal(s) => Err(crate::error::Exit::signalled(s)),
+    }
 }
 
 /// A command's trace given flags only an attached one takes, or no command.
