@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod beside;
-pub use beside::{Stamp, read_file as read_beside, write_file as write_beside};
+pub use beside::{
+    Stamp, read_file as read_beside, update_file as update_beside, write_file as write_beside,
+};
 
 /// Schema version this build writes and reads.
 pub const STORE_SCHEMA: i64 = 5;

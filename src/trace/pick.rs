@@ -168,43 +168,74 @@ pub(super) fn keep(
 ) {
     let took = STARTED.get().map(|s| s.elapsed().as_secs_f64());
     *READ.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    let mut all = book(store);
     let seen = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let k = key(command);
-    let mut changed = all.get(&k).is_none_or(|e| e.calls != calls);
-    let e = all.entry(k).or_default();
-    e.calls = calls;
-    if usual && e.usual.as_deref() != Some(tracer) {
-        e.usual = Some(tracer.to_string());
-        changed = true;
-    }
-    if let (Some(t), true) = (took, timed) {
-        let v = e.took.entry(tracer.to_string()).or_default();
-        // A time within NEAR of the kept ones' median changes nothing the rule reads:
-        // the file is left as it is (writing it costs a short trace about 0.1 ms).
-        let near = v.len() >= KEPT_TIMES && median(v).is_some_and(|m| (t - m).abs() <= NEAR * m);
-        if !near {
-            v.push(t);
-            let extra = v.len().saturating_sub(KEPT_TIMES);
-            v.drain(..extra);
+    let trace = Kept {
+        key: key(command),
+        tracer,
+        usual,
+        calls,
+        took: took.filter(|_| timed),
+        seen,
+    };
+    // Under the store's lock: traces at once each add their own entry to the others'.
+    crate::results::store::update_beside(store, SUFFIX, |text| {
+        let mut all: BTreeMap<String, Entry> = text
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        trace
+            .add_to(&mut all)
+            .then(|| serde_json::to_string(&all).ok())?
+    });
+}
+
+/// One finished trace, as [`keep`] adds it to the book.
+struct Kept<'a> {
+    key: String,
+    tracer: &'a str,
+    usual: bool,
+    calls: u64,
+    /// The time since [`start_clock`], where it counts.
+    took: Option<f64>,
+    seen: u64,
+}
+
+impl Kept<'_> {
+    /// Adds this trace to `all`; false where nothing the rule reads changed (the file
+    /// is then left as it is: writing it costs a short trace about 0.1 ms).
+    fn add_to(&self, all: &mut BTreeMap<String, Entry>) -> bool {
+        let mut changed = all.get(&self.key).is_none_or(|e| e.calls != self.calls);
+        let e = all.entry(self.key.clone()).or_default();
+        e.calls = self.calls;
+        if self.usual && e.usual.as_deref() != Some(self.tracer) {
+            e.usual = Some(self.tracer.to_string());
             changed = true;
         }
-    }
-    if !changed {
-        return;
-    }
-    e.seen = seen;
-    while all.len() > KEPT_COMMANDS {
-        let oldest = all
-            .iter()
-            .min_by_key(|(_, e)| e.seen)
-            .map(|(k, _)| k.clone());
-        all.remove(&oldest.unwrap_or_default());
-    }
-    if let Ok(text) = serde_json::to_string(&all) {
-        crate::results::store::write_beside(store, SUFFIX, &text);
+        if let Some(t) = self.took {
+            let v = e.took.entry(self.tracer.to_string()).or_default();
+            // A time within NEAR of the kept ones' median changes nothing the rule reads.
+            let near =
+                v.len() >= KEPT_TIMES && median(v).is_some_and(|m| (t - m).abs() <= NEAR * m);
+            if !near {
+                v.push(t);
+                let extra = v.len().saturating_sub(KEPT_TIMES);
+                v.drain(..extra);
+                changed = true;
+            }
+        }
+        if !changed {
+            return false;
+        }
+        e.seen = self.seen;
+        while all.len() > KEPT_COMMANDS {
+            let oldest = all
+                .iter()
+                .min_by_key(|(_, e)| e.seen)
+                .map(|(k, _)| k.clone());
+            all.remove(&oldest.unwrap_or_default());
+        }
+        true
     }
 }
 

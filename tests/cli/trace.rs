@@ -1172,6 +1172,42 @@ fn tracer_of(d: &Path, store: &Path, around: &[&str], cmd: &[&str], extra: &[&st
     doc["work"]["tracer"].clone()
 }
 
+/// Traces at once into one store each keep their command beside it: eight different
+/// commands traced together, ten rounds (and a loaded machine: the eight share two
+/// CPUs), and the book holds all eight every round. It held 1 of the 8 when each trace
+/// read the book, added itself and wrote it back over the others.
+#[test]
+fn traces_at_once_keep_every_command_beside_the_store() {
+    let (dir, store) = with_store();
+    let d = dir.path();
+    let kept = d.join("s.db-tracers");
+    for round in 0..10 {
+        let children: Vec<std::process::Child> = (0..8)
+            .map(|i| {
+                let out = d.join(format!("t{i}.json"));
+                std::process::Command::new(BIN)
+                    .args(["trace", "--json", "--figures", FIXTURE_A, "--store"])
+                    .arg(&store)
+                    .arg("--output")
+                    .arg(&out)
+                    .args(["--", "true", &format!("command-{i}")])
+                    .current_dir(d)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            assert!(o.status.success(), "{o:?}");
+        }
+        let book: Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+        let n = book.as_object().unwrap().len();
+        assert_eq!(n, 8, "round {round}: {n} of 8 commands kept");
+    }
+}
+
 /// `--tracer auto` weighs ptrace for a command by its traces kept beside the store: a
 /// command of few calls is tried under it once, then traced with whichever ran faster
 /// here; one of many calls is never tried; a named tracer and `--no-save` keep out.
