@@ -70,6 +70,13 @@ fn failure(command: &Command, e: &anyhow::Error) -> i32 {
             "scratch files"
         };
         eprintln!("ioprobe: interrupted; {what} removed");
+    } else if matches!(command, Command::Cp(_)) {
+        // cp's messages read as GNU cp's, with the program's name (docs/cp.md).
+        let text = cli::one_line(&format!("{e:#}"));
+        eprintln!(
+            "ioprobe: cp: {}",
+            text.strip_prefix("cp: ").unwrap_or(&text)
+        );
     } else {
         eprintln!("ioprobe: error: {}", cli::one_line(&format!("{e:#}")));
     }

@@ -246,7 +246,7 @@ pub enum Command {
     #[command(after_help = examples_only!(
         "ioprobe export last > run.json",
         "ioprobe export 12 --csv",
-        "ioprobe export last --format openmetrics --output /var/lib/node_exporter/textfile_collector/ioprobe.prom",
+        "ioprobe export last --format openmetrics --output ioprobe.prom",
     ))]
     Export {
         #[arg(value_name = "RUN")]
@@ -623,11 +623,28 @@ pub fn clap_exit(e: clap::Error) -> i32 {
             let _ = e.print();
             2
         }
+        // GNU cp exits 1 on a usage error, and scripts test for it; its messages read
+        // as cp's (docs/cp.md): `ioprobe: cp: …` ending with where its help is.
+        _ if is_cp() => {
+            eprintln!("ioprobe: cp: {} (see 'ioprobe cp --help')", cp_usage(&e));
+            1
+        }
         _ => {
             eprintln!("ioprobe: error: {}", clap_one_line(&e));
-            // GNU cp exits 1 on a usage error, and scripts test for it.
-            if is_cp() { 1 } else { 2 }
+            2
         }
+    }
+}
+
+/// A usage error of `ioprobe cp` in GNU cp's words where GNU has them ("unrecognized
+/// option '--bogus'"), else clap's on one line.
+fn cp_usage(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match (e.kind(), e.get(ContextKind::InvalidArg)) {
+        (ErrorKind::UnknownArgument, Some(ContextValue::String(arg))) => {
+            format!("unrecognized option '{}'", crate::units::escape(arg))
+        }
+        _ => clap_one_line(e),
     }
 }
 

@@ -352,7 +352,23 @@ pub fn run_advice(
     let mut pooled: Vec<i64> = m.sources.iter().flat_map(|s| s.pooled.clone()).collect();
     pooled.sort_unstable();
     pooled.dedup();
+    // Each probe pools its own newest runs (at most POOL_MAX); probes measured by other
+    // commands between two `run`s pool other runs, so the runs in all may be more.
+    let most = m.sources.iter().map(|s| s.pooled.len()).max().unwrap_or(0);
     let line = match (pooled.len(), other) {
+        (n, _) if n > most && most > 1 => {
+            let since = pooled
+                .iter()
+                .filter(|&&i| i != id)
+                .map(|i| loaded[i].started_at.as_str())
+                .min()
+                .unwrap_or("");
+            format!(
+                "advice pooled from up to {most} runs a probe ({n} runs in all: this one and {} since {}); --fresh for this run alone",
+                n - 1,
+                since.get(..16).unwrap_or(since).replace('T', " ")
+            )
+        }
         (n, _) if n > 1 => {
             let since = pooled
                 .iter()

@@ -327,6 +327,16 @@ pub fn typed_params<P: RowParams>(m: &Measurement) -> std::result::Result<P, Str
             {
                 return format!("lacks param '{field}'");
             }
+            if let Some((field, known)) = inner
+                .strip_prefix("unknown field `")
+                .and_then(|r| r.split_once("`, "))
+            {
+                return format!(
+                    "unknown param '{}' ({})",
+                    crate::units::escape(field),
+                    known.replace('`', "")
+                );
+            }
             let key = e.path().to_string();
             let value = m
                 .params

@@ -263,13 +263,17 @@ pub fn run_header(run: &Run) -> String {
         format!("{} at {}", f.fs_type, f.path)
     });
     format!(
-        "ioprobe {} ({} build) · {} {} · {} · {} cpus{} · {} · {} · clock read {}, empty loop {}/iteration",
+        "ioprobe {} ({} build) · {} {} · {} · {}{} · {} · {} · clock read {}, empty loop {}/iteration",
         run.tool.version,
         e.build_profile,
         e.os,
         e.kernel,
         e.cpu_model,
-        e.logical_cpus,
+        match (e.logical_cpus, e.pinned_cpu) {
+            (1, None) => "1 cpu".to_string(),
+            (n, None) => format!("{n} cpus"),
+            (n, Some(c)) => format!("{n} cpus, measured on cpu {c}"),
+        },
         e.hypervisor
             .as_ref()
             .map_or(String::new(), |h| format!(" · VM: {h}")),

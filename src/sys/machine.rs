@@ -276,7 +276,7 @@ impl Environment {
             cpu_model: cpuinfo_field(&cpuinfo, "model name")
                 .or_else(|| facts.cpu_model.clone())
                 .unwrap_or_else(|| "unknown".into()),
-            logical_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            logical_cpus: online_cpus(),
             caches: {
                 let c = caches();
                 if c.is_empty() {
@@ -581,6 +581,17 @@ fn statfs_mount(canon: &Path) -> Option<Filesystem> {
         mount_options,
         read_ahead_kb: None,
     })
+}
+
+/// The machine's online CPUs, whatever this process is pinned to (`--cpu`, taskset):
+/// sysconf(_SC_NPROCESSORS_ONLN), else the CPUs this process may use.
+fn online_cpus() -> usize {
+    // SAFETY: sysconf only reads a system setting; it takes no pointer.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Whether a filesystem of `fs_type` mounted with `options` compresses.

@@ -879,3 +879,27 @@ fn a_source_that_shrinks_while_it_is_copied_is_copied_as_gnu_does() {
         "the copy is not what was read"
     );
 }
+
+/// cp's usage errors read as its other messages (docs/cp.md): `ioprobe: cp: …` on one
+/// line, ending with where its help is, exit 1 as GNU cp's.
+#[test]
+fn cp_usage_errors_read_as_cps_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, msg) in [
+        (&["--bogus", "a", "b"][..], "unrecognized option '--bogus'"),
+        (&["a"][..], "missing destination file operand after 'a'"),
+        (&[][..], "missing file operand"),
+    ] {
+        let out = Command::new(BIN)
+            .arg("cp")
+            .args(args)
+            .current_dir(dir.path())
+            .assert()
+            .code(1);
+        assert_eq!(
+            stderr_of(&out),
+            format!("ioprobe: cp: {msg} (see 'ioprobe cp --help')\n"),
+            "{args:?}"
+        );
+    }
+}

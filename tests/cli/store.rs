@@ -597,6 +597,13 @@ fn bad_fixtures(dir: &Path) -> Vec<(std::path::PathBuf, &'static str)> {
             "lacks param 'method'",
         ),
         (
+            edited_fixture(dir, "unknown.json", |v| {
+                let i = read_row(v);
+                v["measurements"][i]["params"]["bogus"] = Value::from(1);
+            }),
+            "unknown param 'bogus' (expected one of method, ",
+        ),
+        (
             edited_fixture(dir, "huge.json", |v| {
                 let i = read_row(v);
                 v["measurements"][i]["params"]["block_size"] = Value::from(u64::MAX);

@@ -257,6 +257,7 @@ fn case_name(v: &Variant, cache: Cache, dur: Durability, size: u64) -> String {
 /// The params of a copy row. Keys are a contract (JSON `params`); the variant's own
 /// parameters appear only for the methods that have them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     pub method: Method,
     /// The variant's label, e.g. `read-write/1MiB`.

@@ -211,6 +211,7 @@ fn case_name((method, placement, cap, chunk): (Method, Placement, Capacity, u64)
 
 /// The params of a pipe row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     pub method: Method,
     pub placement: Placement,

@@ -152,6 +152,7 @@ impl Options {
 
 /// The params of a read row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     pub method: Method,
     pub block_size: u64,

@@ -330,6 +330,7 @@ impl Case {
 
 /// The params of a socket row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     pub family: Family,
     /// The loopback address (IP families only).

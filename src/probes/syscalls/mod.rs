@@ -117,6 +117,7 @@ impl Options {
 
 /// The params of a syscalls row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     /// Bytes per read, write, store or load.
     pub io_size: u64,

@@ -155,6 +155,7 @@ impl Options {
 
 /// The params of a write row. Keys are a contract (JSON `params`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Params {
     pub method: Method,
     pub durability: Durability,
