@@ -380,7 +380,8 @@ impl Report<'_> {
             Some(w) => window_line(cmd, w, run, p),
             None => format!(
                 "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n",
-                cmd.join(" "),
+                // As a shell would take it back: `sh -c 'cat log | gzip'` keeps its quotes.
+                crate::units::escape(&shell_words::join(cmd)),
                 exit_text(ended),
                 secs(run.traced_wall_s),
                 secs(run.estimate_s),

@@ -505,3 +505,42 @@ fn html_tables_never_wrap_and_right_align_only_figures() {
     assert!(!text.contains("<td class=\"num\">copy-file-range</td>"));
     assert!(text.contains("<td class=\"num\">1.00×</td>"), "figure cell");
 }
+
+/// The man page recipe of the README and docs/commands.md: written to
+/// ~/.local/share/man/man1, `man ioprobe` finds it with MANPATH as they say (and not
+/// without it where ~/.local/bin is not on PATH, which is why they say it).
+#[test]
+fn the_man_page_recipe_makes_man_find_it() {
+    if std::process::Command::new("man")
+        .arg("-w")
+        .arg("man")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no man here");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".local/share/man/man1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = Command::new(BIN).arg("manpage").assert().success();
+    std::fs::write(dir.join("ioprobe.1"), &page.get_output().stdout).unwrap();
+    let man = |manpath: Option<String>| {
+        let mut c = std::process::Command::new("man");
+        c.args(["-w", "ioprobe"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", home.path());
+        if let Some(m) = manpath {
+            c.env("MANPATH", m);
+        }
+        c.output().unwrap()
+    };
+    let found = man(Some(format!("{}/.local/share/man:", home.path().display())));
+    assert!(found.status.success(), "{found:?}");
+    assert!(String::from_utf8_lossy(&found.stdout).contains("man1/ioprobe.1"));
+    assert!(
+        !man(None).status.success(),
+        "found without MANPATH: the recipe says more than needed"
+    );
+}

@@ -1835,3 +1835,26 @@ fn saved_figures_read_while_the_command_starts_hold_again_and_again_under_load()
         }
     });
 }
+
+/// The report's first line shows the command as a shell would take it back: a word
+/// with spaces or shell characters keeps its quotes.
+#[test]
+fn the_header_quotes_the_command_as_a_shell_would_take_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = traced(
+        dir.path(),
+        &["sh", "-c", "cat /dev/null | wc -c > /dev/null", "it's"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+    let report = std::fs::read_to_string(dir.path().join("report")).unwrap();
+    assert!(
+        report.starts_with(
+            r#"ioprobe trace: `sh -c 'cat /dev/null | wc -c > /dev/null' 'it'\''s'` exited"#
+        ),
+        "{report}"
+    );
+}
