@@ -194,6 +194,24 @@ pub fn escape(text: &str) -> String {
         .collect()
 }
 
+/// Words as a POSIX shell would take them back (Python's `shlex.quote` rule): a word of
+/// letters, digits and `@%+=:,./-_` as it is, any other in single quotes (a quote
+/// inside as `'\''`), an empty one as `''`; control characters then shown escaped.
+pub fn shell_words(words: &[String]) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| {
+            if !w.is_empty() && w.chars().all(safe) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    escape(&quoted.join(" "))
+}
+
 /// Prints a byte count in binary units: `512 B`, `4 KiB`, `1.5 MiB`.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -419,5 +437,14 @@ mod tests {
         assert_eq!(format_ns(12_345_678.0), "12.3 ms");
         assert_eq!(format_count(1_234_567.0), "1.23M");
         assert_eq!(format_gbps(12_345_000_000.0), "12.3");
+    }
+
+    #[test]
+    fn shell_words_quote_as_a_shell_takes_them_back() {
+        let w = |v: &[&str]| shell_words(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w(&["dd", "if=/tmp/a", "bs=4k"]), "dd if=/tmp/a bs=4k");
+        assert_eq!(w(&["sh", "-c", "cat a | gzip"]), "sh -c 'cat a | gzip'");
+        assert_eq!(w(&["echo", "it's", ""]), r"echo 'it'\''s' ''");
+        assert_eq!(w(&["printf", "a\nb"]), "printf 'a\\nb'");
     }
 }

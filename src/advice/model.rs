@@ -193,9 +193,11 @@ pub enum Coverage {
 impl Coverage {
     pub fn name(self) -> &'static str {
         match self {
-            Coverage::Partial => "partial sweep",
-            Coverage::Selection => "ioprobe run's selection",
-            Coverage::Full => "full default sweep",
+            Coverage::Partial => "a partial sweep",
+            // What the rows cover, whichever command measured them (`copy
+            // --system-tools --cache warm` covers it too).
+            Coverage::Selection => "covers ioprobe run's selection",
+            Coverage::Full => "the full default sweep",
         }
     }
 }

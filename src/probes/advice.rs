@@ -21,7 +21,10 @@ pub fn coverage(kind: &dyn ProbeKind, rows: &[&Measurement]) -> (Coverage, usize
         v
     };
     let full = advised(Scale::Default);
-    let measured = full
+    // Counted over every case of the default sweep, as its table prints them; a case no
+    // recommendation reads is not needed for full coverage.
+    let all = kind.for_scale(Scale::Default).case_names();
+    let measured = all
         .iter()
         .filter(|n| rows.iter().any(|m| &&m.case == n))
         .count();
@@ -32,7 +35,7 @@ pub fn coverage(kind: &dyn ProbeKind, rows: &[&Measurement]) -> (Coverage, usize
     } else {
         Coverage::Partial
     };
-    (c, measured, full.len())
+    (c, measured, all.len())
 }
 
 /// What a partial sweep measured, in words: `--quick`'s sweep where the rows hold it
@@ -43,11 +46,7 @@ fn partial_words(
     rows: &[&Measurement],
     (in_default, expected): (usize, usize),
 ) -> String {
-    let mut cases: Vec<&str> = rows
-        .iter()
-        .map(|m| m.case.as_str())
-        .filter(|c| !kind.unadvised_cases().contains(c))
-        .collect();
+    let mut cases: Vec<&str> = rows.iter().map(|m| m.case.as_str()).collect();
     cases.sort_unstable();
     cases.dedup();
     let quick = kind.for_scale(Scale::Quick).case_names();
@@ -407,7 +406,8 @@ mod tests {
             .collect();
         let refs: Vec<&Measurement> = rows.iter().collect();
         let (cov, measured, expected) = coverage(&syscalls::Kind, &refs);
-        assert_eq!((cov, measured, expected), (Coverage::Full, 13, 13));
+        // Full, though 13 of the sweep's 14 cases: null_vector_dirty is read by no advice.
+        assert_eq!((cov, measured, expected), (Coverage::Full, 13, 14));
         let (cov, _, _) = coverage(&syscalls::Kind, &refs[1..]);
         assert_ne!(cov, Coverage::Full);
     }

@@ -113,7 +113,7 @@ pub fn time_here(f: &Figures, t: &Target, op: &str, s: &OpStats, large_pipe: boo
             let size = s.typical_size().unwrap_or(s.bytes);
             return f.data_time(c, reading, s.bytes, s.calls, size);
         }
-        return f.ns(Case::Null).map(|ns| s.calls as f64 * ns * 1e-9);
+        return uncurved_s(f, s.calls);
     }
     let per_call = match op {
         // lseek alone, as the syscalls probe measures it; older runs without that
@@ -130,6 +130,12 @@ pub fn time_here(f: &Figures, t: &Target, op: &str, s: &OpStats, large_pipe: boo
         _ => f.ns(Case::Null).map(|n| n * 1e-9),
     }?;
     Some(s.calls as f64 * per_call)
+}
+
+/// What `calls` data calls on a target no curve prices (a device such as /dev/null)
+/// take here: a null call each. The table and every finding price them so.
+pub(super) fn uncurved_s(f: &Figures, calls: u64) -> Option<f64> {
+    f.ns(Case::Null).map(|ns| calls as f64 * ns * 1e-9)
 }
 
 pub(super) fn secs(s: f64) -> String {

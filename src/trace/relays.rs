@@ -8,7 +8,7 @@
 use super::claims::Claim;
 use super::figures::{Curve, Figures};
 use super::findings::Finder;
-use super::price::{curve_for, direction, rows_of, secs};
+use super::price::{curve_for, direction, rows_of, secs, uncurved_s};
 use super::profile::{OpStats, Profile};
 use crate::units::format_size;
 use std::collections::{BTreeMap, BTreeSet};
@@ -106,7 +106,7 @@ pub fn relayed_writes(
                 false,
             ) {
                 Some((wc, _)) => f.data_time(wc, false, w.bytes, calls, sz),
-                None => f.floor_s(false).map(|x| x * calls as f64),
+                None => uncurved_s(f, calls),
             };
             let wsize = w.typical_size().unwrap_or(size);
             if let (Some(a), Some(b)) = (
@@ -140,7 +140,7 @@ fn row_at(
     let size = s.typical_size()?;
     let cost = |calls: u64, sz: u64| match c {
         Some(c) => f.data_time(c, reading, s.bytes, calls, sz),
-        None => f.floor_s(reading).map(|x| x * calls as f64),
+        None => uncurved_s(f, calls),
     };
     let now = cost(s.calls, size)?;
     if size >= record {

@@ -381,7 +381,7 @@ impl Report<'_> {
             None => format!(
                 "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n",
                 // As a shell would take it back: `sh -c 'cat log | gzip'` keeps its quotes.
-                crate::units::escape(&shell_words::join(cmd)),
+                crate::units::shell_words(cmd),
                 exit_text(ended),
                 secs(run.traced_wall_s),
                 secs(run.estimate_s),

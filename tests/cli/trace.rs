@@ -377,7 +377,7 @@ fn the_text_report_goes_to_stderr_and_the_command_keeps_its_stdout() {
     assert_eq!(String::from_utf8_lossy(&out.get_output().stdout), "hello\n");
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
-        err.contains("ioprobe trace: `sh -c echo hello` exited with status 0"),
+        err.contains("ioprobe trace: `sh -c 'echo hello'` exited with status 0"),
         "{err}"
     );
     assert!(

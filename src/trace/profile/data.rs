@@ -3,7 +3,7 @@
 
 use super::Call;
 use super::memory::{iov_total, mmsg_total, msghdr_iov};
-use super::model::{Kind, Profile, bucket, overlap_then_merge};
+use super::model::{Kind, Profile, overlap_then_merge};
 use crate::names::Named;
 use crate::sys::trace::calls::Syscall;
 
@@ -46,7 +46,7 @@ impl Profile {
             s.calls += 1;
             s.bytes += moved;
             s.errors += u64::from(!ok);
-            *s.sizes.entry(bucket(asked)).or_default() += 1;
+            s.record_size(asked);
             // A file's bytes sent right after they were read: a copy sendfile makes.
             if matches!(sys, Syscall::Sendto | Syscall::Sendmsg) {
                 let kind = self.targets[f.target].kind;
@@ -95,7 +95,7 @@ impl Profile {
         s.calls += 1;
         s.bytes += moved;
         s.errors += u64::from(!ok);
-        *s.sizes.entry(bucket(asked)).or_default() += 1;
+        s.record_size(asked);
         if sequential {
             s.sequential += 1;
         } else {

@@ -20,6 +20,9 @@ impl OpStats {
         for (&b, &n) in &o.sizes {
             *self.sizes.entry(b).or_default() += n;
         }
+        for (&b, &n) in &o.asked {
+            *self.asked.entry(b).or_default() += n;
+        }
         self.sequential += o.sequential;
         self.random += o.random;
         self.short += o.short;

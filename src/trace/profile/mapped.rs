@@ -3,7 +3,7 @@
 
 use super::Call;
 use super::memory::{iocbs, iov_total};
-use super::model::{Profile, bucket};
+use super::model::Profile;
 use crate::sys::trace::calls::Syscall;
 
 impl Profile {
@@ -36,7 +36,7 @@ impl Profile {
             s.calls += 1;
             s.bytes += if ok { ret as u64 } else { 0 };
             s.errors += u64::from(!ok);
-            *s.sizes.entry(bucket(asked)).or_default() += 1;
+            s.record_size(asked);
         }
     }
 
@@ -61,7 +61,7 @@ impl Profile {
             s.calls += 1;
             s.bytes += a[1];
             s.errors += u64::from(!ok);
-            *s.sizes.entry(bucket(a[1])).or_default() += 1;
+            s.record_size(a[1]);
         }
         if ok && let Some(r) = self.rings.get_mut(&(pid, fd)) {
             r.mapped(a[5], ret as u64);
@@ -123,7 +123,7 @@ impl Profile {
                         let s = self.op(pid, t, op);
                         s.calls += 1;
                         s.bytes += bytes;
-                        *s.sizes.entry(bucket(bytes)).or_default() += 1;
+                        s.record_size(bytes);
                     }
                 }
             }
@@ -142,7 +142,7 @@ impl Profile {
                 let s = self.op(pid, f.target, op);
                 s.calls += 1;
                 s.bytes += bytes;
-                *s.sizes.entry(bucket(bytes)).or_default() += 1;
+                s.record_size(bytes);
             }
         }
         let t = self.target("aio context");

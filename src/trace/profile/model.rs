@@ -77,6 +77,10 @@ pub struct OpStats {
     pub errors: u64,
     /// Requested sizes: calls per power of two (key: the bucket's lower bound in bytes).
     pub sizes: BTreeMap<u64, u64>,
+    /// Bytes requested per bucket of `sizes` (their sum): what the typical size is
+    /// read from (not in JSON, whose `sizes` is the histogram).
+    #[serde(skip)]
+    pub asked: BTreeMap<u64, u64>,
     /// Data calls at the offset the previous one ended at, and elsewhere.
     pub sequential: u64,
     pub random: u64,
@@ -91,12 +95,23 @@ pub struct OpStats {
 }
 
 impl OpStats {
-    /// The request size half the calls are at or below (the histogram's median bucket).
+    /// One call that asked to move `bytes`: its bucket in the histogram.
+    pub fn record_size(&mut self, bytes: u64) {
+        let b = bucket(bytes);
+        *self.sizes.entry(b).or_default() += 1;
+        *self.asked.entry(b).or_default() += bytes;
+    }
+
+    /// The typical request size: the mean request of the histogram's median bucket
+    /// (the one half the calls are at or below), so a loop of 100-byte writes is 100 B,
+    /// not its bucket's floor, 64 B. A bucket without its bytes (a profile folded from
+    /// older figures) gives its floor.
     pub fn typical_size(&self) -> Option<u64> {
         let mut left = self.sizes.values().sum::<u64>().div_ceil(2);
         for (&b, &n) in &self.sizes {
             if n >= left {
-                return Some(b);
+                let asked = self.asked.get(&b).copied().unwrap_or(0);
+                return Some(if asked > 0 && n > 0 { asked / n } else { b });
             }
             left -= n;
         }
@@ -293,5 +308,22 @@ mod tests {
             s.sizes.insert(b, n);
         }
         assert_eq!(s.typical_size(), Some(512));
+    }
+
+    /// 100-byte writes are typically 100 B, not their bucket's floor (64 B); a mix in
+    /// the median bucket gives its mean request.
+    #[test]
+    fn the_typical_size_is_the_request_not_its_buckets_floor() {
+        let mut s = OpStats::default();
+        for _ in 0..10 {
+            s.record_size(100);
+        }
+        s.record_size(4096);
+        assert_eq!((s.sizes.get(&64), s.typical_size()), (Some(&10), Some(100)));
+        let mut mix = OpStats::default();
+        for b in [80, 100, 120] {
+            mix.record_size(b);
+        }
+        assert_eq!(mix.typical_size(), Some(100));
     }
 }
