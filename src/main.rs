@@ -24,6 +24,7 @@ fn main() {
         cli::parse(&args).unwrap_or_else(|e| std::process::exit(cli::clap_exit(e)));
     let (settings, ignored) = cli.settings();
     ioprobe::progress::set_quiet(settings.quiet);
+    ioprobe::progress::set_width(cli::stderr_width(&settings));
     if !ignored.is_empty() {
         ioprobe::progress::note(&format!(
             "{} given before the command: no effect on `ioprobe {}`",

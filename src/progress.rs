@@ -7,16 +7,29 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
+/// The width notes fold to (columns; 0: none).
+static WIDTH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Notes fold to `width` columns from now on (stderr's terminal, else COLUMNS, else
+/// 100, as the tables on stdout), continuation lines indented by two spaces.
+pub fn set_width(width: Option<usize>) {
+    WIDTH.store(width.unwrap_or(0), Ordering::Relaxed);
+}
 
 /// `-q/--quiet`: no progress display and no notes on stderr from now on.
 pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
 
-/// Prints a note ("ioprobe: …") on stderr unless quiet.
+/// Prints a note ("ioprobe: …") on stderr unless quiet, folded to the width.
 pub fn note(line: &str) {
-    if !QUIET.load(Ordering::Relaxed) {
-        eprintln!("ioprobe: {line}");
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
+    let text = format!("ioprobe: {line}");
+    match WIDTH.load(Ordering::Relaxed) {
+        0 => eprintln!("{text}"),
+        w => eprintln!("{}", crate::units::fold(&text, w, 2).join("\n")),
     }
 }
 

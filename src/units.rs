@@ -194,6 +194,24 @@ pub fn escape(text: &str) -> String {
         .collect()
 }
 
+/// `line` folded at spaces into lines of at most `width` characters, each after the
+/// first indented by `indent` spaces (a word longer than a line stands alone).
+pub fn fold(line: &str, width: usize, indent: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in line.split(' ').filter(|w| !w.is_empty()) {
+        let len = cur.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            out.push(std::mem::replace(&mut cur, " ".repeat(indent)));
+        } else if len > 0 && !cur.trim().is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    out.push(cur);
+    out
+}
+
 /// Words as a POSIX shell would take them back (Python's `shlex.quote` rule): a word of
 /// letters, digits and `@%+=:,./-_` as it is, any other in single quotes (a quote
 /// inside as `'\''`), an empty one as `''`; control characters then shown escaped.
@@ -446,5 +464,24 @@ mod tests {
         assert_eq!(w(&["sh", "-c", "cat a | gzip"]), "sh -c 'cat a | gzip'");
         assert_eq!(w(&["echo", "it's", ""]), r"echo 'it'\''s' ''");
         assert_eq!(w(&["printf", "a\nb"]), "printf 'a\\nb'");
+    }
+
+    #[test]
+    fn lines_fold_at_spaces_with_a_hanging_indent() {
+        let f = fold("ioprobe: copy: 52 rows, about 25 s (its time limit)", 20, 2);
+        assert_eq!(
+            f,
+            [
+                "ioprobe: copy: 52",
+                "  rows, about 25 s",
+                "  (its time limit)"
+            ]
+        );
+        assert!(f.iter().all(|l| l.chars().count() <= 20));
+        assert_eq!(fold("short", 20, 2), ["short"]);
+        assert_eq!(
+            fold("a verylongwordthatcannotfit b", 8, 2),
+            ["a", "  verylongwordthatcannotfit", "  b"]
+        );
     }
 }

@@ -692,6 +692,16 @@ pub fn one_line(s: &str) -> String {
         .join(" ")
 }
 
+/// The width notes on stderr fold to: its terminal's, else COLUMNS, else 100 columns
+/// (as tables on stdout); none with `--wide`.
+pub fn stderr_width(s: &Settings) -> Option<usize> {
+    s.style.width.map(|stdout| {
+        crate::sys::calls::stderr_terminal_width()
+            .filter(|&w| w >= 40)
+            .unwrap_or(stdout)
+    })
+}
+
 /// How tables are drawn on stdout: the terminal's width (or COLUMNS, or 100 columns
 /// when stdout is no terminal; none with `--wide`), and colour as `--color` and the
 /// environment say, and `-v` for every warning on its own line.

@@ -222,6 +222,16 @@ pub fn stdout_terminal_width() -> Option<usize> {
     (size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
+/// The width in columns of the terminal on stderr; None when stderr is not a terminal.
+pub fn stderr_terminal_width() -> Option<usize> {
+    let err = std::io::stderr();
+    if !std::io::IsTerminal::is_terminal(&err) {
+        return None;
+    }
+    let size = rustix::termios::tcgetwinsize(&err).ok()?;
+    (size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

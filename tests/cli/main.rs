@@ -18,6 +18,7 @@ mod signals;
 mod socket;
 mod store;
 mod trace;
+mod width;
 mod write;
 
 use assert_cmd::Command;

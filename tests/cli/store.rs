@@ -466,7 +466,7 @@ fn advise_gives_evidence_from_saved_runs_or_measures_first() {
             .success(),
     );
     assert!(
-        out.contains("read: run 1 (2026-11-21T09:00:00Z, fixture-host), partial sweep (0 of 28 default cases)"),
+        out.contains("read: run 1 (2026-11-21T09:00:00Z, fixture-host), a partial sweep (0 of 28 default cases)"),
         "{out}"
     );
     assert!(
@@ -985,11 +985,11 @@ fn a_partial_run_saved_after_a_complete_one_does_not_change_the_advice() {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         text.contains("syscalls: run 1 (")
-            && text.contains("partial sweep (2 of 13 default cases)"),
+            && text.contains("a partial sweep (2 of 14 default cases)"),
         "{text}"
     );
     assert!(
-        text.contains("a partial sweep (2 of the 13 cases"),
+        text.contains("a partial sweep (2 of the 14 cases"),
         "{text}"
     );
     assert_empty(&scratch);
