@@ -211,7 +211,9 @@ pub fn ranked_panels(
         .max()
         .unwrap_or(0)
         + 16;
-    let width = (label_w + 640).max(900);
+    // As wide as the report's column (PAGE_W), wider only for labels that leave the
+    // bars under 400 px.
+    let width = (label_w + 400).max(PAGE_W);
     let heights: Vec<u32> = panels
         .iter()
         .map(|p| PANEL_HEAD + ROW * p.bars.len().max(1) as u32)
@@ -362,21 +364,30 @@ fn whiskers(p: &Point, color: RGBColor) -> [PathElement<(f64, f64)>; 3] {
     ]
 }
 
-/// Series `k`'s line and name in the legend beside a line plot.
-fn legend_entry(area: &Area, k: usize, name: &str, color: RGBColor) -> Result<()> {
-    let y = 60 + 22 * k as i32;
+/// Series' line and name in the legend beside a line plot, its top at `y`, the name
+/// folded to lines of `room` px: the y below it.
+fn legend_entry(area: &Area, y: i32, (name, room): (&str, u32), color: RGBColor) -> Result<i32> {
     area.draw(&PathElement::new(
         vec![(8, y), (32, y)],
         color.stroke_width(3),
     ))
     .map_err(e)?;
-    area.draw(&Text::new(
-        name.to_string(),
-        (38, y - 7),
-        ("sans-serif", 13).into_font(),
-    ))
-    .map_err(e)?;
-    Ok(())
+    let wide = text_width(name, LABEL_PX);
+    let lines = if wide <= room {
+        vec![name.to_string()]
+    } else {
+        let chars = name.chars().count() as u32;
+        crate::units::fold(name, (chars * room / wide).max(8) as usize, 0)
+    };
+    for (i, line) in lines.iter().enumerate() {
+        area.draw(&Text::new(
+            line.trim().to_string(),
+            (38, y - 7 + 16 * i as i32),
+            ("sans-serif", 13).into_font(),
+        ))
+        .map_err(e)?;
+    }
+    Ok(y + 22 + 16 * (lines.len() as i32 - 1))
 }
 
 /// A horizontal bar's 95% CI whisker, across row `i`.
@@ -482,8 +493,20 @@ fn draw_span<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Width of the legend panel right of a line plot: the legend never covers data.
-const LEGEND_W: u32 = 250;
+/// Width of every plot: the HTML report's column (1000 px less its padding), so a
+/// 1000 px window shows a plot whole, legend included, without scrolling sideways.
+pub const PAGE_W: u32 = 960;
+
+/// Width of the legend panel right of a line plot (the legend never covers data): its
+/// longest name's, within 160–300 px; a longer name folds onto more lines.
+fn legend_width(names: &[&str]) -> u32 {
+    let longest = names
+        .iter()
+        .map(|n| text_width(n, LABEL_PX))
+        .max()
+        .unwrap_or(0);
+    (longest + 46).clamp(160, 300)
+}
 
 /// Throughput (GB/s) against a size on a log2 axis: one line per series, each point
 /// with its 95% CI as a whisker, vertical marks (e.g. cache sizes) labelled, each
@@ -497,9 +520,11 @@ pub fn lines(
 ) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900 + LEGEND_W, 480)).into_drawing_area();
+        let names = series_names(pts);
+        let legend_w = legend_width(&names);
+        let root = SVGBackend::with_string(&mut svg, (PAGE_W, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
-        let (plot_area, legend_area) = root.split_horizontally(900);
+        let (plot_area, legend_area) = root.split_horizontally(PAGE_W - legend_w);
         let (xmin, xmax) = axis(
             pts.iter().map(|p| p.x).fold(f64::INFINITY, f64::min) / 1.5,
             pts.iter().map(|p| p.x).fold(0.0, f64::max) * 1.5,
@@ -527,7 +552,8 @@ pub fn lines(
         for (label, size) in marks {
             draw_mark(&mut chart, label, *size as f64, ymax)?;
         }
-        for (k, name) in series_names(pts).iter().enumerate() {
+        let mut legend_y = 60;
+        for (k, name) in names.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
             let series: Vec<&Point> = pts.iter().filter(|p| p.series == *name).collect();
             for sp in spans.iter().filter(|sp| sp.series == *name) {
@@ -549,7 +575,7 @@ pub fn lines(
             chart
                 .draw_series(series.iter().flat_map(|p| whiskers(p, color)))
                 .map_err(e)?;
-            legend_entry(&legend_area, k, name, color)?;
+            legend_y = legend_entry(&legend_area, legend_y, (name, legend_w - 46), color)?;
         }
         root.present().map_err(e)?;
     }
