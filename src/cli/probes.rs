@@ -83,7 +83,7 @@ probe_commands! {
     /// Socket throughput and context switches versus chunk size, family (unix, tcp,
     /// unix-dgram, udp over loopback), method, buffers and CPU placement.
     #[command(after_help = examples!(
-        "ioprobe socket --quick            kernel buffers, both on one CPU, about 15 s",
+        "ioprobe socket --quick            kernel buffers, both on one CPU, about 30 s",
         "ioprobe socket --family tcp --method send-recv,zerocopy --sizes 4k,64k,1m",
         "ioprobe socket --family unix,tcp --sndbuf default,1m --rcvbuf default,1m",
     ))]
