@@ -6,6 +6,7 @@ mod attach;
 mod copy;
 mod cp;
 mod cp_gnu;
+mod examples;
 mod filesystems;
 mod fuzz_regressions;
 mod inputs;
