@@ -354,33 +354,23 @@ pub fn run_advice(
     // Each probe pools its own newest runs (at most POOL_MAX); probes measured by other
     // commands between two `run`s pool other runs, so the runs in all may be more.
     let most = m.sources.iter().map(|s| s.pooled.len()).max().unwrap_or(0);
+    // The oldest pooled run other than this one, to the minute.
+    let since = pooled
+        .iter()
+        .filter(|&&i| i != id)
+        .map(|i| loaded[i].started_at.as_str())
+        .min()
+        .unwrap_or("");
+    let since = since.get(..16).unwrap_or(since).replace('T', " ");
     let line = match (pooled.len(), other) {
-        (n, _) if n > most && most > 1 => {
-            let since = pooled
-                .iter()
-                .filter(|&&i| i != id)
-                .map(|i| loaded[i].started_at.as_str())
-                .min()
-                .unwrap_or("");
-            format!(
-                "advice pooled from up to {most} runs a probe ({n} runs in all: this one and {} since {}); --fresh for this run alone",
-                n - 1,
-                since.get(..16).unwrap_or(since).replace('T', " ")
-            )
-        }
-        (n, _) if n > 1 => {
-            let since = pooled
-                .iter()
-                .filter(|&&i| i != id)
-                .map(|i| loaded[i].started_at.as_str())
-                .min()
-                .unwrap_or("");
-            format!(
-                "advice pooled from {n} runs (this one and {} since {}); --fresh for this run alone",
-                n - 1,
-                since.get(..16).unwrap_or(since).replace('T', " ")
-            )
-        }
+        (n, _) if n > most && most > 1 => format!(
+            "advice pooled from up to {most} runs a probe ({n} runs in all: this one and {} since {since}); --fresh for this run alone",
+            n - 1
+        ),
+        (n, _) if n > 1 => format!(
+            "advice pooled from {n} runs (this one and {} since {since}); --fresh for this run alone",
+            n - 1
+        ),
         (_, Some((rid, what))) => {
             format!("this run stands alone: a new pool, as {what} since run {rid}")
         }
