@@ -29,7 +29,7 @@ pub fn note(line: &str) {
     let text = format!("ioprobe: {line}");
     match WIDTH.load(Ordering::Relaxed) {
         0 => eprintln!("{text}"),
-        w => eprintln!("{}", crate::units::fold(&text, w, 2).join("\n")),
+        w => eprintln!("{}", crate::units::wrap(&text, w).join("\n")),
     }
 }
 

@@ -194,19 +194,54 @@ pub fn escape(text: &str) -> String {
         .collect()
 }
 
-/// `line` folded at spaces into lines of at most `width` characters, each after the
-/// first indented by `indent` spaces (a word longer than a line stands alone).
-pub fn fold(line: &str, width: usize, indent: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    for word in line.split(' ').filter(|w| !w.is_empty()) {
-        let len = cur.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            out.push(std::mem::replace(&mut cur, " ".repeat(indent)));
-        } else if len > 0 && !cur.trim().is_empty() {
+/// The width of `s` on a terminal: characters, not counting ANSI colour sequences.
+pub fn visible_len(s: &str) -> usize {
+    let mut n = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// `line` broken at spaces into lines no wider than `width`, each continuation indented
+/// two more than the line itself. A word wider than the width stays whole.
+pub fn wrap(line: &str, width: usize) -> Vec<String> {
+    // A line coloured where it was written starts with its colour: the indent follows.
+    let colour = if line.starts_with('\u{1b}') {
+        line.find('m').map_or(0, |i| i + 1)
+    } else {
+        0
+    };
+    let body = &line[colour..];
+    let indent = body.len() - body.trim_start().len();
+    let pad = " ".repeat(indent + 2);
+    let mut out = Vec::new();
+    let mut cur = line[..colour + indent].to_string();
+    let mut cur_len = indent;
+    let mut empty = true;
+    for word in body[indent..].split(' ').filter(|w| !w.is_empty()) {
+        let w = visible_len(word);
+        if !empty && cur_len + 1 + w > width {
+            out.push(std::mem::replace(&mut cur, pad.clone()));
+            cur_len = pad.len();
+            empty = true;
+        }
+        if !empty {
             cur.push(' ');
+            cur_len += 1;
         }
         cur.push_str(word);
+        cur_len += w;
+        empty = false;
     }
     out.push(cur);
     out
@@ -468,7 +503,7 @@ mod tests {
 
     #[test]
     fn lines_fold_at_spaces_with_a_hanging_indent() {
-        let f = fold("ioprobe: copy: 52 rows, about 25 s (its time limit)", 20, 2);
+        let f = wrap("ioprobe: copy: 52 rows, about 25 s (its time limit)", 20);
         assert_eq!(
             f,
             [
@@ -478,10 +513,37 @@ mod tests {
             ]
         );
         assert!(f.iter().all(|l| l.chars().count() <= 20));
-        assert_eq!(fold("short", 20, 2), ["short"]);
+        assert_eq!(wrap("short", 20), ["short"]);
         assert_eq!(
-            fold("a verylongwordthatcannotfit b", 8, 2),
+            wrap("a verylongwordthatcannotfit b", 8),
             ["a", "  verylongwordthatcannotfit", "  b"]
         );
+    }
+
+    #[test]
+    fn prose_wraps_at_spaces_with_a_hanging_indent() {
+        let lines = wrap("  warning: one two three four five six", 20);
+        assert_eq!(
+            lines,
+            ["  warning: one two", "    three four five", "    six"]
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= 20));
+        // A word longer than the width stays whole on its own line.
+        assert_eq!(
+            wrap("a averyveryverylongword b", 10),
+            ["a", "  averyveryverylongword", "  b"]
+        );
+        assert_eq!(wrap("short", 10), ["short"]);
+        // A coloured line keeps its indent after the colour.
+        assert_eq!(
+            wrap("\u{1b}[33m  warning: one two three\u{1b}[0m", 20),
+            ["\u{1b}[33m  warning: one two", "    three\u{1b}[0m"]
+        );
+    }
+
+    #[test]
+    fn colour_sequences_take_no_width() {
+        assert_eq!(visible_len("\u{1b}[1mtitle\u{1b}[0m"), 5);
+        assert_eq!(visible_len("× – │"), 5);
     }
 }

@@ -372,13 +372,10 @@ fn legend_entry(area: &Area, y: i32, (name, room): (&str, u32), color: RGBColor)
         color.stroke_width(3),
     ))
     .map_err(e)?;
-    let wide = text_width(name, LABEL_PX);
-    let lines = if wide <= room {
-        vec![name.to_string()]
-    } else {
-        let chars = name.chars().count() as u32;
-        crate::units::fold(name, (chars * room / wide).max(8) as usize, 0)
-    };
+    // Characters a line holds, at this name's own width per character.
+    let chars = name.chars().count() as u32;
+    let per_line = (chars * room / text_width(name, LABEL_PX).max(1)).max(8);
+    let lines = crate::units::wrap(name, per_line as usize);
     for (i, line) in lines.iter().enumerate() {
         area.draw(&Text::new(
             line.trim().to_string(),

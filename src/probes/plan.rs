@@ -5,7 +5,7 @@
 
 use super::Context;
 use crate::harness::{Sampled, Workload};
-use crate::results::{Measurement, Unit};
+use crate::results::{Measurement, Status, Unit};
 use crate::sys::copyfile::Eviction;
 use crate::sys::machine::Environment;
 use anyhow::Result;
@@ -22,8 +22,7 @@ enum Row<P, W> {
     NotRun {
         case: String,
         params: P,
-        reason: String,
-        skipped: bool,
+        leave: Leave,
     },
 }
 
@@ -95,25 +94,15 @@ impl<P: Serialize, W> Plan<P, W> {
 
     /// A case this machine cannot run, and why (the call and errno).
     pub fn unsupported(&mut self, case: String, params: P, reason: String) {
-        self.rows.push(Row::NotRun {
-            case,
-            params,
-            reason,
-            skipped: false,
-        });
+        self.leave(case, params, Leave::Unsupported(reason));
     }
 
     /// A case left out here, and why: `skipped` (not a failure) or `unsupported`.
     pub fn leave(&mut self, case: String, params: P, leave: Leave) {
-        let (reason, skipped) = match leave {
-            Leave::Skip(r) => (r, true),
-            Leave::Unsupported(r) => (r, false),
-        };
         self.rows.push(Row::NotRun {
             case,
             params,
-            reason,
-            skipped,
+            leave,
         });
     }
 
@@ -140,13 +129,16 @@ impl<P: Serialize, W> Plan<P, W> {
                 Row::NotRun {
                     case,
                     params,
-                    reason,
-                    skipped,
-                } => slots.push(Some(if skipped {
-                    Measurement::skipped(probe, &case, params, self.unit, reason)
-                } else {
-                    Measurement::unsupported(probe, &case, params, self.unit, reason)
-                })),
+                    leave,
+                } => {
+                    let why = match leave {
+                        Leave::Skip(r) => (Status::Skipped, r),
+                        Leave::Unsupported(r) => (Status::Unsupported, r),
+                    };
+                    slots.push(Some(Measurement::not_run(
+                        probe, &case, params, self.unit, why,
+                    )));
+                }
             }
         }
         (ready, slots)

@@ -65,14 +65,21 @@ pub fn render_environment(
 /// Whether a file can be made in `path`'s directory (a temporary one, removed at once):
 /// what `run --openmetrics` checks before it measures.
 pub fn check_writable(path: &Path) -> Result<()> {
+    temp_beside(path).map(drop)
+}
+
+/// A temporary file (0644 less the umask) in `path`'s directory, named
+/// `.ioprobe-report-…`, which no textfile collector's `*.prom` matches.
+fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     tempfile::Builder::new()
         .prefix(".ioprobe-report-")
+        .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
-        .map(drop)
         .map_err(|e| cannot_write(dir, &e))
 }
 
@@ -95,7 +102,7 @@ fn cannot_write(dir: &Path, e: &std::io::Error) -> anyhow::Error {
 /// The file is 0644 less the umask, like any file a user asks for. Refuses to replace
 /// the results store.
 pub fn write_atomically(path: &Path, text: &str, store: Option<&Path>) -> Result<()> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::MetadataExt;
     let shown = crate::units::escape(&path.display().to_string());
     let same =
         |a: &std::fs::Metadata, b: &std::fs::Metadata| (a.dev(), a.ino()) == (b.dev(), b.ino());
@@ -107,15 +114,7 @@ pub fn write_atomically(path: &Path, text: &str, store: Option<&Path>) -> Result
         ))
         .into());
     }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ioprobe-report-")
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)
-        .map_err(|e| cannot_write(dir, &e))?;
+    let mut tmp = temp_beside(path)?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())
         .and_then(|_| tmp.as_file().sync_all())
         .with_context(|| format!("writing {shown}"))?;

@@ -4,27 +4,11 @@ use super::grid::{Grid, environment_grid, probe_grids, run_header};
 use crate::advice::Recommendation;
 use crate::present::Style;
 use crate::results::Run;
+pub use crate::units::visible_len;
+use crate::units::wrap;
 use comfy_table::{
     Attribute, Cell, CellAlignment, Color, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED,
 };
-
-/// The width of `s` on a terminal: characters, not counting ANSI colour sequences.
-pub fn visible_len(s: &str) -> usize {
-    let mut n = 0;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            n += 1;
-        }
-    }
-    n
-}
 
 /// `header` on two lines when it is wider than its column's cells and a space lets
 /// the wider half be narrower than the whole.
@@ -324,41 +308,6 @@ fn is_table_line(line: &str) -> bool {
     line.starts_with(['┌', '│', '╞', '├', '└', '┆'])
 }
 
-/// `line` broken at spaces into lines no wider than `width`, each continuation indented
-/// two more than the line itself. A word wider than the width stays whole.
-fn wrap(line: &str, width: usize) -> Vec<String> {
-    // A line coloured where it was written starts with its colour: the indent follows.
-    let colour = if line.starts_with('\u{1b}') {
-        line.find('m').map_or(0, |i| i + 1)
-    } else {
-        0
-    };
-    let body = &line[colour..];
-    let indent = body.len() - body.trim_start().len();
-    let pad = " ".repeat(indent + 2);
-    let mut out = Vec::new();
-    let mut cur = line[..colour + indent].to_string();
-    let mut cur_len = indent;
-    let mut empty = true;
-    for word in body[indent..].split(' ').filter(|w| !w.is_empty()) {
-        let w = visible_len(word);
-        if !empty && cur_len + 1 + w > width {
-            out.push(std::mem::replace(&mut cur, pad.clone()));
-            cur_len = pad.len();
-            empty = true;
-        }
-        if !empty {
-            cur.push(' ');
-            cur_len += 1;
-        }
-        cur.push_str(word);
-        cur_len += w;
-        empty = false;
-    }
-    out.push(cur);
-    out
-}
-
 /// The final pass over table-format output: prose lines wrapped to the width (drawn
 /// tables are already fitted). Colour is put on where a line is written, not here.
 pub fn fit_text(text: &str, st: &Style) -> String {
@@ -444,33 +393,6 @@ pub fn render_environment(env: &crate::sys::machine::Environment, st: &Style) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prose_wraps_at_spaces_with_a_hanging_indent() {
-        let lines = wrap("  warning: one two three four five six", 20);
-        assert_eq!(
-            lines,
-            ["  warning: one two", "    three four five", "    six"]
-        );
-        assert!(lines.iter().all(|l| l.chars().count() <= 20));
-        // A word longer than the width stays whole on its own line.
-        assert_eq!(
-            wrap("a averyveryverylongword b", 10),
-            ["a", "  averyveryverylongword", "  b"]
-        );
-        assert_eq!(wrap("short", 10), ["short"]);
-        // A coloured line keeps its indent after the colour.
-        assert_eq!(
-            wrap("\u{1b}[33m  warning: one two three\u{1b}[0m", 20),
-            ["\u{1b}[33m  warning: one two", "    three\u{1b}[0m"]
-        );
-    }
-
-    #[test]
-    fn colour_sequences_take_no_width() {
-        assert_eq!(visible_len("\u{1b}[1mtitle\u{1b}[0m"), 5);
-        assert_eq!(visible_len("× – │"), 5);
-    }
 
     #[test]
     fn headers_wider_than_their_cells_split_at_the_middle_space() {

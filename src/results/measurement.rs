@@ -278,19 +278,9 @@ impl Measurement {
         )
     }
 
-    /// A row left out because the filesystem gives the case no meaning, with the reason.
-    pub fn skipped(
-        probe: &str,
-        case: &str,
-        params: impl Serialize,
-        unit: Unit,
-        reason: impl Into<String>,
-    ) -> Measurement {
-        Measurement::not_run(probe, case, params, unit, (Status::Skipped, reason.into()))
-    }
-
-    /// A row with no figures: `status` (unsupported or skipped) and its reason.
-    fn not_run(
+    /// A row with no figures: `status` (unsupported, or skipped where the filesystem gives
+    /// the case no meaning) and its reason.
+    pub fn not_run(
         probe: &str,
         case: &str,
         params: impl Serialize,

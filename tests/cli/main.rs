@@ -365,6 +365,20 @@ fn chromium() -> Option<&'static str> {
         .find(|p| Path::new(p).exists())
 }
 
+/// Chromium for `test`'s browser part; where it is missing (a developer's machine only:
+/// .ci/run installs Debian's chromium) the part is skipped with a message.
+fn chromium_for(test: &str) -> Option<&'static str> {
+    let found = chromium();
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium must be installed in CI"
+        );
+        eprintln!("{test}: chromium not installed, browser part skipped");
+    }
+    found
+}
+
 /// Processes (other than `except`) whose command line mentions `needle`: a forked pipe
 /// writer or reader keeps its parent's command line, so this finds strays.
 fn processes_mentioning(needle: &str, except: u32) -> Vec<String> {

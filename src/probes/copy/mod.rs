@@ -520,7 +520,6 @@ impl Probe for CopyProbe {
             },
             // Durable rows mean nothing where fsync returns at once (tmpfs).
             durable: Leave::durable(ctx.env),
-            memory: ctx.env.memory_fs().is_some(),
         };
         let name = Kind.name();
         let mut out = Vec::new();
@@ -555,9 +554,9 @@ struct Here<'a> {
     dio: u64,
     verdicts: Vec<(String, Result<(), String>)>,
     cold: Option<Leave>,
+    /// Why durable rows are left out: on a memory-backed filesystem (tmpfs), where no
+    /// row reaches a device.
     durable: Option<Leave>,
-    /// A memory-backed filesystem (tmpfs): no row reaches a device.
-    memory: bool,
 }
 
 /// Which variants work here, from a small probe copy (1 MiB + 4097 bytes): each variant
@@ -717,7 +716,9 @@ fn params(
     sparse: bool,
     here: &Here,
 ) -> Params {
-    let (m, drop_all, memory) = (v.method, here.drop_all, here.memory);
+    let (m, drop_all) = (v.method, here.drop_all);
+    // Durable rows are left out only where the filesystem keeps files in memory alone.
+    let memory = here.durable.is_some();
     Params {
         method: m,
         variant: v.label(),
