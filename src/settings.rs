@@ -47,6 +47,9 @@ pub struct Settings {
     pub no_save: bool,
     /// `run --fresh`: advice from the run alone, no saved runs pooled with it.
     pub fresh: bool,
+    /// `run --precise`: every row sampled to ±1% (within twice the time limit), not
+    /// until each answer is decided.
+    pub precise: bool,
     /// `run --openmetrics FILE`: the run and its answers written there atomically.
     pub openmetrics: Option<PathBuf>,
     pub quiet: bool,

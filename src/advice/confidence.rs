@@ -89,10 +89,42 @@ pub const RERUN_NOISE_DISK: f64 = 0.15;
 /// largest.
 pub(super) fn noise(m: &Measurement, floor: f64) -> f64 {
     let half = (m.ci95[1] - m.ci95[0]) / 2.0 / m.median;
+    let passes = m.pass_medians();
+    if passes.len() >= 2 {
+        // Pooled from passes: the spread between them, which the halves and modes of
+        // the pooled samples would count as drift and regimes, is measured directly.
+        return half.max(between_passes(&passes, floor, m.regime_draws()));
+    }
     let modes = bimodal(&m.raw).map_or(0.0, |x| (x.high - x.low) / m.median);
     half.max(split_half_drift(&m.raw).unwrap_or(0.0))
         .max(modes)
         .max(floor)
+}
+
+/// How far a rerun may move the median of a row pooled from `k` ≥ 2 passes (each on
+/// fresh files, processes and connections, with its median in `medians`): about two
+/// standard errors of their mean on the log scale (for two passes, the distance between
+/// them), and never less than the kind's rerun floor `floor`. Where the passes were
+/// independent draws of a regime (`draws`: a pipe's or socket's process pair and
+/// connection), the floor is one draw's move between twin runs, which k draws average
+/// out: floor / √k (a rerun pooling as many draws moves that much). Elsewhere the floor
+/// stays: what moves a file's or a loop's figure between runs does not average out
+/// within one.
+pub(super) fn between_passes(medians: &[f64], floor: f64, draws: bool) -> f64 {
+    let logs: Vec<f64> = medians
+        .iter()
+        .filter(|&&x| x > 0.0)
+        .map(|x| x.ln())
+        .collect();
+    let k = logs.len().max(1) as f64;
+    let mean = logs.iter().sum::<f64>() / k;
+    let sd = if logs.len() >= 2 {
+        (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let floor = if draws { floor / k.sqrt() } else { floor };
+    (2.0 * sd / k.sqrt()).max(floor)
 }
 
 /// A recommendation id's part after the probe's name, from the topic and the options
@@ -152,6 +184,7 @@ pub(super) fn repeat_confidence(
     rows: &[(&Measurement, f64)],
     (kind, outcome): (&str, &str),
 ) {
+    c.agreement = Some(repeat);
     if repeat >= HIGH_REPEAT {
         return;
     }

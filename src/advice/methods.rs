@@ -71,7 +71,15 @@ fn method_reruns(
             m.median = w.median * f;
             m.ci95 = [w.ci95[0] * f, w.ci95[1] * f];
         }
-        rank_within(&with_rows(opts, &moved), margin, near).map_or(r.pick, |x| x.pick)
+        // The answer holds where the rerun picks one of the stated tied options and the
+        // stated pick is still tied with its best: "use X, or Y: equal here" again.
+        rank_within(&with_rows(opts, &moved), margin, near).map_or(r.pick, |x| {
+            if r.tied.contains(&x.pick) && x.tied.contains(&r.pick) {
+                r.pick
+            } else {
+                x.pick
+            }
+        })
     });
     let rows: Vec<(&Measurement, f64)> = opts
         .iter()
@@ -162,8 +170,12 @@ pub fn methods(
         method_effect(&opts, &r, (base, out), &mut rows, &name),
     );
     let support = format!(
-        "{measured} options measured; a rerun moving each within its noise chooses {} in {}% of {RERUNS} simulated reruns{}",
-        name(r.pick),
+        "{measured} options measured; a rerun moving each within its noise {} in {}% of {RERUNS} simulated reruns{}",
+        if r.tied.len() > 1 {
+            format!("keeps {} tied with the options it chooses", name(r.pick))
+        } else {
+            format!("chooses {}", name(r.pick))
+        },
         sig3(repeat * 100.0),
         lead.map_or(String::new(), |(g, n)| format!(
             "; it leads the next option by ×{}, more than twice their noise (±{}% together)",
@@ -196,6 +208,7 @@ fn impossible_lead(
         && opts[r.pick].work.surely_less(&opts[r.best].work)
         && !ties(&wide[r.pick], &wide[r.best])
     {
+        conf.unsettled = true;
         conf.cap(
             Level::Low,
             format!(

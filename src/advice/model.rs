@@ -39,6 +39,14 @@ pub struct Confidence {
     pub level: Level,
     /// Every reason that lowered it, or what supports it when nothing did.
     pub reasons: Vec<String>,
+    /// The share of simulated reruns that kept the answer (a choice among measured
+    /// options); absent where no rerun was simulated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f64>,
+    /// Whether measuring the rows again may lift a cap (figures the machine moved
+    /// between, say): `run` then samples them again. Not kept.
+    #[serde(skip)]
+    pub unsettled: bool,
 }
 
 impl Confidence {
@@ -47,6 +55,8 @@ impl Confidence {
         Confidence {
             level: Level::High,
             reasons: Vec::new(),
+            agreement: None,
+            unsettled: false,
         }
     }
 

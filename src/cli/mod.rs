@@ -599,6 +599,7 @@ impl Cli {
             store,
             no_save: m.no_save,
             fresh: matches!(&self.command, Command::Run(r) if r.fresh),
+            precise: matches!(&self.command, Command::Run(r) if r.precise),
             openmetrics: match &self.command {
                 Command::Run(r) => r.openmetrics.clone(),
                 _ => None,

@@ -86,6 +86,11 @@ pub struct RunArgs {
     /// Advise from this run alone: do not pool this machine's saved runs with it
     #[arg(long)]
     pub fresh: bool,
+    /// Sample every row until its median is within ±1% (or its share of twice the time
+    /// limit is spent), for the figures; by default rows are sampled until each answer
+    /// is decided
+    #[arg(long)]
+    pub precise: bool,
     /// Also write the run and its answers as OpenMetrics text to FILE (a temporary file
     /// in its directory, fsynced, renamed over FILE), e.g. for node_exporter's textfile
     /// collector; the directory is checked before anything is measured

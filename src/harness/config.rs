@@ -16,6 +16,10 @@ pub struct Config {
     pub budget: Duration,
     /// Never fewer samples than this.
     pub min_samples: usize,
+    /// Never fewer samples than this for a round-robin row (a whole pass a sample):
+    /// [`MIN_ROUND_SAMPLES`](super::MIN_ROUND_SAMPLES), fewer in `run`'s first pass,
+    /// whose undecided answers are sampled again.
+    pub min_round_samples: usize,
     /// Never more samples than this.
     pub max_samples: usize,
     /// Stop once the 95% CI of the median is within ± this fraction of the median.
@@ -23,6 +27,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The fewest samples a round-robin row takes.
+    pub fn round_min(&self) -> usize {
+        self.min_samples.max(self.min_round_samples)
+    }
+
     /// `--quick` and the default scale: enough for a ±1% CI on a quiet machine in well
     /// under a second.
     pub fn quick() -> Self {
@@ -32,6 +41,7 @@ impl Config {
             warmup: Duration::from_millis(50),
             budget: Duration::from_millis(600),
             min_samples: 5,
+            min_round_samples: super::MIN_ROUND_SAMPLES,
             max_samples: 10_000,
             target_rel_ci: 0.01,
         }
@@ -46,6 +56,7 @@ impl Config {
             warmup: Duration::from_millis(500),
             budget: Duration::from_secs(5),
             min_samples: 20,
+            min_round_samples: super::MIN_ROUND_SAMPLES,
             max_samples: 100_000,
             target_rel_ci: 0.01,
         }

@@ -11,6 +11,7 @@ pub mod kept;
 pub mod limit;
 pub mod overhead;
 pub mod pair;
+pub mod race;
 pub mod rounds;
 pub mod rusage;
 pub mod sampler;

@@ -169,7 +169,7 @@ pub fn measure_rounds(
         pass[i] = size;
     }
     let budget = cfg.budget.saturating_mul(cases.len().max(1) as u32);
-    let min = cfg.min_samples.max(MIN_ROUND_SAMPLES);
+    let min = cfg.round_min();
     // Every case has its minimum: the budget may end the rotation. A settling case that
     // has not its minimum after its ramp by then keeps every sample (see
     // [`leave_out_ramp`]): the time limit is kept, and the row says it did not settle.
@@ -269,6 +269,7 @@ mod tests {
             warmup: Duration::ZERO,
             budget: Duration::from_millis(5),
             min_samples: 5,
+            min_round_samples: MIN_ROUND_SAMPLES,
             max_samples: 40,
             target_rel_ci: 0.0,
         }

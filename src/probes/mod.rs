@@ -49,6 +49,12 @@ pub trait ProbeKind: Sync {
     fn unadvised_cases(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Whether a row's figure depends on the processes and connection it ran on (a
+    /// pipe's or socket's pair, in regimes a rerun draws anew): `run` then samples it
+    /// again on fresh ones, and its rerun noise is the spread between them.
+    fn regime_rows(&self) -> bool {
+        false
+    }
     /// Whether a row's params read as the probe's typed `Params` ([`RowParams`], the one
     /// contract its tables, advice and trace read rows with), checked on runs read from
     /// files: a row that does not would vanish from them silently, and a hostile or
@@ -166,6 +172,9 @@ pub struct Context<'a> {
     pub cpus: &'a [usize],
     /// The command's time limit, shared out among the cases as they start.
     pub limit: &'a harness::TimeLimit,
+    /// The cases to measure, when only some are (`run` revisiting the rows an
+    /// undecided answer rests on); None: every case of the plan.
+    pub only: Option<&'a std::collections::BTreeSet<String>>,
 }
 
 impl Context<'_> {
@@ -205,7 +214,7 @@ impl Context<'_> {
         };
         self.progress.start_group(
             refs.len(),
-            1 + h.min_samples.max(harness::MIN_ROUND_SAMPLES),
+            1 + h.round_min(),
             h.budget.saturating_mul(refs.len().max(1) as u32),
         );
         let s = harness::measure_rounds(&mut refs, h, |i, round| {

@@ -106,6 +106,14 @@ impl<P: Serialize, W> Plan<P, W> {
         });
     }
 
+    /// Keeps the cases `keep` names (a revisit of some rows of a probe, see
+    /// [`Context::only`]).
+    fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.rows.retain(|r| match r {
+            Row::Ready { case, .. } | Row::NotRun { case, .. } => keep(case),
+        });
+    }
+
     /// Number of cases, unsupported ones included.
     pub fn len(&self) -> usize {
         self.rows.len()
@@ -155,6 +163,15 @@ fn merge(slots: Vec<Option<Measurement>>, done: Vec<Measurement>) -> Vec<Measure
 }
 
 impl Context<'_> {
+    /// The plan's ready rows and slots, of the cases [`Context::only`] names when it
+    /// names some.
+    fn split_only<P: Serialize, W>(&self, probe: &str, mut plan: Plan<P, W>) -> Split<P, W> {
+        if let Some(only) = self.only {
+            plan.retain(|c| only.contains(c));
+        }
+        plan.split(probe)
+    }
+
     /// Unsupported rows take no time: they give their share of a time limit back.
     fn skip_unsupported(&self, probe: &str, slots: &[Option<Measurement>]) {
         let keys: Vec<String> = slots
@@ -173,7 +190,7 @@ impl Context<'_> {
         plan: Plan<P, W>,
         mut one: impl FnMut(&str, P, W) -> Result<Measurement>,
     ) -> Result<Vec<Measurement>> {
-        let (ready, slots) = plan.split(probe);
+        let (ready, slots) = self.split_only(probe, plan);
         self.skip_unsupported(probe, &slots);
         let mut done = Vec::new();
         for (case, params, work) in ready {
@@ -190,7 +207,7 @@ impl Context<'_> {
         plan: Plan<P, W>,
         mut finish: impl FnMut(&str, P, &W, &Sampled) -> Result<Measurement>,
     ) -> Result<Vec<Measurement>> {
-        let (ready, slots) = plan.split(probe);
+        let (ready, slots) = self.split_only(probe, plan);
         self.skip_unsupported(probe, &slots);
         let (mut keys, mut works) = (Vec::new(), Vec::new());
         for (case, params, work) in ready {

@@ -226,10 +226,7 @@ impl Measurement {
         let rusage = rusage_of(sampled, metric, iterations);
         let mut warnings = harness_warnings(sampled, &ns, overhead);
         if !sampled.converged {
-            warnings.push(format!(
-                "95% CI is ±{:.1}% of the median, wider than the ±1% target (time budget spent)",
-                s.rel_ci_halfwidth() * 100.0
-            ));
+            warnings.push(ci_warning(s.rel_ci_halfwidth()));
         }
         Ok(Measurement {
             probe: probe.into(),
@@ -359,5 +356,148 @@ impl Measurement {
     /// Numeric derived figure `key`, if present.
     pub fn derived_f64(&self, key: &str) -> Option<f64> {
         self.derived.get(key).and_then(Value::as_f64)
+    }
+}
+
+/// How a row's warning that its interval missed the target begins.
+const CI_WARNING: &str = "95% CI is ±";
+
+/// The warning of a row whose interval (± `rel` of its median) missed the ±1% target.
+fn ci_warning(rel: f64) -> String {
+    format!(
+        "{CI_WARNING}{:.1}% of the median, wider than the ±1% target (time budget spent)",
+        rel * 100.0
+    )
+}
+
+/// Derived figures a pooled row sums (counts of things each draw opened); every other
+/// number is averaged, weighted by samples.
+const SUMMED: &[&str] = &["connections"];
+
+/// Each counter of `a` (over `ia` iterations) and `b` (over `ib`) averaged by
+/// iterations: the pooled figure per op or per GiB of one case (the same work per
+/// iteration in both).
+fn pooled_per(a: &RusagePer, b: &RusagePer, (ia, ib): (u64, u64)) -> RusagePer {
+    let (wa, wb) = (ia as f64, ib as f64);
+    let w = |x: f64, y: f64| {
+        if wa + wb > 0.0 {
+            (x * wa + y * wb) / (wa + wb)
+        } else {
+            x
+        }
+    };
+    RusagePer {
+        per: a.per.clone(),
+        user_s: w(a.user_s, b.user_s),
+        sys_s: w(a.sys_s, b.sys_s),
+        voluntary_cs: w(a.voluntary_cs, b.voluntary_cs),
+        involuntary_cs: w(a.involuntary_cs, b.involuntary_cs),
+        minor_faults: w(a.minor_faults, b.minor_faults),
+        major_faults: w(a.major_faults, b.major_faults),
+        blocks_in: w(a.blocks_in, b.blocks_in),
+        blocks_out: w(a.blocks_out, b.blocks_out),
+    }
+}
+
+impl Measurement {
+    /// Pools `again` (this case measured again later in the run, on fresh files,
+    /// processes and connections) into this row: its samples appended after this
+    /// row's, the statistics recomputed over all of them, counters summed, each derived
+    /// figure averaged by samples (counts summed). `derived.pass_medians` keeps each
+    /// pass's median, whose spread the simulated reruns take (advice's confidence);
+    /// where the figure depends on the row's processes and connection (`regime`: a
+    /// pipe's or socket's pair), `derived.draws` counts them.
+    pub fn pool(&mut self, again: Measurement, regime: bool) {
+        if !again.is_ok() {
+            return;
+        }
+        if !self.is_ok() {
+            *self = again;
+            return;
+        }
+        let (na, nb) = (self.samples as f64, again.samples as f64);
+        for (k, v) in &again.derived {
+            let mine = self.derived.get(k).and_then(Value::as_f64);
+            let merged = match (mine, v.as_f64()) {
+                (Some(a), Some(b)) if SUMMED.contains(&k.as_str()) => Some(a + b),
+                (Some(a), Some(b)) if na + nb > 0.0 => Some((a * na + b * nb) / (na + nb)),
+                _ => None,
+            };
+            if let Some(x) = merged.and_then(serde_json::Number::from_f64) {
+                self.derived.insert(k.clone(), Value::Number(x));
+            }
+        }
+        let mut medians = self.pass_medians();
+        if medians.is_empty() {
+            medians.push(self.median);
+        }
+        medians.push(again.median);
+        if regime {
+            self.derived.insert("draws".into(), Value::from(medians.len()));
+        }
+        self.derived
+            .insert("pass_medians".into(), serde_json::json!(medians));
+        let iters = (self.iterations, again.iterations);
+        self.rusage.normalised =
+            pooled_per(&self.rusage.normalised, &again.rusage.normalised, iters);
+        self.rusage.total.add(&again.rusage.total);
+        for (role, p) in again.rusage.processes {
+            match self.rusage.processes.get_mut(&role) {
+                Some(mine) => {
+                    mine.normalised = pooled_per(&mine.normalised, &p.normalised, iters);
+                    mine.total.add(&p.total);
+                }
+                None => {
+                    self.rusage.processes.insert(role, p);
+                }
+            }
+        }
+        self.cpu_wait = match (self.cpu_wait, again.cpu_wait) {
+            (Some(a), Some(b)) => Some((a * na + b * nb) / (na + nb).max(1.0)),
+            (a, b) => a.or(b),
+        };
+        self.raw.extend(again.raw);
+        self.iterations += again.iterations;
+        self.warmup_iterations += again.warmup_iterations;
+        self.converged &= again.converged;
+        for w in again.warnings {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+        if let Some(s) = summarize(&self.raw) {
+            self.median = s.median;
+            self.ci95 = [s.ci95.0, s.ci95.1];
+            self.min = s.min;
+            self.max = s.max;
+            self.mean = s.mean;
+            self.stddev = s.stddev;
+            self.cv = s.cv;
+            self.mad = s.mad;
+            self.outliers = s.outliers;
+            self.ci_level = s.ci_level;
+            self.samples = s.n;
+            // The interval the target warning gave is the pooled one now.
+            self.warnings.retain(|w| !w.starts_with(CI_WARNING));
+            if !self.converged {
+                self.warnings.push(ci_warning(s.rel_ci_halfwidth()));
+            }
+        }
+    }
+
+    /// The medians of the passes a pooled row was measured in, each on its own files,
+    /// processes and connections (see [`pool`](Self::pool)); empty for a row measured
+    /// once.
+    pub fn pass_medians(&self) -> Vec<f64> {
+        self.derived
+            .get("pass_medians")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Whether its passes were independent draws of its regime (fresh process pairs
+    /// and connections, `derived.draws`), which average out.
+    pub fn regime_draws(&self) -> bool {
+        self.derived.contains_key("draws")
     }
 }

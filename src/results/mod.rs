@@ -51,6 +51,51 @@ pub struct HarnessInfo {
     pub overhead: Overhead,
     /// How the 95% CI of the median is computed.
     pub ci_method: String,
+    /// `ioprobe run`: where its time went, answer by answer (absent under `--precise`
+    /// and for a probe's own command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+}
+
+/// How `ioprobe run` spent its time: a first pass over every row, then visits to the
+/// rows of the answers still undecided, until each was decided or the time was spent.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Schedule {
+    /// Seconds of the first pass (every row, the sweeps' extensions included).
+    pub first_pass_s: f64,
+    /// Seconds of the visits after it.
+    pub visits_s: f64,
+    /// The share of simulated reruns an answer must keep to be decided.
+    pub target: f64,
+    /// `decided` when every answer was decided before the time limit, else `limit`.
+    pub ended: String,
+    pub topics: Vec<TopicSpend>,
+}
+
+/// One answer's share of a run's time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TopicSpend {
+    /// The recommendation's id.
+    pub id: String,
+    /// Samples of the rows it rests on, and the seconds they took: their share of
+    /// their probe's first pass and every visit made for it.
+    pub samples: usize,
+    pub seconds: f64,
+    /// Visits after the first pass, and their seconds.
+    pub visits: usize,
+    pub visit_s: f64,
+    /// The most passes one of its rows was measured in (the first and each visit's,
+    /// each on fresh files, processes and connections).
+    pub passes: usize,
+    /// The share of simulated reruns keeping the answer at the end (absent where none
+    /// was simulated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f64>,
+    /// `decided` (agreement reached the target), `stalled` (undecided when the time
+    /// was spent, and its last visits had not raised its agreement: its rows' noise is
+    /// their kind's floor, which more samples do not narrow) or `limit` (undecided when
+    /// the time was spent).
+    pub stopped: String,
 }
 
 /// One run: everything a report needs.

@@ -290,6 +290,10 @@ pub struct Derived {
 pub struct Kind;
 
 impl ProbeKind for Kind {
+    /// A pipe row: its writer and reader processes set its regime.
+    fn regime_rows(&self) -> bool {
+        true
+    }
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
         super::typed_params::<Params>(m).map(|_| ())
     }

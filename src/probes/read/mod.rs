@@ -326,7 +326,7 @@ impl Probe for ReadProbe {
         } else {
             None
         };
-        let (_path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
+        let (path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
         let mut plan = Plan::new(Unit::BytesPerSec);
         for ((populate, method, block), case) in self.opts.cases() {
             let params = Params {
@@ -345,7 +345,7 @@ impl Probe for ReadProbe {
         }
         let name = Kind.name();
         let mut populated: Option<Populate> = None;
-        ctx.run_plan_each(name, plan, |case, mut params, ()| {
+        let rows = ctx.run_plan_each(name, plan, |case, mut params, ()| {
             let (populate, method, block) = (
                 params.populate.unwrap_or(Populate::Write),
                 params.method,
@@ -381,7 +381,13 @@ impl Probe for ReadProbe {
             };
             params.page_cache = sweep.page_cache();
             sweep.measurement(ctx, (name, case), params, &sampled, method.note())
-        })
+        })?;
+        // The file goes now, not with the scratch directory: `run` measures some of
+        // its rows again, and creates it again then.
+        drop(fd);
+        std::fs::remove_file(&path)
+            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        Ok(rows)
     }
 }
 

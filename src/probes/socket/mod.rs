@@ -458,6 +458,10 @@ pub struct Derived {
 pub struct Kind;
 
 impl ProbeKind for Kind {
+    /// A socket row: its connection and its two processes set its regime.
+    fn regime_rows(&self) -> bool {
+        true
+    }
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
         super::typed_params::<Params>(m).map(|_| ())
     }

@@ -13,6 +13,8 @@ use crate::report::{self, Format};
 use crate::results::store::Store;
 use crate::results::{HarnessInfo, Run, SCHEMA_VERSION, Tool, Unit, time::now_rfc3339};
 use crate::settings::{Scale, Settings};
+
+mod decide;
 use crate::sys::affinity;
 use crate::sys::load::Load;
 use crate::sys::machine::Environment;
@@ -113,7 +115,7 @@ fn estimate(
     h: &crate::harness::Config,
     (rates, run): &Prior,
 ) -> (f64, String) {
-    let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
+    let min = h.round_min();
     let mut guessed = false;
     let mut total = 0.0;
     for p in probes {
@@ -149,19 +151,29 @@ fn min_costs(
     h: &crate::harness::Config,
     rates: &std::collections::HashMap<String, (f64, usize)>,
 ) -> Vec<(String, f64)> {
-    let min = h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES);
+    probes
+        .iter()
+        .flat_map(|p| case_costs(p.as_ref(), h, rates))
+        .collect()
+}
+
+/// [`min_costs`] of one probe's cases.
+fn case_costs(
+    p: &dyn Probe,
+    h: &crate::harness::Config,
+    rates: &std::collections::HashMap<String, (f64, usize)>,
+) -> Vec<(String, f64)> {
+    let min = h.round_min();
+    let name = p.kind().name();
+    let setup = p.setup_seconds();
     let mut out = Vec::new();
-    for p in probes {
-        let name = p.kind().name();
-        let setup = p.setup_seconds();
-        for (i, (case, bytes)) in p.case_names().iter().zip(p.pass_bytes()).enumerate() {
-            let cost = setup.get(i).copied().unwrap_or(0.0)
-                + match bytes {
-                    Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(case).map(|r| r.0)),
-                    None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
-                };
-            out.push((crate::harness::TimeLimit::key(name, case), cost));
-        }
+    for (i, (case, bytes)) in p.case_names().iter().zip(p.pass_bytes()).enumerate() {
+        let cost = setup.get(i).copied().unwrap_or(0.0)
+            + match bytes {
+                Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(case).map(|r| r.0)),
+                None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
+            };
+        out.push((crate::harness::TimeLimit::key(name, case), cost));
     }
     out
 }
@@ -188,8 +200,15 @@ fn least_seconds(
     min_costs(probes, h, rates).iter().map(|c| c.1).sum()
 }
 
-/// `run --quick`'s share of `run`'s time limit.
+/// `run --precise --quick`'s share of its probes' time limits (rows sampled to ±1%):
+/// the same selection in a little under half the time, so that with the rows past the
+/// sweeps' edges, which sample after the limit is spent, it ends within 30 s.
 const QUICK_RUN_SHARE: f64 = 0.48;
+/// `run`'s and `run --quick`'s shares of the probes' time limits (58 s): 29 s and
+/// 14.5 s, a first pass over every row and then the rows of the answers still
+/// undecided (see `decide`).
+const DECIDING_SHARE: f64 = 0.5;
+const DECIDING_QUICK_SHARE: f64 = 0.25;
 
 /// The command's time limit and how to name it: `--time-limit`, else the sum of its
 /// probes' own limits, which their options took at the caller's `scale` (none with
@@ -213,18 +232,17 @@ fn time_limit(
         return (None, String::new());
     }
     let sum: Option<std::time::Duration> = probes.iter().map(|p| p.time_limit()).sum();
-    // `run --quick`: the same selection in a little under half the time (wider
-    // intervals), so that with the rows past the sweeps' edges, which sample after the
-    // limit is spent (a TCP row's connections renewed every 2 samples there: 0.4 s),
-    // it ends within 30 s (at half: 30.3 s here).
+    // `run` samples until each answer is decided, within half its probes' limits
+    // (which `--precise` gives whole: every row to ±1%); `run --quick` within a quarter.
     let quick_run = scale == Scale::Run && settings.mode == "quick";
-    let sum = sum.map(|t| {
-        if quick_run {
-            t.mul_f64(QUICK_RUN_SHARE)
-        } else {
-            t
-        }
-    });
+    let share = match (scale == Scale::Run, settings.precise, quick_run) {
+        (false, ..) => 1.0,
+        (true, true, false) => 1.0,
+        (true, true, true) => QUICK_RUN_SHARE,
+        (true, false, false) => DECIDING_SHARE,
+        (true, false, true) => DECIDING_QUICK_SHARE,
+    };
+    let sum = sum.map(|t| t.mul_f64(share));
     let label = sum.map_or(String::new(), |t| {
         format!(
             "the time limit of `{command}`{} ({}; --time-limit changes it)",
@@ -311,6 +329,7 @@ fn run_in(
     cpus: &[usize],
 ) -> Result<Run> {
     let started_at = now_rfc3339();
+    let started = std::time::Instant::now();
     let mut env = Environment::collect(Some(scratch.parent()));
     env.pinned_cpu = settings.cpu;
     for p in probes {
@@ -318,6 +337,14 @@ fn run_in(
     }
     let total: usize = probes.iter().map(|p| p.case_count()).sum();
     let (time_limit, limit_label) = time_limit(settings, (probes, scale), command);
+    // `run` samples until each answer is decided, within its time limit (none under
+    // --thorough or --budget: every row then samples to its own end, as --precise).
+    let deciding = scale == Scale::Run && !settings.precise && time_limit.is_some();
+    let harness = if deciding {
+        first_pass(&settings.harness, settings.mode == "quick")
+    } else {
+        settings.harness.clone()
+    };
     say_how_long(settings, (probes, scale, time_limit), command, &env, total);
     let progress = Progress::new(total as u64);
     if let Some(fs) = &env.filesystem {
@@ -327,59 +354,141 @@ fn run_in(
         ));
     }
     let limit = crate::harness::TimeLimit::new(
-        time_limit,
-        min_costs(probes, &settings.harness, &Default::default()),
+        time_limit.map(|t| if deciding { t.mul_f64(FIRST_PASS_SHARE) } else { t }),
+        min_costs(probes, &harness, &Default::default()),
     );
     progress.start("harness", "timer and loop overhead");
     let overhead = measure_overhead(&settings.harness)?;
     let ctx = Context {
-        harness: &settings.harness,
+        harness: &harness,
         env: &env,
         overhead,
         scratch,
         progress: &progress,
         cpus,
         limit: &limit,
+        only: None,
     };
     let measured = measure_each(probes, scale, &ctx);
+    let (mut measurements, loads, extensions) = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            progress.finish();
+            return Err(e);
+        }
+    };
+    let mut info = harness_info(settings, scale, time_limit, overhead);
+    let template = Run {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::this(),
+        started_at,
+        command: command.into(),
+        environment: env.clone(),
+        harness: info.clone(),
+        measurements: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if deciding {
+        let first_pass_s = started.elapsed().as_secs_f64();
+        let left = time_limit
+            .unwrap_or(std::time::Duration::ZERO)
+            .saturating_sub(started.elapsed());
+        let assess = |rows: &[crate::results::Measurement]| {
+            let mut run = template.clone();
+            run.measurements = rows.to_vec();
+            crate::probes::advice::recommendations(&run, None)
+        };
+        let weights = |p: &dyn Probe, only: &std::collections::BTreeSet<String>| {
+            let name = p.kind().name();
+            case_costs(p, &harness, &Default::default())
+                .into_iter()
+                .filter(|(k, _)| {
+                    k.strip_prefix(name)
+                        .and_then(|c| c.strip_prefix('/'))
+                        .is_some_and(|c| only.contains(c))
+                })
+                .collect()
+        };
+        let first: std::collections::BTreeMap<String, f64> =
+            loads.iter().map(|(k, l)| (k.clone(), l.seconds)).collect();
+        let inputs = decide::Inputs {
+            configs: probes
+                .iter()
+                .map(|p| p.as_ref())
+                .chain(extensions.iter().map(|p| p.as_ref()))
+                .collect(),
+            assess: &assess,
+            weights: &weights,
+            first_pass: &first,
+        };
+        let schedule = decide::decide(&inputs, &ctx, &mut measurements, (left, first_pass_s));
+        info.schedule = Some(match schedule {
+            Ok(s) => s,
+            Err(e) => {
+                progress.finish();
+                return Err(e);
+            }
+        });
+    }
     progress.finish();
-    let (measurements, loads) = measured?;
     env.load = loads;
     let mut warnings = Vec::new();
     if env.build_profile == "debug" {
         warnings.push("debug build: figures are not representative; build with --release".into());
     }
     warnings.extend(busy_warning(&env.load));
-    warnings.extend(limit_warning(
-        &limit,
-        &limit_label,
-        &measurements,
-        settings.harness.target_rel_ci,
-    ));
+    if !deciding {
+        warnings.extend(limit_warning(
+            &limit,
+            &limit_label,
+            &measurements,
+            settings.harness.target_rel_ci,
+        ));
+    }
     Ok(Run {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::this(),
-        started_at,
-        command: command.into(),
         environment: env,
-        harness: harness_info(settings, scale, time_limit, overhead),
+        harness: info,
         measurements,
         warnings,
+        ..template
     })
 }
 
+/// The share of `run`'s time limit its first pass over every row may take; the rest
+/// goes to the rows of the answers still undecided.
+const FIRST_PASS_SHARE: f64 = 0.55;
+
+/// `run`'s first pass samples each row a little: 3 passes of a whole-pass row and 3
+/// samples of a calibrated one at least (6 and 5 otherwise), since the rows of an
+/// undecided answer are sampled again and a decided one needs no more; `run --quick`'s
+/// 2 of each, after a warm-up of 20 ms at most.
+fn first_pass(h: &crate::harness::Config, quick: bool) -> crate::harness::Config {
+    let least = if quick { 2 } else { 3 };
+    crate::harness::Config {
+        min_samples: h.min_samples.min(least),
+        min_round_samples: least,
+        warmup: if quick {
+            h.warmup.min(std::time::Duration::from_millis(20))
+        } else {
+            h.warmup
+        },
+        ..h.clone()
+    }
+}
+
 /// Runs each probe in turn (`ioprobe run`: once more past the edges its best rows sit
-/// at): the measurements, and what the rest of the machine did during each probe.
-fn measure_each(
-    probes: &[Box<dyn Probe>],
-    scale: Scale,
-    ctx: &Context,
-) -> Result<(
+/// at): the measurements, what the rest of the machine did during each probe, and the
+/// configurations that measured past the edges.
+type ProbeRows = (
     Vec<crate::results::Measurement>,
     std::collections::BTreeMap<String, Load>,
-)> {
+    Vec<Box<dyn Probe>>,
+);
+
+fn measure_each(probes: &[Box<dyn Probe>], scale: Scale, ctx: &Context) -> Result<ProbeRows> {
     let mut measurements = Vec::new();
     let mut loads = std::collections::BTreeMap::new();
+    let mut extensions = Vec::new();
     for p in probes {
         let before = crate::sys::load::snapshot();
         let mut m = p
@@ -390,6 +499,7 @@ fn measure_each(
                 {
                     ctx.progress.add_rows(more.case_count() as u64);
                     m.extend(more.run(ctx)?);
+                    extensions.push(more);
                 }
                 Ok(m)
             })
@@ -399,7 +509,7 @@ fn measure_each(
         loads.insert(p.kind().name().to_string(), load);
         measurements.append(&mut m);
     }
-    Ok((measurements, loads))
+    Ok((measurements, loads, extensions))
 }
 
 /// Involuntary context switches of the measuring thread per sample, over `rows`.
@@ -523,6 +633,7 @@ fn harness_info(
         target_rel_ci: h.target_rel_ci,
         overhead,
         ci_method: "order statistics of the binomial (distribution-free)".into(),
+        schedule: None,
     }
 }
 
@@ -653,7 +764,7 @@ mod tests {
         let total = opts.total as f64;
         let probes: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(opts))];
         let rows = probes[0].case_count();
-        let passes = (1 + h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES)) as f64;
+        let passes = (1 + h.round_min()) as f64;
         let (guess, from) = estimate(&probes, &h, &(HashMap::new(), None));
         assert!((guess - rows as f64 * passes * total / GUESSED_RATE).abs() < 1e-6);
         assert!(from.starts_with("a guess"), "{from}");
@@ -689,7 +800,7 @@ mod tests {
             fit: false,
             ..pipe::Options::for_scale(Scale::Quick)
         }))];
-        let passes = (1 + h.min_samples.max(crate::harness::MIN_ROUND_SAMPLES)) as f64;
+        let passes = (1 + h.round_min()) as f64;
         let rows = probes[0].case_count() as f64;
         let least = least_seconds(&probes, &h, &HashMap::new());
         let want = rows * passes * total as f64 / GUESSED_RATE;

@@ -1,0 +1,311 @@
+//! Racing: a run's time spent where an answer is still undecided.
+//!
+//! After a first pass over every row, each answer (a topic) says how often simulated
+//! reruns keep it (its agreement). Until the time is spent, the topic whose answer is
+//! least settled for what a visit costs is sampled again (the rows it rests on, on
+//! fresh processes and connections), and every answer is assessed anew; a topic whose
+//! agreement reaches the target stops (racing and successive elimination: an option
+//! stops being sampled once the decision no longer depends on it). This module knows
+//! no probe: topics are names with an agreement, a visit is the caller's.
+
+use std::time::Duration;
+
+/// The shortest visit: a pass or two of a few rows, a connection's warm-up.
+pub const MIN_VISIT: Duration = Duration::from_millis(400);
+/// The longest visit: time for other topics between two visits of one.
+pub const MAX_VISIT: Duration = Duration::from_millis(2500);
+
+/// Why a topic stopped being sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Its agreement reached the target.
+    Decided,
+    /// The time was spent first.
+    Limit,
+}
+
+impl Stop {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Decided => "decided",
+            Stop::Limit => "limit",
+        }
+    }
+}
+
+/// One answer as the race sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topic {
+    pub id: String,
+    /// Share of simulated reruns keeping the answer (None: nothing to simulate, a
+    /// topic without a choice among rows; it counts as decided).
+    pub agreement: Option<f64>,
+    /// Visits after the first pass, and their seconds and samples.
+    pub visits: usize,
+    pub seconds: f64,
+    pub samples: usize,
+    /// The highest agreement seen, and the visits made since it last rose by
+    /// [`GAIN`]: a topic that [`STALLED`] visits did not move goes after the others.
+    best: f64,
+    since_gain: usize,
+}
+
+/// The rise in agreement that counts as progress.
+const GAIN: f64 = 0.02;
+/// Visits without progress after which a topic waits for the others: its rows' noise
+/// is their kind's floor, which more samples of them do not narrow.
+const STALLED: usize = 3;
+
+impl Topic {
+    fn new(id: String, agreement: Option<f64>) -> Topic {
+        Topic {
+            id,
+            agreement,
+            visits: 0,
+            seconds: 0.0,
+            samples: 0,
+            best: agreement.unwrap_or(1.0),
+            since_gain: 0,
+        }
+    }
+
+    /// Takes the agreement assessed now.
+    fn assessed(&mut self, agreement: Option<f64>) {
+        self.agreement = agreement;
+        let a = agreement.unwrap_or(1.0);
+        if a >= self.best + GAIN {
+            self.best = a;
+            self.since_gain = 0;
+        }
+    }
+
+    /// Whether its last [`STALLED`] visits did not raise its agreement.
+    pub fn stalled(&self) -> bool {
+        self.since_gain >= STALLED
+    }
+
+    fn decided(&self, target: f64) -> bool {
+        self.agreement.is_none_or(|a| a >= target)
+    }
+
+    /// How much a visit is worth: what the agreement lacks, over what a visit costs
+    /// (`typical` seconds before the first), less for each visit already made, so that
+    /// a topic a visit did not settle leaves room to the others before it is visited
+    /// again.
+    fn worth(&self, target: f64, typical: f64) -> f64 {
+        let lack = target - self.agreement.unwrap_or(1.0);
+        let cost = if self.visits > 0 {
+            self.seconds / self.visits as f64
+        } else {
+            typical
+        };
+        lack / cost.max(1e-3) / (1 + self.visits) as f64
+    }
+}
+
+/// What one visit took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Visit {
+    pub seconds: f64,
+    pub samples: usize,
+}
+
+/// The race's outcome: every topic with its visits, why each stopped, and whether
+/// the race ended because every answer was decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub topics: Vec<(Topic, Stop)>,
+    pub all_decided: bool,
+    /// Seconds the visits took.
+    pub seconds: f64,
+}
+
+/// The next topic to visit: the undecided one worth most (see [`Topic::worth`]), a
+/// stalled one only when every undecided topic is.
+pub fn next(topics: &[Topic], target: f64) -> Option<usize> {
+    let typical = MIN_VISIT.as_secs_f64();
+    topics
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.decided(target))
+        .max_by(|a, b| {
+            (!a.1.stalled())
+                .cmp(&!b.1.stalled())
+                .then(a.1.worth(target, typical).total_cmp(&b.1.worth(target, typical)))
+        })
+        .map(|(i, _)| i)
+}
+
+/// A visit's budget: the time left shared among the undecided topics, within
+/// [`MIN_VISIT`]..[`MAX_VISIT`].
+pub fn visit_budget(left: Duration, undecided: usize) -> Duration {
+    (left / undecided.max(1) as u32).clamp(MIN_VISIT, MAX_VISIT)
+}
+
+/// Races for `budget` seconds: `assess` gives every topic's agreement now (by id),
+/// `visit(id, budget)` samples the rows topic `id` rests on again and says what it
+/// took. Ends when every topic is decided (agreement ≥ `target`) or the budget is
+/// spent (no visit starts with less than [`MIN_VISIT`] left).
+pub fn race<E>(
+    budget: Duration,
+    target: f64,
+    mut assess: impl FnMut() -> Vec<(String, Option<f64>)>,
+    mut visit: impl FnMut(&str, Duration) -> Result<Visit, E>,
+) -> Result<Outcome, E> {
+    let mut topics: Vec<Topic> = Vec::new();
+    let mut spent = 0.0;
+    let all_decided = loop {
+        for (id, agreement) in assess() {
+            match topics.iter_mut().find(|t| t.id == id) {
+                Some(t) => t.assessed(agreement),
+                None => topics.push(Topic::new(id, agreement)),
+            }
+        }
+        let Some(i) = next(&topics, target) else {
+            break true;
+        };
+        let left = budget.saturating_sub(Duration::from_secs_f64(spent));
+        if left < MIN_VISIT {
+            break false;
+        }
+        let undecided = topics.iter().filter(|t| !t.decided(target)).count();
+        let v = visit(&topics[i].id, visit_budget(left, undecided))?;
+        let t = &mut topics[i];
+        t.visits += 1;
+        t.since_gain += 1;
+        t.seconds += v.seconds;
+        t.samples += v.samples;
+        spent += v.seconds.max(1e-3);
+    };
+    Ok(Outcome {
+        topics: topics
+            .into_iter()
+            .map(|t| {
+                let stop = if t.decided(target) {
+                    Stop::Decided
+                } else {
+                    Stop::Limit
+                };
+                (t, stop)
+            })
+            .collect(),
+        all_decided,
+        seconds: spent,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+
+    /// A race over topics whose agreement after `n` visits is `curve(id, n)`; each
+    /// visit takes `cost` seconds. Returns the outcome and the visits in order.
+    fn run(
+        ids: &[&str],
+        budget: f64,
+        cost: f64,
+        curve: impl Fn(&str, usize) -> f64,
+    ) -> (Outcome, Vec<String>) {
+        let visits: RefCell<BTreeMap<String, usize>> = RefCell::new(BTreeMap::new());
+        let order = RefCell::new(Vec::new());
+        let out = race::<()>(
+            Duration::from_secs_f64(budget),
+            0.95,
+            || {
+                ids.iter()
+                    .map(|id| {
+                        let n = visits.borrow().get(*id).copied().unwrap_or(0);
+                        (id.to_string(), Some(curve(id, n)))
+                    })
+                    .collect()
+            },
+            |id, b| {
+                assert!(b >= MIN_VISIT && b <= MAX_VISIT, "{b:?}");
+                *visits.borrow_mut().entry(id.to_string()).or_insert(0) += 1;
+                order.borrow_mut().push(id.to_string());
+                Ok(Visit {
+                    seconds: cost,
+                    samples: 6,
+                })
+            },
+        )
+        .unwrap();
+        (out, order.into_inner())
+    }
+
+    fn stop_of(o: &Outcome, id: &str) -> (Stop, usize) {
+        let (t, s) = o.topics.iter().find(|(t, _)| t.id == id).unwrap();
+        (*s, t.visits)
+    }
+
+    #[test]
+    fn a_topic_decided_after_the_first_pass_is_never_sampled_again() {
+        let (o, order) = run(&["clear", "edge"], 10.0, 0.5, |id, n| match id {
+            "clear" => 1.0,
+            _ => [0.6, 0.8, 0.9, 0.97][n.min(3)],
+        });
+        assert!(!order.contains(&"clear".to_string()), "{order:?}");
+        assert_eq!(stop_of(&o, "clear"), (Stop::Decided, 0));
+        assert_eq!(stop_of(&o, "edge"), (Stop::Decided, 3));
+        // Every answer decided: the race ends early, its budget mostly unspent.
+        assert!(o.all_decided && o.seconds < 2.0, "{o:?}");
+    }
+
+    #[test]
+    fn an_undecided_topic_keeps_the_budget_until_it_is_spent() {
+        let (o, order) = run(&["clear", "tie"], 5.0, 0.5, |id, _| match id {
+            "clear" => 0.99,
+            _ => 0.7,
+        });
+        assert_eq!(stop_of(&o, "tie"), (Stop::Limit, order.len()));
+        assert!(order.len() >= 9 && !o.all_decided, "{order:?}");
+        assert!(o.seconds <= 5.0 + 0.5, "{}", o.seconds);
+    }
+
+    #[test]
+    fn the_least_settled_topic_goes_first_and_others_get_turns() {
+        let (_, order) = run(&["a", "b"], 3.0, 0.5, |id, n| match id {
+            "a" => 0.5,
+            _ => [0.9, 0.99][n.min(1)],
+        });
+        assert_eq!(order[0], "a");
+        assert!(order.contains(&"b".to_string()), "{order:?}");
+    }
+
+    #[test]
+    fn a_topic_more_visits_do_not_move_waits_for_the_others() {
+        // "floor" sits at its rows' noise floor; "slow" rises a little each visit.
+        let (o, order) = run(&["floor", "slow"], 8.0, 0.5, |id, n| match id {
+            "floor" => 0.5,
+            _ => (0.7 + 0.03 * n as f64).min(0.99),
+        });
+        let first_slow = order.iter().position(|x| x == "slow").unwrap();
+        let floor_before: usize = order[..first_slow.max(1)]
+            .iter()
+            .filter(|x| *x == "floor")
+            .count();
+        assert!(floor_before <= STALLED, "{order:?}");
+        assert_eq!(stop_of(&o, "slow").0, Stop::Decided, "{order:?}");
+        // Once "slow" is decided, "floor" gets the rest: undecided, it keeps the budget.
+        assert_eq!(order.last().map(String::as_str), Some("floor"));
+    }
+
+    #[test]
+    fn a_topic_without_a_simulated_choice_counts_as_decided() {
+        let t = Topic::new("x".into(), None);
+        assert!(t.decided(0.95));
+        assert_eq!(next(&[t], 0.95), None);
+    }
+
+    #[test]
+    fn a_visit_gets_the_time_left_shared_within_its_bounds() {
+        assert_eq!(visit_budget(Duration::from_secs(20), 2), MAX_VISIT);
+        assert_eq!(visit_budget(Duration::from_secs(1), 5), MIN_VISIT);
+        assert_eq!(
+            visit_budget(Duration::from_secs(6), 4),
+            Duration::from_millis(1500)
+        );
+    }
+}
