@@ -216,3 +216,32 @@ pub(super) fn repeat_confidence(
         ),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regime_draws_average_the_floor_out_and_file_passes_do_not() {
+        // Four passes that agree: a regime row's noise is the floor over √4, a file
+        // row's the floor.
+        let same = [1e9, 1e9, 1e9, 1e9];
+        assert!(
+            (between_passes(&same, RERUN_NOISE_TCP, true) - RERUN_NOISE_TCP / 2.0).abs() < 1e-12
+        );
+        assert_eq!(
+            between_passes(&same, RERUN_NOISE_MEMORY, false),
+            RERUN_NOISE_MEMORY
+        );
+        // Passes far apart: their spread stands, whatever the floor.
+        let apart = [1e9, 2e9];
+        let n = between_passes(&apart, RERUN_NOISE_PIPE, true);
+        assert!((n - 2f64.ln()).abs() < 1e-9, "{n}");
+        // More draws that agree as much narrow it.
+        let more = [1e9, 1.05e9, 1e9, 1.05e9, 1e9, 1.05e9, 1e9, 1.05e9];
+        assert!(
+            between_passes(&more, RERUN_NOISE_TCP, true)
+                < between_passes(&more[..4], RERUN_NOISE_TCP, true)
+        );
+    }
+}

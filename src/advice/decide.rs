@@ -373,7 +373,7 @@ pub(crate) mod tests {
             ("sendfile".to_string(), Opt::new(&b, 0.1)),
         ];
         let r = methods(words(), &opts, None).unwrap();
-        assert_eq!(r.confidence.level, Level::Low);
+        assert!(r.confidence.level <= Level::Medium, "{:?}", r.confidence);
         assert!(r.confidence.reasons.iter().any(|x| x.contains("bimodal")));
     }
 

@@ -66,15 +66,17 @@ fn method_reruns(
         .map(|o| if ok(o) { noise(o.m, fl) } else { 0.0 })
         .collect();
     let mut moved: Vec<Measurement> = wide.to_vec();
+    let stated = equal_to_pick(opts, r);
     let (repeat, other) = reruns(&spread, r.pick, |f| {
         for ((m, w), f) in moved.iter_mut().zip(wide).zip(f) {
             m.median = w.median * f;
             m.ci95 = [w.ci95[0] * f, w.ci95[1] * f];
         }
-        // The answer holds where the rerun picks one of the stated tied options and the
-        // stated pick is still tied with its best: "use X, or Y: equal here" again.
+        // The answer holds where the rerun picks an option the action called equal to
+        // the pick and the pick is still tied with its best: "use X, or Y: equal here"
+        // again.
         rank_within(&with_rows(opts, &moved), margin, near).map_or(r.pick, |x| {
-            if r.tied.contains(&x.pick) && x.tied.contains(&r.pick) {
+            if stated.contains(&x.pick) && x.tied.contains(&r.pick) {
                 r.pick
             } else {
                 x.pick
@@ -148,6 +150,7 @@ pub fn methods(
     let out = best_ruled_out(&opts, &r);
     let mut rows = method_rows(&opts, &r, out);
     impossible_lead(&mut conf, (&opts, &wide), &r, &name);
+    two_regimes(&mut conf, opts[r.pick].m, &name(r.pick));
     let lead = out
         .map(|i| {
             (
@@ -171,8 +174,8 @@ pub fn methods(
     );
     let support = format!(
         "{measured} options measured; a rerun moving each within its noise {} in {}% of {RERUNS} simulated reruns{}",
-        if r.tied.len() > 1 {
-            format!("keeps {} tied with the options it chooses", name(r.pick))
+        if !equal_to_pick(&opts, &r).is_empty() {
+            format!("keeps {} equal to the option it chooses", name(r.pick))
         } else {
             format!("chooses {}", name(r.pick))
         },
@@ -221,6 +224,26 @@ fn impossible_lead(
     }
 }
 
+/// A pick whose samples fall in two regimes (measured in one pass) is at most medium:
+/// a tie set holds in reruns that widen it to both, but which regime a program gets is
+/// not decided. Rows pooled from several passes carry their spread between passes
+/// instead.
+fn two_regimes(conf: &mut Confidence, pick: &Measurement, name: &str) {
+    if pick.pass_medians().len() >= 2 {
+        return;
+    }
+    if let Some(x) = crate::harness::stats::bimodal(&pick.raw) {
+        conf.cap(
+            Level::Medium,
+            format!(
+                "{name}'s samples are bimodal ({} and {}): which regime a run gets is not decided",
+                pick.unit.figure(x.low),
+                pick.unit.figure(x.high)
+            ),
+        );
+    }
+}
+
 /// A tie won on physics says so first, as the summary shows the effect's first part:
 /// "tied within noise, and 1 system call per operation instead of 2; …" (the effect
 /// then names the option it tied with).
@@ -239,7 +262,9 @@ fn physics_first(opts: &[Opt], r: &Ranking, effect: String) -> String {
 /// Options tied within the tolerance are one answer, the first named by the work rule:
 /// "use copy-file-range, or sendfile: equal here" (the fastest other one named, the
 /// rest counted, so the summary's cell stays short).
-fn method_action(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> String {
+/// The options the action says are equal to the pick: tied with it and within
+/// [`MARGIN`] of it both ways, fastest first.
+fn equal_to_pick(opts: &[Opt], r: &Ranking) -> Vec<usize> {
     let pick = opts[r.pick].m;
     let mut equal: Vec<usize> = r
         .tied
@@ -250,6 +275,11 @@ fn method_action(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> S
         })
         .collect();
     equal.sort_by(|&a, &b| gain(opts[b].m, opts[a].m).total_cmp(&1.0));
+    equal
+}
+
+fn method_action(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String) -> String {
+    let equal = equal_to_pick(opts, r);
     match equal.as_slice() {
         [] => format!("use {}", name(r.pick)),
         [one] => format!("use {}, or {}: equal here", name(r.pick), name(*one)),

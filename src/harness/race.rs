@@ -129,9 +129,10 @@ pub fn next(topics: &[Topic], target: f64) -> Option<usize> {
         .enumerate()
         .filter(|(_, t)| !t.decided(target))
         .max_by(|a, b| {
-            (!a.1.stalled())
-                .cmp(&!b.1.stalled())
-                .then(a.1.worth(target, typical).total_cmp(&b.1.worth(target, typical)))
+            (!a.1.stalled()).cmp(&!b.1.stalled()).then(
+                a.1.worth(target, typical)
+                    .total_cmp(&b.1.worth(target, typical)),
+            )
         })
         .map(|(i, _)| i)
 }

@@ -90,7 +90,59 @@ pub fn probe_grids(run: &Run, st: &Style) -> Vec<Grid> {
     run.probes()
         .iter()
         .flat_map(|p| grids_of(run, p, st))
+        .chain(schedule_grid(run))
         .collect()
+}
+
+/// Where `ioprobe run`'s time went, answer by answer (None for a run without a
+/// schedule: `--precise`, a probe's own command, a run saved before it existed).
+pub fn schedule_grid(run: &Run) -> Option<Grid> {
+    let s = run.harness.schedule.as_ref()?;
+    let rows = s
+        .topics
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                t.samples.to_string(),
+                format!("{} s", crate::units::sig3(t.seconds)),
+                t.visits.to_string(),
+                t.passes.to_string(),
+                t.agreement.map_or("–".into(), |a| {
+                    format!("{}%", crate::units::sig3(a * 100.0))
+                }),
+                t.stopped.clone(),
+            ]
+        })
+        .collect();
+    let decided = s.topics.iter().filter(|t| t.stopped == "decided").count();
+    let mut g = Grid::numeric(
+        "where the time went (each answer sampled until decided)".into(),
+        &[
+            "answer",
+            "samples",
+            "time",
+            "visits",
+            "passes",
+            "agreement",
+            "stopped",
+        ],
+        rows,
+    );
+    g.drop_order = vec![4, 3, 1];
+    g.footnotes.push(format!(
+        "first pass over every row {} s, then {} s of visits to the rows of undecided answers; {decided} of {} answers decided (agreement: simulated reruns keeping the answer, {}% to decide){}",
+        crate::units::sig3(s.first_pass_s),
+        crate::units::sig3(s.visits_s),
+        s.topics.len(),
+        crate::units::sig3(s.target * 100.0),
+        if s.ended == "decided" {
+            "; ended early: every answer decided"
+        } else {
+            ""
+        }
+    ));
+    Some(g)
 }
 
 /// A key/value grid of machine facts (`ioprobe sysinfo`, report headers).

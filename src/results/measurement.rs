@@ -433,7 +433,8 @@ impl Measurement {
         }
         medians.push(again.median);
         if regime {
-            self.derived.insert("draws".into(), Value::from(medians.len()));
+            self.derived
+                .insert("draws".into(), Value::from(medians.len()));
         }
         self.derived
             .insert("pass_medians".into(), serde_json::json!(medians));
@@ -499,5 +500,53 @@ impl Measurement {
     /// and connections, `derived.draws`), which average out.
     pub fn regime_draws(&self) -> bool {
         self.derived.contains_key("draws")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(raw: &[f64]) -> Measurement {
+        let mut m = Measurement::unsupported("pipe", "c", Map::new(), Unit::BytesPerSec, "");
+        m.status = Status::Ok;
+        let s = summarize(raw).unwrap();
+        m.raw = raw.to_vec();
+        m.median = s.median;
+        m.samples = s.n;
+        m.iterations = raw.len() as u64;
+        m.derived.insert("connections".into(), Value::from(2.0));
+        m.derived.insert("s_per_sample".into(), Value::from(1.0));
+        m
+    }
+
+    #[test]
+    fn a_pooled_row_keeps_every_sample_and_each_pass_median() {
+        let mut m = row(&[1.0, 1.1, 1.2]);
+        m.pool(row(&[2.0, 2.1, 2.2]), true);
+        m.pool(row(&[3.0, 3.1, 3.2, 3.3, 3.4]), true);
+        assert_eq!(m.samples, 11);
+        assert_eq!(m.raw.len(), 11);
+        assert_eq!(m.pass_medians(), vec![1.1, 2.1, 3.2]);
+        assert_eq!(m.derived.get("draws"), Some(&Value::from(3)));
+        assert!(m.regime_draws());
+        // Counts add up; other figures are averaged by samples.
+        assert_eq!(m.derived_f64("connections"), Some(6.0));
+        assert_eq!(m.derived_f64("s_per_sample"), Some(1.0));
+        assert_eq!(m.median, 2.2);
+        assert_eq!(m.iterations, 11);
+    }
+
+    #[test]
+    fn a_pass_of_a_file_row_is_not_a_regime_draw() {
+        let mut m = row(&[1.0, 1.1, 1.2]);
+        m.pool(row(&[1.0, 1.1, 1.2]), false);
+        assert_eq!(m.pass_medians().len(), 2);
+        assert!(!m.regime_draws());
+        // A failed pass adds nothing.
+        let mut failed = row(&[5.0]);
+        failed.status = Status::Failed;
+        m.pool(failed, false);
+        assert_eq!((m.samples, m.pass_medians().len()), (6, 2));
     }
 }

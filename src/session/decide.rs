@@ -16,13 +16,19 @@ use std::time::{Duration, Instant};
 /// The share of simulated reruns an answer must keep to be decided: high confidence's.
 pub const TARGET: f64 = 0.95;
 
+/// The time limit's weight of each case of a probe a visit measures, keyed as the limit
+/// keys them.
+pub type Weights<'a> = dyn Fn(&dyn Probe, &BTreeSet<String>) -> Vec<(String, f64)> + 'a;
+/// Samples each row had after the first pass, by (probe, case).
+type FirstSamples = HashMap<(String, String), usize>;
+
 /// What a run's decision needs from the session: every configuration its rows came from
 /// (each probe's, and the one past a sweep's edges), the rows' answers, and the time
 /// limit's weight of each case a visit measures.
 pub struct Inputs<'a> {
     pub configs: Vec<&'a dyn Probe>,
     pub assess: &'a dyn Fn(&[Measurement]) -> Vec<Recommendation>,
-    pub weights: &'a dyn Fn(&dyn Probe, &BTreeSet<String>) -> Vec<(String, f64)>,
+    pub weights: &'a Weights<'a>,
     /// Seconds each probe's first pass took, by probe name.
     pub first_pass: &'a BTreeMap<String, f64>,
 }
@@ -32,7 +38,9 @@ pub struct Inputs<'a> {
 fn rows_of(rec: &Recommendation) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in &rec.evidence.rows {
-        out.entry(r.probe.clone()).or_default().insert(r.case.clone());
+        out.entry(r.probe.clone())
+            .or_default()
+            .insert(r.case.clone());
     }
     out
 }
@@ -106,7 +114,7 @@ pub fn decide(
     rows: &mut Vec<Measurement>,
     (budget, first_pass_s): (Duration, f64),
 ) -> Result<Schedule> {
-    let first: HashMap<(String, String), usize> = rows
+    let first: FirstSamples = rows
         .iter()
         .map(|m| ((m.probe.clone(), m.case.clone()), m.samples))
         .collect();
@@ -117,10 +125,7 @@ pub fn decide(
         TARGET,
         || {
             let now = (inputs.assess)(&cell.borrow());
-            let out = now
-                .iter()
-                .map(|r| (r.id.clone(), agreement(r)))
-                .collect();
+            let out = now.iter().map(|r| (r.id.clone(), agreement(r))).collect();
             *recs.borrow_mut() = now;
             out
         },
@@ -176,7 +181,7 @@ fn spend(
     rec: &Recommendation,
     outcome: &race::Outcome,
     rows: &[Measurement],
-    (first, first_pass): (&HashMap<(String, String), usize>, &BTreeMap<String, f64>),
+    (first, first_pass): (&FirstSamples, &BTreeMap<String, f64>),
 ) -> TopicSpend {
     let wanted = rows_of(rec);
     let mine = |m: &&Measurement| wanted.get(&m.probe).is_some_and(|c| c.contains(&m.case));
@@ -225,5 +230,159 @@ fn spend(
             "limit"
         }
         .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{Metric, Unit};
+    use std::cell::Cell;
+
+    /// A pipe-like probe of two rows ("knee", "best") whose figures are a pass count
+    /// apart: each run (a pass, on fresh processes) of the cases asked for returns
+    /// them, and counts itself.
+    struct Fake {
+        runs: Cell<usize>,
+    }
+
+    fn row(case: &str, median: f64) -> Measurement {
+        let mut m =
+            Measurement::unsupported("pipe", case, serde_json::Map::new(), Unit::BytesPerSec, "");
+        m.status = crate::results::Status::Ok;
+        m.raw = vec![median * 0.99, median, median * 1.01];
+        m.median = median;
+        m.ci95 = [median * 0.99, median * 1.01];
+        m.samples = 3;
+        let _ = Metric::PerOp { ops_per_iter: 1.0 };
+        m
+    }
+
+    impl Probe for Fake {
+        fn kind(&self) -> &'static dyn crate::probes::ProbeKind {
+            crate::probes::kind("pipe").expect("the pipe probe")
+        }
+        fn case_names(&self) -> Vec<String> {
+            vec!["knee".into(), "best".into(), "far".into()]
+        }
+        fn time_limit(&self) -> Option<Duration> {
+            None
+        }
+        fn validate(
+            &self,
+            _: &crate::sys::machine::Environment,
+            _: &crate::sys::scratch::Scratch,
+        ) -> Result<()> {
+            Ok(())
+        }
+        fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
+            self.runs.set(self.runs.get() + 1);
+            std::thread::sleep(Duration::from_millis(5));
+            Ok(self
+                .case_names()
+                .into_iter()
+                .filter(|c| ctx.only.is_none_or(|o| o.contains(c)))
+                .map(|c| row(&c, 1e9))
+                .collect())
+        }
+    }
+
+    /// One answer resting on "knee" and "best", whose agreement rises with the passes
+    /// its knee row has (a regime row's spread averaged over more draws), decided from
+    /// `decided_at` passes.
+    fn answer(rows: &[Measurement], decided_at: usize) -> Vec<Recommendation> {
+        let passes = rows
+            .iter()
+            .find(|m| m.case == "knee")
+            .map_or(1, |m| m.pass_medians().len().max(1));
+        let agreement = if passes >= decided_at { 0.99 } else { 0.5 };
+        let rec = serde_json::json!({
+            "id": "pipe.chunk.test", "topic": "t", "scope": "", "action": "a",
+            "choice": {"kind": "method", "name": "x", "tied": []},
+            "effect": "", "caveats": [],
+            "evidence": {"runs": [], "rows": [
+                {"probe": "pipe", "case": "knee", "role": "choice", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]},
+                {"probe": "pipe", "case": "best", "role": "best", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]}
+            ]},
+            "confidence": {"level": "high", "reasons": [], "agreement": agreement}
+        });
+        vec![serde_json::from_value(rec).expect("a recommendation")]
+    }
+
+    /// Races the fake probe's answer for `budget`, decided from `decided_at` passes:
+    /// the schedule, the rows, and how many times the probe ran.
+    fn race_fake(budget: Duration, decided_at: usize) -> (Schedule, Vec<Measurement>, usize) {
+        let fake = Fake { runs: Cell::new(0) };
+        let mut rows = vec![row("knee", 1e9), row("best", 1e9), row("far", 1e9)];
+        let env = crate::sys::machine::Environment::collect(None);
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = crate::sys::scratch::Scratch::create_in(dir.path()).unwrap();
+        let progress = crate::progress::Progress::new(3);
+        let harness = crate::harness::Config::quick();
+        let limit = TimeLimit::new(None, Vec::new());
+        let ctx = Context {
+            harness: &harness,
+            env: &env,
+            overhead: crate::harness::Overhead {
+                timer_ns: 20.0,
+                empty_loop_ns: 0.3,
+            },
+            scratch: &scratch,
+            progress: &progress,
+            cpus: &[0],
+            limit: &limit,
+            only: None,
+        };
+        let assess = |rows: &[Measurement]| answer(rows, decided_at);
+        let weights = |_: &dyn Probe, _: &BTreeSet<String>| Vec::new();
+        let inputs = Inputs {
+            configs: vec![&fake],
+            assess: &assess,
+            weights: &weights,
+            first_pass: &BTreeMap::new(),
+        };
+        let s = decide(&inputs, &ctx, &mut rows, (budget, 1.0)).unwrap();
+        (s, rows, fake.runs.get())
+    }
+
+    #[test]
+    fn an_undecided_regime_row_draws_more_pairs_until_its_answer_is_decided() {
+        let (s, rows, runs) = race_fake(Duration::from_secs(30), 4);
+        let knee = rows.iter().find(|m| m.case == "knee").unwrap();
+        // Three more passes (fresh pairs), each pooled, then the answer is decided and
+        // the race ends early, far within its budget.
+        assert_eq!(runs, 3);
+        assert_eq!(knee.derived.get("draws"), Some(&serde_json::json!(4)));
+        assert_eq!(knee.samples, 12);
+        assert_eq!(s.ended, "decided");
+        assert_eq!(
+            (
+                s.topics[0].visits,
+                s.topics[0].passes,
+                s.topics[0].stopped.as_str()
+            ),
+            (3, 4, "decided")
+        );
+        // A row no answer rests on is never measured again.
+        let far = rows.iter().find(|m| m.case == "far").unwrap();
+        assert_eq!((far.samples, far.derived.get("draws")), (3, None));
+    }
+
+    #[test]
+    fn a_decided_answer_is_not_sampled_again() {
+        let (s, rows, runs) = race_fake(Duration::from_secs(30), 1);
+        assert_eq!(runs, 0);
+        assert!(rows.iter().all(|m| m.samples == 3));
+        assert_eq!((s.ended.as_str(), s.topics[0].visits), ("decided", 0));
+    }
+
+    #[test]
+    fn an_answer_never_decided_takes_visits_until_the_time_is_spent() {
+        let (s, _, runs) = race_fake(Duration::from_millis(1200), usize::MAX);
+        assert!(runs >= 1, "{runs}");
+        assert_eq!(
+            (s.ended.as_str(), s.topics[0].stopped.as_str()),
+            ("limit", "stalled")
+        );
     }
 }

@@ -345,7 +345,13 @@ fn run_in(
     } else {
         settings.harness.clone()
     };
-    say_how_long(settings, (probes, scale, time_limit), command, &env, total);
+    say_how_long(
+        (settings, &harness),
+        (probes, scale, time_limit),
+        command,
+        &env,
+        total,
+    );
     let progress = Progress::new(total as u64);
     if let Some(fs) = &env.filesystem {
         progress.note(&format!(
@@ -353,8 +359,9 @@ fn run_in(
             fs.path, fs.fs_type, fs.source
         ));
     }
+    let share = if deciding { FIRST_PASS_SHARE } else { 1.0 };
     let limit = crate::harness::TimeLimit::new(
-        time_limit.map(|t| if deciding { t.mul_f64(FIRST_PASS_SHARE) } else { t }),
+        time_limit.map(|t| t.mul_f64(share)),
         min_costs(probes, &harness, &Default::default()),
     );
     progress.start("harness", "timer and loop overhead");
@@ -369,14 +376,6 @@ fn run_in(
         limit: &limit,
         only: None,
     };
-    let measured = measure_each(probes, scale, &ctx);
-    let (mut measurements, loads, extensions) = match measured {
-        Ok(m) => m,
-        Err(e) => {
-            progress.finish();
-            return Err(e);
-        }
-    };
     let mut info = harness_info(settings, scale, time_limit, overhead);
     let template = Run {
         schema_version: SCHEMA_VERSION,
@@ -388,63 +387,21 @@ fn run_in(
         measurements: Vec::new(),
         warnings: Vec::new(),
     };
-    if deciding {
-        let first_pass_s = started.elapsed().as_secs_f64();
-        let left = time_limit
-            .unwrap_or(std::time::Duration::ZERO)
-            .saturating_sub(started.elapsed());
-        let assess = |rows: &[crate::results::Measurement]| {
-            let mut run = template.clone();
-            run.measurements = rows.to_vec();
-            crate::probes::advice::recommendations(&run, None)
-        };
-        let weights = |p: &dyn Probe, only: &std::collections::BTreeSet<String>| {
-            let name = p.kind().name();
-            case_costs(p, &harness, &Default::default())
-                .into_iter()
-                .filter(|(k, _)| {
-                    k.strip_prefix(name)
-                        .and_then(|c| c.strip_prefix('/'))
-                        .is_some_and(|c| only.contains(c))
-                })
-                .collect()
-        };
-        let first: std::collections::BTreeMap<String, f64> =
-            loads.iter().map(|(k, l)| (k.clone(), l.seconds)).collect();
-        let inputs = decide::Inputs {
-            configs: probes
-                .iter()
-                .map(|p| p.as_ref())
-                .chain(extensions.iter().map(|p| p.as_ref()))
-                .collect(),
-            assess: &assess,
-            weights: &weights,
-            first_pass: &first,
-        };
-        let schedule = decide::decide(&inputs, &ctx, &mut measurements, (left, first_pass_s));
-        info.schedule = Some(match schedule {
-            Ok(s) => s,
-            Err(e) => {
-                progress.finish();
-                return Err(e);
-            }
-        });
-    }
+    let deadline = time_limit.filter(|_| deciding).map(|t| (started, t));
+    let measured = measure_all(&ctx, (probes, scale), (&template, deadline));
     progress.finish();
+    let (measurements, loads, schedule) = measured?;
+    if let Some(s) = &schedule {
+        crate::progress::note(&decided_words(command, s, started.elapsed().as_secs_f64()));
+    }
+    info.schedule = schedule;
     env.load = loads;
-    let mut warnings = Vec::new();
-    if env.build_profile == "debug" {
-        warnings.push("debug build: figures are not representative; build with --release".into());
-    }
-    warnings.extend(busy_warning(&env.load));
-    if !deciding {
-        warnings.extend(limit_warning(
-            &limit,
-            &limit_label,
-            &measurements,
-            settings.harness.target_rel_ci,
-        ));
-    }
+    let warnings = run_warnings(
+        &env,
+        (!deciding).then_some((&limit, &limit_label)),
+        settings,
+        &measurements,
+    );
     Ok(Run {
         environment: env,
         harness: info,
@@ -452,6 +409,129 @@ fn run_in(
         warnings,
         ..template
     })
+}
+
+/// A run's warnings: a debug build, a busy machine, and under a per-row time limit
+/// (`limit`: not `run`'s decided sampling) what the limit cut.
+fn run_warnings(
+    env: &Environment,
+    limit: Option<(&crate::harness::TimeLimit, &String)>,
+    settings: &Settings,
+    measurements: &[crate::results::Measurement],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if env.build_profile == "debug" {
+        warnings.push("debug build: figures are not representative; build with --release".into());
+    }
+    warnings.extend(busy_warning(&env.load));
+    if let Some((limit, label)) = limit {
+        warnings.extend(limit_warning(
+            limit,
+            label,
+            measurements,
+            settings.harness.target_rel_ci,
+        ));
+    }
+    warnings
+}
+
+/// A run's rows, what the machine did during each probe, and `run`'s schedule.
+type RunRows = (
+    Vec<crate::results::Measurement>,
+    std::collections::BTreeMap<String, Load>,
+    Option<crate::results::Schedule>,
+);
+
+/// Every probe's rows, what the machine did during each probe, and with a `deadline`
+/// (`run`: its start and time limit) the visits after the first pass until each answer
+/// is decided ([`decide_rest`]) and their schedule.
+fn measure_all(
+    ctx: &Context,
+    (probes, scale): (&[Box<dyn Probe>], Scale),
+    (template, deadline): (&Run, Option<(std::time::Instant, std::time::Duration)>),
+) -> Result<RunRows> {
+    let (mut measurements, loads, extensions) = measure_each(probes, scale, ctx)?;
+    let Some((started, limit)) = deadline else {
+        return Ok((measurements, loads, None));
+    };
+    let configs: Vec<&dyn Probe> = probes
+        .iter()
+        .chain(&extensions)
+        .map(|p| p.as_ref())
+        .collect();
+    let schedule = decide_rest(
+        (ctx, template, &loads),
+        configs,
+        &mut measurements,
+        limit.saturating_sub(started.elapsed()),
+        started.elapsed().as_secs_f64(),
+    )?;
+    Ok((measurements, loads, Some(schedule)))
+}
+
+/// `run`'s visits after its first pass ([`decide`]): the rows of the answers still
+/// undecided sampled again within `left`, answers assessed on a copy of `template`
+/// holding the rows; the schedule.
+fn decide_rest(
+    (ctx, template, loads): (&Context, &Run, &std::collections::BTreeMap<String, Load>),
+    configs: Vec<&dyn Probe>,
+    measurements: &mut Vec<crate::results::Measurement>,
+    left: std::time::Duration,
+    first_pass_s: f64,
+) -> Result<crate::results::Schedule> {
+    let assess = |rows: &[crate::results::Measurement]| {
+        let mut run = template.clone();
+        run.measurements = rows.to_vec();
+        crate::probes::advice::recommendations(&run, None)
+    };
+    let weights = |p: &dyn Probe, only: &std::collections::BTreeSet<String>| {
+        let name = p.kind().name();
+        case_costs(p, ctx.harness, &Default::default())
+            .into_iter()
+            .filter(|(k, _)| {
+                k.strip_prefix(name)
+                    .and_then(|c| c.strip_prefix('/'))
+                    .is_some_and(|c| only.contains(c))
+            })
+            .collect()
+    };
+    let first: std::collections::BTreeMap<String, f64> =
+        loads.iter().map(|(k, l)| (k.clone(), l.seconds)).collect();
+    let inputs = decide::Inputs {
+        configs,
+        assess: &assess,
+        weights: &weights,
+        first_pass: &first,
+    };
+    decide::decide(&inputs, ctx, measurements, (left, first_pass_s))
+}
+
+/// What `run` says when it ends: how many answers it decided, and when.
+fn decided_words(command: &str, s: &crate::results::Schedule, seconds: f64) -> String {
+    let decided = s.topics.iter().filter(|t| t.stopped == "decided").count();
+    let open: Vec<String> = s
+        .topics
+        .iter()
+        .filter(|t| t.stopped != "decided")
+        .map(|t| format!("{} ({})", t.id, t.stopped))
+        .collect();
+    let when = crate::units::format_minutes(seconds);
+    if open.is_empty() {
+        format!(
+            "{command}: every answer decided ({decided} of {decided}) in {when}{}",
+            if s.ended == "decided" {
+                ", before its time limit"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!(
+            "{command}: {decided} of {} answers decided in {when} (its time limit was spent); undecided: {}",
+            s.topics.len(),
+            open.join(", ")
+        )
+    }
 }
 
 /// The share of `run`'s time limit its first pass over every row may take; the rest
@@ -545,13 +625,16 @@ fn busy_warning(loads: &std::collections::BTreeMap<String, Load>) -> Option<Stri
 /// takes 58.6–59.4 s, `run --quick` 28 s and 29.2 s): the limit is the estimate, unless the
 /// rows' minimum samples alone take longer.
 fn say_how_long(
-    settings: &Settings,
+    (settings, h): (&Settings, &crate::harness::Config),
     (probes, scale, limit): (&[Box<dyn Probe>], Scale, Option<std::time::Duration>),
     command: &str,
     env: &Environment,
     total: usize,
 ) {
-    let (seconds, from) = expected(settings, probes, limit, &env.hostname);
+    let (seconds, mut from) = expected((settings, h), probes, limit, &env.hostname);
+    if scale == Scale::Run && !settings.precise && limit.is_some() {
+        from = "its time limit, at most: every row once, then the rows of the answers still undecided, until each is decided".into();
+    }
     if seconds > 20.0 {
         crate::progress::note(&format!(
             "{command}: {total} rows, about {} ({from}){}",
@@ -568,15 +651,15 @@ fn say_how_long(
 /// How long `probes` should take under `limit`, and where that comes from (see
 /// [`say_how_long`]).
 fn expected(
-    settings: &Settings,
+    (settings, h): (&Settings, &crate::harness::Config),
     probes: &[Box<dyn Probe>],
     limit: Option<std::time::Duration>,
     host: &str,
 ) -> (f64, String) {
     let prior = prior_rates(settings, host);
-    let (mut seconds, mut from) = estimate(probes, &settings.harness, &prior);
+    let (mut seconds, mut from) = estimate(probes, h, &prior);
     if let Some(l) = limit {
-        let least = least_seconds(probes, &settings.harness, &prior.0);
+        let least = least_seconds(probes, h, &prior.0);
         seconds = l.as_secs_f64().max(least);
         from = "its time limit: rows sample until their interval is narrow or their share is spent"
             .into();
@@ -600,7 +683,13 @@ pub fn expected_seconds(
     command: &str,
 ) -> f64 {
     let (limit, _) = time_limit(settings, (probes, scale), command);
-    expected(settings, probes, limit, &crate::sys::machine::hostname()).0
+    expected(
+        (settings, &settings.harness),
+        probes,
+        limit,
+        &crate::sys::machine::hostname(),
+    )
+    .0
 }
 
 /// The scale that ran, as the run's header says it: "ioprobe run's selection" for
