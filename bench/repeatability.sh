@@ -9,7 +9,10 @@
 # run of each pair: topics, the share that repeated, and every high-confidence topic
 # that changed. The goal: high ≥ 95%, medium ≥ 80%, idle or loaded.
 #   PAIRS=3 bench/repeatability.sh            (CONDITIONS="idle load" by default;
-#                                             KEEP=dir keeps the runs' JSON)
+#                                             KEEP=dir keeps the runs' JSON;
+#                                             ARGS="--quick" is given to each run;
+#                                             IOPROBE=path runs another build, e.g.
+#                                             an older commit's, for a before/after)
 #   REPLAY=dir PAIRS=5 bench/repeatability.sh  (no new runs: the kept runs of dir, their
 #                                             advice derived again by this build, each
 #                                             imported alone and exported: a rule change
@@ -22,13 +25,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ioprobe-bench.XXXXXX")
 loads=()
 cleanup() {
     for p in "${loads[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$work"/*.json "$KEEP"/ 2>/dev/null || true; fi
+    if [[ -n ${KEEP:-} ]]; then mkdir -p "$KEEP" && cp "$work"/*.json "$work"/*.time "$KEEP"/ 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-cargo build --release --quiet
-IOPROBE=target/release/ioprobe
+if [[ -z ${IOPROBE:-} ]]; then
+    cargo build --release --quiet
+    IOPROBE=target/release/ioprobe
+fi
+read -r -a run_args <<< "${ARGS:-}"
 
 for cond in $CONDITIONS; do
     if [[ -n ${REPLAY:-} ]]; then
@@ -46,7 +52,9 @@ for cond in $CONDITIONS; do
     fi
     for pair in $(seq "$PAIRS"); do
         for twin in a b; do
-            "$IOPROBE" run --no-save --json --dir "$work" 2>/dev/null > "$work/$cond-$pair-$twin.json"
+            t0=$(date +%s.%N)
+            "$IOPROBE" run "${run_args[@]}" --no-save --json --dir "$work" 2>/dev/null > "$work/$cond-$pair-$twin.json"
+            echo "$(date +%s.%N) - $t0" | bc > "$work/$cond-$pair-$twin.time"
         done
         echo "$cond: pair $pair/$PAIRS done" >&2
     done
@@ -59,6 +67,7 @@ import json, sys
 work, pairs, conds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 print(f"advice repeatability: twin `ioprobe run`s, {pairs} pairs per condition, by recommendation id")
 print(f"{'condition':<10} {'level':<7} {'topics':>6} {'repeated':>9}  {'busy runs':>9}")
+import os
 flips, steps = [], []
 
 def keeps(r, other):
@@ -66,7 +75,9 @@ def keeps(r, other):
     if c["kind"] == "size" and r.get("plateau"):
         return r["plateau"]["from"] <= o["bytes"] <= r["plateau"]["to"]
     if c["kind"] == "method":
-        return c["name"] == o["name"]
+        # The same option, or one the first called tied whose own tie set keeps the
+        # first's pick ("use X, or Y: equal here" both ways).
+        return c["name"] == o["name"] or (o["name"] in c.get("tied", []) and c["name"] in o.get("tied", []))
     return r["action"] == other["action"]
 
 def knee_steps(r, other):
@@ -100,6 +111,20 @@ for cond in conds:
         if lvl in stats:
             n, k = stats[lvl]
             print(f"{cond:<10} {lvl:<7} {n:>6} {100 * k / n:>8.0f}%  {busy:>6}/{2 * pairs}")
+    n = sum(v[0] for v in stats.values())
+    k = sum(v[1] for v in stats.values())
+    highs, times = [], []
+    for p in range(1, pairs + 1):
+        for t in "ab":
+            d = json.load(open(f"{work}/{cond}-{p}-{t}.json"))
+            recs = d["recommendations"]
+            highs.append(f"{sum(r['confidence']['level'] == 'high' for r in recs)}/{len(recs)}")
+            tf = f"{work}/{cond}-{p}-{t}.time"
+            if os.path.exists(tf):
+                times.append(float(open(tf).read()))
+    print(f"{cond:<10} all     {n:>6} {100 * k / n:>8.0f}%  topics high per run: {' '.join(highs)}")
+    if times:
+        print(f"{cond:<10} run time {min(times):.1f}–{max(times):.1f} s (mean {sum(times) / len(times):.1f} s)")
 if steps:
     within = sum(1 for n in steps if n <= 2)
     print(f"size knees: {within} of {len(steps)} moved by at most x4 (one step of run's sweeps) between twins")

@@ -155,13 +155,15 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<(clap::ArgMatches, Cli), cla
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every probe (syscalls, read, write, pipe, socket, copy) with short defaults
-    /// behind one progress display, save the run and write its HTML report; its advice
-    /// pools this machine's saved runs (--fresh: this run alone).
+    /// behind one progress display, sampling until each answer is decided, save the run
+    /// and write its HTML report; its advice pools this machine's saved runs (--fresh:
+    /// this run alone).
     #[command(after_help = examples!(
-        "ioprobe run                       every probe and what to do (≈60 s)",
+        "ioprobe run                       every probe and what to do (≤ 30 s)",
         "ioprobe run --json > run.json     one JSON document",
         "ioprobe run --dir /mnt/ssd        measure another filesystem",
-        "ioprobe run --quick               the same selection in under half the time (≈29 s here)",
+        "ioprobe run --quick               the same selection, a shorter first pass (≤ 15 s)",
+        "ioprobe run --precise             every row to ±1% (≈60 s): for the figures",
         "ioprobe run --fresh               advice from this run alone, no saved runs pooled",
     ))]
     Run(RunArgs),

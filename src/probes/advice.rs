@@ -73,9 +73,16 @@ pub fn recommend_probe(
     let (cov, measured, expected) = coverage(kind, rows);
     let mut recs = kind.recommend(rows, &run.environment);
     let busy = run.environment.load.get(kind.name()).filter(|l| l.busy);
+    let schedule = run.harness.schedule.as_ref();
     for r in &mut recs {
         r.id = format!("{}.{}", kind.name(), r.id);
         r.evidence.runs = id.into_iter().collect();
+        if schedule.is_some_and(|s| s.topics.iter().any(|t| t.id == r.id && t.one_draw)) {
+            r.confidence.cap(
+                Level::Medium,
+                "its rows move between runs in regimes (a file's pages, a process pair and connection) and were measured in one draw only, the time limit coming first: a rerun may draw another".into(),
+            );
+        }
         if let Some(l) = busy {
             r.confidence.cap(
                 Level::Medium,

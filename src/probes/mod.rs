@@ -49,9 +49,12 @@ pub trait ProbeKind: Sync {
     fn unadvised_cases(&self) -> &'static [&'static str] {
         &[]
     }
-    /// Whether a row's figure depends on the processes and connection it ran on (a
-    /// pipe's or socket's pair, in regimes a rerun draws anew): `run` then samples it
-    /// again on fresh ones, and its rerun noise is the spread between them.
+    /// Whether a row's figure moves between runs in regimes set by what the row ran on
+    /// and a rerun draws anew: a file's pages (read, write: memory-bound rows, 10–20%
+    /// apart from one file to the next here), a pipe's or socket's processes and
+    /// connection. `run` decides an answer resting on such rows only across two draws
+    /// at least (fresh files, processes and connections), and their rerun noise is the
+    /// spread between the draws.
     fn regime_rows(&self) -> bool {
         false
     }

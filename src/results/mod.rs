@@ -91,6 +91,11 @@ pub struct TopicSpend {
     /// was simulated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f64>,
+    /// Whether a row it rests on moves in regimes (a file's pages, a process pair and
+    /// connection) and was measured in one draw only: the answer is then at most
+    /// medium, as a rerun may draw another regime.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_draw: bool,
     /// `decided` (agreement reached the target), `stalled` (undecided when the time
     /// was spent, and its last visits had not raised its agreement: its rows' noise is
     /// their kind's floor, which more samples do not narrow) or `limit` (undecided when

@@ -124,8 +124,12 @@ pub fn decide(
         budget,
         TARGET,
         || {
-            let now = (inputs.assess)(&cell.borrow());
-            let out = now.iter().map(|r| (r.id.clone(), agreement(r))).collect();
+            let rows = cell.borrow();
+            let now = (inputs.assess)(&rows);
+            let out = now
+                .iter()
+                .map(|r| (r.id.clone(), agreement(r, &rows)))
+                .collect();
             *recs.borrow_mut() = now;
             out
         },
@@ -166,13 +170,29 @@ pub fn decide(
 }
 
 /// A recommendation's agreement as the race takes it: none (no choice was simulated)
-/// counts as decided, a cap that measuring again may lift as undecided.
-fn agreement(r: &Recommendation) -> Option<f64> {
+/// counts as decided, a cap that measuring again may lift as undecided, and so is an
+/// answer resting on a regime row measured in one draw only (its simulated reruns know
+/// nothing of the spread between draws yet).
+fn agreement(r: &Recommendation, rows: &[Measurement]) -> Option<f64> {
     if r.confidence.unsettled {
         Some(0.0)
+    } else if one_draw(r, rows) {
+        Some(r.confidence.agreement.unwrap_or(1.0).min(0.5))
     } else {
         r.confidence.agreement
     }
+}
+
+/// Whether a row `r` rests on is a regime row ([`crate::probes::ProbeKind::regime_rows`])
+/// measured in one draw only.
+fn one_draw(r: &Recommendation, rows: &[Measurement]) -> bool {
+    let wanted = rows_of(r);
+    rows.iter().any(|m| {
+        wanted.get(&m.probe).is_some_and(|c| c.contains(&m.case))
+            && m.is_ok()
+            && crate::probes::kind(&m.probe).is_some_and(|k| k.regime_rows())
+            && m.pass_medians().len() < 2
+    })
 }
 
 /// One answer's time: its rows' share of their probes' first pass (by samples), and
@@ -222,7 +242,8 @@ fn spend(
             .max()
             .unwrap_or(1),
         agreement,
-        stopped: if self::agreement(rec).is_none_or(|a| a >= TARGET) {
+        one_draw: one_draw(rec, rows),
+        stopped: if self::agreement(rec, rows).is_none_or(|a| a >= TARGET) {
             "decided"
         } else if raced.is_some_and(|(t, _)| t.stalled()) {
             "stalled"
@@ -236,7 +257,7 @@ fn spend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Metric, Unit};
+    use crate::results::Unit;
     use std::cell::Cell;
 
     /// A pipe-like probe of two rows ("knee", "best") whose figures are a pass count
@@ -244,23 +265,23 @@ mod tests {
     /// them, and counts itself.
     struct Fake {
         runs: Cell<usize>,
+        kind: &'static str,
     }
 
-    fn row(case: &str, median: f64) -> Measurement {
+    fn row(probe: &str, case: &str, median: f64) -> Measurement {
         let mut m =
-            Measurement::unsupported("pipe", case, serde_json::Map::new(), Unit::BytesPerSec, "");
+            Measurement::unsupported(probe, case, serde_json::Map::new(), Unit::BytesPerSec, "");
         m.status = crate::results::Status::Ok;
         m.raw = vec![median * 0.99, median, median * 1.01];
         m.median = median;
         m.ci95 = [median * 0.99, median * 1.01];
         m.samples = 3;
-        let _ = Metric::PerOp { ops_per_iter: 1.0 };
         m
     }
 
     impl Probe for Fake {
         fn kind(&self) -> &'static dyn crate::probes::ProbeKind {
-            crate::probes::kind("pipe").expect("the pipe probe")
+            crate::probes::kind(self.kind).expect("a probe")
         }
         fn case_names(&self) -> Vec<String> {
             vec!["knee".into(), "best".into(), "far".into()]
@@ -282,7 +303,7 @@ mod tests {
                 .case_names()
                 .into_iter()
                 .filter(|c| ctx.only.is_none_or(|o| o.contains(c)))
-                .map(|c| row(&c, 1e9))
+                .map(|c| row(self.kind, &c, 1e9))
                 .collect())
         }
     }
@@ -290,7 +311,7 @@ mod tests {
     /// One answer resting on "knee" and "best", whose agreement rises with the passes
     /// its knee row has (a regime row's spread averaged over more draws), decided from
     /// `decided_at` passes.
-    fn answer(rows: &[Measurement], decided_at: usize) -> Vec<Recommendation> {
+    fn answer(rows: &[Measurement], decided_at: usize, probe: &str) -> Vec<Recommendation> {
         let passes = rows
             .iter()
             .find(|m| m.case == "knee")
@@ -301,8 +322,8 @@ mod tests {
             "choice": {"kind": "method", "name": "x", "tied": []},
             "effect": "", "caveats": [],
             "evidence": {"runs": [], "rows": [
-                {"probe": "pipe", "case": "knee", "role": "choice", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]},
-                {"probe": "pipe", "case": "best", "role": "best", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]}
+                {"probe": probe, "case": "knee", "role": "choice", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]},
+                {"probe": probe, "case": "best", "role": "best", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]}
             ]},
             "confidence": {"level": "high", "reasons": [], "agreement": agreement}
         });
@@ -311,9 +332,20 @@ mod tests {
 
     /// Races the fake probe's answer for `budget`, decided from `decided_at` passes:
     /// the schedule, the rows, and how many times the probe ran.
-    fn race_fake(budget: Duration, decided_at: usize) -> (Schedule, Vec<Measurement>, usize) {
-        let fake = Fake { runs: Cell::new(0) };
-        let mut rows = vec![row("knee", 1e9), row("best", 1e9), row("far", 1e9)];
+    fn race_fake(
+        kind: &'static str,
+        budget: Duration,
+        decided_at: usize,
+    ) -> (Schedule, Vec<Measurement>, usize) {
+        let fake = Fake {
+            runs: Cell::new(0),
+            kind,
+        };
+        let mut rows = vec![
+            row(kind, "knee", 1e9),
+            row(kind, "best", 1e9),
+            row(kind, "far", 1e9),
+        ];
         let env = crate::sys::machine::Environment::collect(None);
         let dir = tempfile::tempdir().unwrap();
         let scratch = crate::sys::scratch::Scratch::create_in(dir.path()).unwrap();
@@ -333,7 +365,7 @@ mod tests {
             limit: &limit,
             only: None,
         };
-        let assess = |rows: &[Measurement]| answer(rows, decided_at);
+        let assess = |rows: &[Measurement]| answer(rows, decided_at, kind);
         let weights = |_: &dyn Probe, _: &BTreeSet<String>| Vec::new();
         let inputs = Inputs {
             configs: vec![&fake],
@@ -347,7 +379,7 @@ mod tests {
 
     #[test]
     fn an_undecided_regime_row_draws_more_pairs_until_its_answer_is_decided() {
-        let (s, rows, runs) = race_fake(Duration::from_secs(30), 4);
+        let (s, rows, runs) = race_fake("pipe", Duration::from_secs(30), 4);
         let knee = rows.iter().find(|m| m.case == "knee").unwrap();
         // Three more passes (fresh pairs), each pooled, then the answer is decided and
         // the race ends early, far within its budget.
@@ -369,16 +401,37 @@ mod tests {
     }
 
     #[test]
-    fn a_decided_answer_is_not_sampled_again() {
-        let (s, rows, runs) = race_fake(Duration::from_secs(30), 1);
+    fn a_decided_answer_is_not_sampled_again_but_a_regime_answer_takes_a_second_draw() {
+        // A loop's answer decided by its first pass: no visit.
+        let (s, rows, runs) = race_fake("syscalls", Duration::from_secs(30), 1);
         assert_eq!(runs, 0);
         assert!(rows.iter().all(|m| m.samples == 3));
         assert_eq!((s.ended.as_str(), s.topics[0].visits), ("decided", 0));
+        // A pipe's, whose figure moves with the pair it drew: one more draw, then
+        // decided across the two.
+        let (s, rows, runs) = race_fake("pipe", Duration::from_secs(30), 1);
+        assert_eq!(runs, 1);
+        let knee = rows.iter().find(|m| m.case == "knee").unwrap();
+        assert_eq!(knee.derived.get("draws"), Some(&serde_json::json!(2)));
+        assert_eq!(
+            (s.ended.as_str(), s.topics[0].visits, s.topics[0].one_draw),
+            ("decided", 1, false)
+        );
+    }
+
+    #[test]
+    fn a_regime_answer_the_time_left_in_one_draw_says_so() {
+        let (s, _, runs) = race_fake("pipe", Duration::from_millis(100), 1);
+        assert_eq!(runs, 0);
+        assert_eq!(
+            (s.topics[0].stopped.as_str(), s.topics[0].one_draw),
+            ("limit", true)
+        );
     }
 
     #[test]
     fn an_answer_never_decided_takes_visits_until_the_time_is_spent() {
-        let (s, _, runs) = race_fake(Duration::from_millis(1200), usize::MAX);
+        let (s, _, runs) = race_fake("pipe", Duration::from_millis(1200), usize::MAX);
         assert!(runs >= 1, "{runs}");
         assert_eq!(
             (s.ended.as_str(), s.topics[0].stopped.as_str()),

@@ -351,17 +351,17 @@ fn decided_words(command: &str, s: &crate::results::Schedule, seconds: f64) -> S
 
 /// The share of `run`'s time limit its first pass over every row may take; the rest
 /// goes to the rows of the answers still undecided.
-const FIRST_PASS_SHARE: f64 = 0.55;
+const FIRST_PASS_SHARE: f64 = 0.35;
 
-/// `run`'s first pass samples each row a little: 3 passes of a whole-pass row and 3
-/// samples of a calibrated one at least (6 and 5 otherwise), since the rows of an
-/// undecided answer are sampled again and a decided one needs no more; `run --quick`'s
-/// 2 of each, after a warm-up of 20 ms at most.
+/// `run`'s first pass samples each row a little: 2 passes of a whole-pass row and 2
+/// samples of a calibrated one at least (6 and 5 otherwise). The rows of an undecided
+/// answer are sampled again, a regime row's on another draw (which averages out what
+/// more samples of one draw do not), and a decided answer needs no more. `run
+/// --quick`'s warm-ups take 20 ms at most.
 fn first_pass(h: &crate::harness::Config, quick: bool) -> crate::harness::Config {
-    let least = if quick { 2 } else { 3 };
     crate::harness::Config {
-        min_samples: h.min_samples.min(least),
-        min_round_samples: least,
+        min_samples: h.min_samples.min(2),
+        min_round_samples: 2,
         warmup: if quick {
             h.warmup.min(std::time::Duration::from_millis(20))
         } else {

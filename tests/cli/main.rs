@@ -4,6 +4,7 @@
 
 mod attach;
 mod copy;
+mod decided;
 mod cp;
 mod cp_gnu;
 mod examples;

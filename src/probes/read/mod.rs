@@ -187,6 +187,10 @@ pub fn curve(run: &Run, method: Method) -> Vec<(u64, f64)> {
 pub struct Kind;
 
 impl ProbeKind for Kind {
+    /// A read row: its file's pages, where they sit in memory (their folios), set its regime; a new file draws anew.
+    fn regime_rows(&self) -> bool {
+        true
+    }
     fn check_typed(&self, m: &Measurement) -> std::result::Result<(), String> {
         super::typed_params::<Params>(m).map(|_| ())
     }
