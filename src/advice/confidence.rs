@@ -105,11 +105,11 @@ pub(super) fn noise(m: &Measurement, floor: f64) -> f64 {
 /// fresh files, processes and connections, with its median in `medians`): about two
 /// standard errors of their mean on the log scale (for two passes, the distance between
 /// them), and never less than the kind's rerun floor `floor`. Where the passes were
-/// independent draws of a regime (`draws`: a pipe's or socket's process pair and
-/// connection), the floor is one draw's move between twin runs, which k draws average
-/// out: floor / √k (a rerun pooling as many draws moves that much). Elsewhere the floor
-/// stays: what moves a file's or a loop's figure between runs does not average out
-/// within one.
+/// independent draws of a regime (`draws`: a read or write row's file, where its pages
+/// sit; a pipe's or socket's process pair and connection), the floor is one draw's move
+/// between twin runs, which k draws average out: floor / √k (a rerun pooling as many
+/// draws moves that much). Elsewhere the floor stays: what moves a copy's or a loop's
+/// figure between runs does not average out within one.
 pub(super) fn between_passes(medians: &[f64], floor: f64, draws: bool) -> f64 {
     let logs: Vec<f64> = medians
         .iter()

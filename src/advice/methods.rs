@@ -175,7 +175,7 @@ pub fn methods(
     let support = format!(
         "{measured} options measured; a rerun moving each within its noise {} in {}% of {RERUNS} simulated reruns{}",
         if !equal_to_pick(&opts, &r).is_empty() {
-            format!("keeps {} equal to the option it chooses", name(r.pick))
+            format!("picks {} or an option equal to it here", name(r.pick))
         } else {
             format!("chooses {}", name(r.pick))
         },

@@ -63,17 +63,20 @@ fn partial_words(
 }
 
 /// One probe's recommendations from `rows`, with the confidence lowered one level when
-/// the rows are not the probe's whole default sweep.
+/// the rows are not the probe's whole default sweep, and to medium where `run` left an
+/// answer resting on regime rows in one draw (unless `pooled`: the rows were pooled
+/// with the machine's other saved runs, a draw each).
 pub fn recommend_probe(
     kind: &dyn ProbeKind,
     rows: &[&Measurement],
     run: &Run,
-    id: Option<i64>,
+    (id, pooled): (Option<i64>, bool),
 ) -> Vec<Recommendation> {
     let (cov, measured, expected) = coverage(kind, rows);
     let mut recs = kind.recommend(rows, &run.environment);
     let busy = run.environment.load.get(kind.name()).filter(|l| l.busy);
-    let schedule = run.harness.schedule.as_ref();
+    // A row pooled with the machine's other saved runs drew as many regimes as runs.
+    let schedule = run.harness.schedule.as_ref().filter(|_| !pooled);
     for r in &mut recs {
         r.id = format!("{}.{}", kind.name(), r.id);
         r.evidence.runs = id.into_iter().collect();
@@ -118,7 +121,7 @@ pub fn recommendations(run: &Run, id: Option<i64>) -> Vec<Recommendation> {
         .into_iter()
         .flat_map(|k| {
             let rows: Vec<&Measurement> = run.of_probe(k.name()).collect();
-            recommend_probe(k, &rows, run, id)
+            recommend_probe(k, &rows, run, (id, false))
         })
         .collect()
 }
@@ -149,7 +152,8 @@ pub fn add_probe(
 ) {
     let refs: Vec<&Measurement> = rows.iter().map(|r| &r.0).collect();
     let (cov, measured, expected) = coverage(kind, &refs);
-    let mut recs = recommend_probe(kind, &refs, run, id);
+    let pooled = rows.iter().any(|r| r.1.iter().any(|&x| Some(x) != id));
+    let mut recs = recommend_probe(kind, &refs, run, (id, pooled));
     for r in &mut recs {
         r.evidence.machine = Some(m.machine.clone());
         let mut runs: Vec<i64> = rows

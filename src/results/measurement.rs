@@ -359,6 +359,9 @@ impl Measurement {
     }
 }
 
+/// Where a pooled row's note says so.
+const POOLED: &str = " · pooled from ";
+
 /// How a row's warning that its interval missed the target begins.
 const CI_WARNING: &str = "95% CI is ±";
 
@@ -416,28 +419,7 @@ impl Measurement {
             return;
         }
         let (na, nb) = (self.samples as f64, again.samples as f64);
-        for (k, v) in &again.derived {
-            let mine = self.derived.get(k).and_then(Value::as_f64);
-            let merged = match (mine, v.as_f64()) {
-                (Some(a), Some(b)) if SUMMED.contains(&k.as_str()) => Some(a + b),
-                (Some(a), Some(b)) if na + nb > 0.0 => Some((a * na + b * nb) / (na + nb)),
-                _ => None,
-            };
-            if let Some(x) = merged.and_then(serde_json::Number::from_f64) {
-                self.derived.insert(k.clone(), Value::Number(x));
-            }
-        }
-        let mut medians = self.pass_medians();
-        if medians.is_empty() {
-            medians.push(self.median);
-        }
-        medians.push(again.median);
-        if regime {
-            self.derived
-                .insert("draws".into(), Value::from(medians.len()));
-        }
-        self.derived
-            .insert("pass_medians".into(), serde_json::json!(medians));
+        self.pool_derived(&again, regime);
         let iters = (self.iterations, again.iterations);
         self.rusage.normalised =
             pooled_per(&self.rusage.normalised, &again.rusage.normalised, iters);
@@ -486,6 +468,47 @@ impl Measurement {
         }
     }
 
+    /// [`pool`](Self::pool)'s derived figures: each averaged by samples (counts
+    /// summed), each pass's median kept, the draws counted, and the note saying why.
+    fn pool_derived(&mut self, again: &Measurement, regime: bool) {
+        let (na, nb) = (self.samples as f64, again.samples as f64);
+        for (k, v) in &again.derived {
+            let mine = self.derived.get(k).and_then(Value::as_f64);
+            let merged = match (mine, v.as_f64()) {
+                (Some(a), Some(b)) if SUMMED.contains(&k.as_str()) => Some(a + b),
+                (Some(a), Some(b)) if na + nb > 0.0 => Some((a * na + b * nb) / (na + nb)),
+                _ => None,
+            };
+            if let Some(x) = merged.and_then(serde_json::Number::from_f64) {
+                self.derived.insert(k.clone(), Value::Number(x));
+            }
+        }
+        let mut medians = self.pass_medians();
+        if medians.is_empty() {
+            medians.push(self.median);
+        }
+        medians.push(again.median);
+        if regime {
+            self.derived
+                .insert("draws".into(), Value::from(medians.len()));
+        }
+        // The note says why the row has several passes.
+        if let Some(i) = self.note.find(POOLED) {
+            self.note.truncate(i);
+        }
+        self.note.push_str(&format!(
+            "{POOLED}{} passes, each on fresh {}: an answer resting on it was undecided",
+            medians.len(),
+            if regime {
+                "files, processes and connections (its regime drawn anew)"
+            } else {
+                "files and processes"
+            }
+        ));
+        self.derived
+            .insert("pass_medians".into(), serde_json::json!(medians));
+    }
+
     /// The medians of the passes a pooled row was measured in, each on its own files,
     /// processes and connections (see [`pool`](Self::pool)); empty for a row measured
     /// once.
@@ -528,6 +551,7 @@ mod tests {
         assert_eq!(m.samples, 11);
         assert_eq!(m.raw.len(), 11);
         assert_eq!(m.pass_medians(), vec![1.1, 2.1, 3.2]);
+        assert!(m.note.ends_with(" · pooled from 3 passes, each on fresh files, processes and connections (its regime drawn anew): an answer resting on it was undecided"), "{}", m.note);
         assert_eq!(m.derived.get("draws"), Some(&Value::from(3)));
         assert!(m.regime_draws());
         // Counts add up; other figures are averaged by samples.

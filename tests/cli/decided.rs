@@ -18,10 +18,7 @@ fn check_schedule(v: &Value) {
     assert_eq!(ids(topics), ids(recs));
     for (t, r) in topics.iter().zip(recs) {
         let stopped = t["stopped"].as_str().unwrap();
-        assert!(
-            ["decided", "stalled", "limit"].contains(&stopped),
-            "{t}"
-        );
+        assert!(["decided", "stalled", "limit"].contains(&stopped), "{t}");
         assert!(t["samples"].as_u64().unwrap() >= 2 && t["seconds"].as_f64().unwrap() > 0.0);
         if t["one_draw"] == true {
             assert_ne!(r["confidence"]["level"], "high", "{t} {r}");
@@ -33,9 +30,18 @@ fn check_schedule(v: &Value) {
     }
     for m in v["measurements"].as_array().unwrap() {
         let passes = m["derived"]["pass_medians"].as_array().map_or(1, Vec::len);
-        assert_eq!(m["raw"].as_array().unwrap().len() as u64, m["samples"].as_u64().unwrap());
-        if passes > 1 && ["pipe", "socket", "read", "write"].contains(&m["probe"].as_str().unwrap()) {
-            assert_eq!(m["derived"]["draws"].as_u64(), Some(passes as u64), "{}", m["case"]);
+        assert_eq!(
+            m["raw"].as_array().unwrap().len() as u64,
+            m["samples"].as_u64().unwrap()
+        );
+        if passes > 1 && ["pipe", "socket", "read", "write"].contains(&m["probe"].as_str().unwrap())
+        {
+            assert_eq!(
+                m["derived"]["draws"].as_u64(),
+                Some(passes as u64),
+                "{}",
+                m["case"]
+            );
         }
     }
 }
@@ -79,9 +85,11 @@ fn run_precise_samples_every_row_to_its_own_end_without_a_schedule() {
         .success();
     let v = json_of(&out.get_output().stdout);
     assert!(v["harness"].get("schedule").is_none(), "{}", v["harness"]);
-    assert!(v["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|m| m["derived"].get("pass_medians").is_none()));
+    assert!(
+        v["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["derived"].get("pass_medians").is_none())
+    );
 }

@@ -4,9 +4,9 @@
 
 mod attach;
 mod copy;
-mod decided;
 mod cp;
 mod cp_gnu;
+mod decided;
 mod examples;
 mod filesystems;
 mod fuzz_regressions;
