@@ -531,7 +531,7 @@ mod tests {
     use super::*;
 
     fn row(raw: &[f64]) -> Measurement {
-        let mut m = Measurement::unsupported("pipe", "c", Map::new(), Unit::BytesPerSec, "");
+        let mut m = Measurement::unsupported("p", "c", Map::new(), Unit::BytesPerSec, "");
         m.status = Status::Ok;
         let s = summarize(raw).unwrap();
         m.raw = raw.to_vec();

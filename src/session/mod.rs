@@ -152,14 +152,7 @@ fn run_in(
     }
     let total: usize = probes.iter().map(|p| p.case_count()).sum();
     let (time_limit, limit_label) = time_limit(settings, (probes, scale), command);
-    // `run` samples until each answer is decided, within its time limit (none under
-    // --thorough or --budget: every row then samples to its own end, as --precise).
-    let deciding = scale == Scale::Run && !settings.precise && time_limit.is_some();
-    let harness = if deciding {
-        first_pass(&settings.harness, settings.mode == "quick")
-    } else {
-        settings.harness.clone()
-    };
+    let (deciding, harness) = sampling(settings, scale, time_limit);
     say_how_long(
         (settings, &harness),
         (probes, scale, time_limit),
@@ -167,13 +160,7 @@ fn run_in(
         &env,
         total,
     );
-    let progress = Progress::new(total as u64);
-    if let Some(fs) = &env.filesystem {
-        progress.note(&format!(
-            "measuring in {} ({} on {})",
-            fs.path, fs.fs_type, fs.source
-        ));
-    }
+    let progress = progress_in(&env, total);
     let share = if deciding { FIRST_PASS_SHARE } else { 1.0 };
     let limit = crate::harness::TimeLimit::new(
         time_limit.map(|t| t.mul_f64(share)),
@@ -224,6 +211,35 @@ fn run_in(
         warnings,
         ..template
     })
+}
+
+/// Whether the run samples until each answer is decided (`run` within its time limit;
+/// none under --thorough or --budget: every row then samples to its own end, as
+/// --precise), and the sampling settings its rows start with.
+fn sampling(
+    settings: &Settings,
+    scale: Scale,
+    time_limit: Option<std::time::Duration>,
+) -> (bool, crate::harness::Config) {
+    let deciding = scale == Scale::Run && !settings.precise && time_limit.is_some();
+    let harness = if deciding {
+        first_pass(&settings.harness, settings.mode == "quick")
+    } else {
+        settings.harness.clone()
+    };
+    (deciding, harness)
+}
+
+/// The progress display for `total` rows, after saying which filesystem is measured.
+fn progress_in(env: &Environment, total: usize) -> Progress {
+    let progress = Progress::new(total as u64);
+    if let Some(fs) = &env.filesystem {
+        progress.note(&format!(
+            "measuring in {} ({} on {})",
+            fs.path, fs.fs_type, fs.source
+        ));
+    }
+    progress
 }
 
 /// A run's warnings: a debug build, a busy machine, and under a per-row time limit
