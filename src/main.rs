@@ -15,9 +15,9 @@ fn main() {
     if let Some(code) = ioprobe::trace::overhead::child_main() {
         std::process::exit(code);
     }
+    // A trace's time, which `--tracer auto` learns from, counts from here.
+    ioprobe::trace::start_clock();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // A command to trace: its eBPF programs load while the flags are parsed.
-    ioprobe::trace::load_early(&args);
     // The matches are kept: cp applies its attribute and symlink options in the order
     // given, as GNU's getopt loop does.
     let (matches, cli) =

@@ -322,6 +322,24 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// A duration given in seconds, as [`format_ns`] writes it.
+pub fn format_secs(s: f64) -> String {
+    format_ns(s * 1e9)
+}
+
+/// A count with thousands separators: 31,000.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A count with three significant digits and a k/M/G suffix (decimal).
 pub fn format_count(v: f64) -> String {
     let a = v.abs();

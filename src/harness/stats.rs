@@ -72,6 +72,16 @@ pub fn median_ci_indices(n: usize) -> (usize, usize, f64) {
     (r - 1, n - r, coverage)
 }
 
+/// The median of `values` (None: none, or one not finite).
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut s = values.to_vec();
+    s.sort_by(f64::total_cmp);
+    Some(median_sorted(&s))
+}
+
 /// Summarises samples; `None` for an empty slice or any non-finite value.
 pub fn summarize(values: &[f64]) -> Option<Summary> {
     if values.is_empty() || values.iter().any(|v| !v.is_finite()) {

@@ -7,8 +7,9 @@
 
 use super::figures::Figures;
 use super::findings::Finding;
-use super::price::{secs, time_here};
+use super::price::time_here;
 use super::profile::Profile;
+use crate::units::format_secs as secs;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

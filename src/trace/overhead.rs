@@ -21,7 +21,7 @@
 //! with much user work is barely changed. A program whose working set is large between
 //! calls loses a little more than the calibration's loop does.
 
-use crate::sys::trace::Tracer;
+use crate::sys::trace::Ptrace;
 use serde::Serialize;
 
 /// The hidden first argument that makes the ioprobe binary the calibration child.
@@ -102,7 +102,7 @@ fn extra_user(calls: u64) -> Option<f64> {
     }
     let untraced = children_user_s() - before;
     let before = children_user_s();
-    let mut t = Tracer::spawn(&argv, &[], None, &mut || true).ok()?;
+    let mut t = Ptrace::spawn(&argv, &[], None, &mut || true).ok()?;
     while t.next_event().ok()?.is_some() {}
     if t.ended() != Some(crate::sys::trace::Ended::Code(0)) {
         return None;

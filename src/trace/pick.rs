@@ -25,7 +25,8 @@
 //! A tracer named with `--tracer` is taken as named; its times are kept all the same.
 //! Where ptrace is refused here, auto takes its usual order instead (`super::spawn`).
 
-use super::Via;
+use crate::harness::stats::median;
+use crate::sys::trace::Tracer;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -53,37 +54,29 @@ struct Entry {
     calls: u64,
     /// When it was last traced (seconds since the epoch).
     seen: u64,
-    /// The tracer `auto` takes here when it picks none: "ebpf", "preload" or "ptrace".
-    usual: Option<String>,
+    /// The tracer `auto` takes here when it picks none.
+    usual: Option<Tracer>,
     /// Seconds from ioprobe's start to the report, per tracer, newest last.
-    took: BTreeMap<String, Vec<f64>>,
+    took: BTreeMap<Tracer, Vec<f64>>,
 }
 
 /// A kept time within this share of its tracer's median is not written.
 const NEAR: f64 = 0.1;
 
-/// The median of a few times.
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| (v[(n - 1) / 2] + v[n / 2]) / 2.0)
-}
-
 /// Why `auto` takes ptrace for this command (None: its usual order).
 fn rule(e: &Entry) -> Option<String> {
-    let median = |t: &str| median(e.took.get(t)?);
-    let usual = match e.usual.as_deref() {
-        Some("ptrace") => return None,
+    let median = |t: Tracer| median(e.took.get(&t)?);
+    let usual = match e.usual {
+        Some(Tracer::Ptrace) => return None,
         Some(u) => u,
-        None => ["ebpf", "preload"]
+        None => [Tracer::Ebpf, Tracer::Preload]
             .into_iter()
-            .find(|t| median(t).is_some())?,
+            .find(|&t| median(t).is_some())?,
     };
     let theirs = median(usual)?;
     let shown = |s: f64| crate::units::format_ns(s * 1e9);
-    let name = if usual == "ebpf" { "eBPF" } else { usual };
-    match median("ptrace") {
+    let name = usual.shown();
+    match median(Tracer::Ptrace) {
         Some(p) if p < theirs => Some(format!(
             "auto: tracing this command here took ioprobe {} under ptrace, {} under {name}, medians from its start to its report",
             shown(p),
@@ -132,20 +125,17 @@ fn entry(store: &Path, command: &[OsString]) -> Option<Entry> {
     }
 }
 
-/// What `via` becomes for `command`, and why, when `auto` takes ptrace for it (None:
-/// `via` as given).
-pub(super) fn choose(via: Via, command: &[OsString], store: Option<&Path>) -> Option<String> {
-    if via != Via::Auto || command.is_empty() {
+/// Why `auto` (`named` None) takes ptrace for `command` (None: `named`, or auto's
+/// usual order).
+pub(super) fn choose(
+    named: Option<Tracer>,
+    command: &[OsString],
+    store: Option<&Path>,
+) -> Option<String> {
+    if named.is_some() || command.is_empty() {
         return None;
     }
     rule(&entry(store?, command)?)
-}
-
-/// The same choice before the flags are parsed, for the command after `--` and the
-/// store `--store` named (None: the default one): whether `auto` takes ptrace.
-pub(super) fn early(store: Option<std::path::PathBuf>, command: &[OsString]) -> bool {
-    let store = store.or_else(|| crate::results::store::default_path().ok());
-    choose(Via::Auto, command, store.as_deref()).is_some()
 }
 
 static STARTED: OnceLock<Instant> = OnceLock::new();
@@ -161,7 +151,7 @@ pub fn start_clock() {
 pub(super) fn keep(
     store: &Path,
     command: &[OsString],
-    tracer: &str,
+    tracer: Tracer,
     usual: bool,
     calls: u64,
     timed: bool,
@@ -191,9 +181,9 @@ pub(super) fn keep(
 }
 
 /// One finished trace, as [`keep`] adds it to the book.
-struct Kept<'a> {
+struct Kept {
     key: String,
-    tracer: &'a str,
+    tracer: Tracer,
     usual: bool,
     calls: u64,
     /// The time since [`start_clock`], where it counts.
@@ -201,19 +191,19 @@ struct Kept<'a> {
     seen: u64,
 }
 
-impl Kept<'_> {
+impl Kept {
     /// Adds this trace to `all`; false where nothing the rule reads changed (the file
     /// is then left as it is: writing it costs a short trace about 0.1 ms).
     fn add_to(&self, all: &mut BTreeMap<String, Entry>) -> bool {
         let mut changed = all.get(&self.key).is_none_or(|e| e.calls != self.calls);
         let e = all.entry(self.key.clone()).or_default();
         e.calls = self.calls;
-        if self.usual && e.usual.as_deref() != Some(self.tracer) {
-            e.usual = Some(self.tracer.to_string());
+        if self.usual && e.usual != Some(self.tracer) {
+            e.usual = Some(self.tracer);
             changed = true;
         }
         if let Some(t) = self.took {
-            let v = e.took.entry(self.tracer.to_string()).or_default();
+            let v = e.took.entry(self.tracer).or_default();
             // A time within NEAR of the kept ones' median changes nothing the rule reads.
             let near =
                 v.len() >= KEPT_TIMES && median(v).is_some_and(|m| (t - m).abs() <= NEAR * m);
@@ -243,15 +233,14 @@ impl Kept<'_> {
 mod tests {
     use super::*;
 
-    fn entry(calls: u64, usual: Option<&str>, took: &[(&str, &[f64])]) -> Entry {
+    use Tracer::{Ebpf, Preload, Ptrace};
+
+    fn entry(calls: u64, usual: Option<Tracer>, took: &[(Tracer, &[f64])]) -> Entry {
         Entry {
             calls,
             seen: 0,
-            usual: usual.map(str::to_string),
-            took: took
-                .iter()
-                .map(|(t, v)| (t.to_string(), v.to_vec()))
-                .collect(),
+            usual,
+            took: took.iter().map(|&(t, v)| (t, v.to_vec())).collect(),
         }
     }
 
@@ -259,8 +248,8 @@ mod tests {
     fn a_command_faster_under_ptrace_than_under_ebpf_is_traced_with_ptrace() {
         let e = entry(
             19,
-            Some("ebpf"),
-            &[("ebpf", &[5.4e-3, 5.9e-3, 5.2e-3]), ("ptrace", &[3.3e-3])],
+            Some(Ebpf),
+            &[(Ebpf, &[5.4e-3, 5.9e-3, 5.2e-3]), (Ptrace, &[3.3e-3])],
         );
         let why = rule(&e).expect("ptrace");
         assert!(
@@ -270,20 +259,20 @@ mod tests {
         // Slower under ptrace (its median, not its best): the usual order.
         let e = entry(
             19,
-            Some("ebpf"),
-            &[("ebpf", &[5.4e-3]), ("ptrace", &[6e-3, 3e-3, 7e-3])],
+            Some(Ebpf),
+            &[(Ebpf, &[5.4e-3]), (Ptrace, &[6e-3, 3e-3, 7e-3])],
         );
         assert_eq!(rule(&e), None);
     }
 
     #[test]
     fn ptrace_is_tried_once_for_a_command_of_few_calls_and_never_for_many() {
-        let e = entry(19, Some("ebpf"), &[("ebpf", &[5.4e-3])]);
+        let e = entry(19, Some(Ebpf), &[(Ebpf, &[5.4e-3])]);
         assert!(rule(&e).expect("tried").contains("trying it"));
-        let e = entry(TRY_CALLS + 1, Some("ebpf"), &[("ebpf", &[5.4e-3])]);
+        let e = entry(TRY_CALLS + 1, Some(Ebpf), &[(Ebpf, &[5.4e-3])]);
         assert_eq!(rule(&e), None);
         // Nothing timed yet (its figures were measured first): nothing to weigh.
-        assert_eq!(rule(&entry(19, Some("ebpf"), &[])), None);
+        assert_eq!(rule(&entry(19, Some(Ebpf), &[])), None);
     }
 
     #[test]
@@ -292,21 +281,14 @@ mod tests {
         // trace with privileges, do not count.
         let e = entry(
             19,
-            Some("preload"),
-            &[
-                ("ebpf", &[2e-3]),
-                ("preload", &[3.7e-3]),
-                ("ptrace", &[3.3e-3]),
-            ],
+            Some(Preload),
+            &[(Ebpf, &[2e-3]), (Preload, &[3.7e-3]), (Ptrace, &[3.3e-3])],
         );
         assert!(rule(&e).expect("ptrace").contains("under preload"));
         // Where ptrace is what auto takes anyway, nothing is picked.
-        assert_eq!(
-            rule(&entry(19, Some("ptrace"), &[("ptrace", &[3e-3])])),
-            None
-        );
+        assert_eq!(rule(&entry(19, Some(Ptrace), &[(Ptrace, &[3e-3])])), None);
         // Only named tracers kept times: eBPF's stands for the usual one.
-        let e = entry(19, None, &[("ebpf", &[5e-3]), ("ptrace", &[3e-3])]);
+        let e = entry(19, None, &[(Ebpf, &[5e-3]), (Ptrace, &[3e-3])]);
         assert!(rule(&e).is_some());
     }
 
@@ -316,30 +298,30 @@ mod tests {
         let db = d.path().join("s.db");
         let cmd: Vec<OsString> = vec!["true".into()];
         start_clock();
-        keep(&db, &cmd, "ebpf", true, 19, true);
+        keep(&db, &cmd, Ebpf, true, 19, true);
         assert_eq!(
-            choose(Via::Auto, &cmd, Some(&db)),
+            choose(None, &cmd, Some(&db)),
             None,
             "no store, nothing kept"
         );
         std::fs::write(&db, "").unwrap();
-        keep(&db, &cmd, "ebpf", true, 19, true);
+        keep(&db, &cmd, Ebpf, true, 19, true);
         assert!(
-            choose(Via::Auto, &cmd, Some(&db)).is_some(),
+            choose(None, &cmd, Some(&db)).is_some(),
             "tried under ptrace"
         );
         assert_eq!(
-            choose(Via::Ebpf, &cmd, Some(&db)),
+            choose(Some(Ebpf), &cmd, Some(&db)),
             None,
             "a named tracer stays"
         );
         let other: Vec<OsString> = vec!["true".into(), "x".into()];
-        assert_eq!(choose(Via::Auto, &other, Some(&db)), None);
+        assert_eq!(choose(None, &other, Some(&db)), None);
         for _ in 0..5 {
-            keep(&db, &cmd, "ptrace", false, 19, true);
+            keep(&db, &cmd, Ptrace, false, 19, true);
         }
         let kept = book(&db);
-        assert_eq!(kept[&key(&cmd)].took["ptrace"].len(), KEPT_TIMES);
-        assert_eq!(kept[&key(&cmd)].usual.as_deref(), Some("ebpf"));
+        assert_eq!(kept[&key(&cmd)].took[&Ptrace].len(), KEPT_TIMES);
+        assert_eq!(kept[&key(&cmd)].usual, Some(Ebpf));
     }
 }

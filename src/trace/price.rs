@@ -138,10 +138,6 @@ pub(super) fn uncurved_s(f: &Figures, calls: u64) -> Option<f64> {
     f.ns(Case::Null).map(|ns| calls as f64 * ns * 1e-9)
 }
 
-pub(super) fn secs(s: f64) -> String {
-    format_ns(s * 1e9)
-}
-
 /// The process's name as the report shows it.
 pub(super) fn comm_of(p: &Profile, pid: i32) -> String {
     p.processes.get(&pid).map_or("?".into(), |x| x.comm.clone())

@@ -8,9 +8,11 @@
 use super::claims::Claim;
 use super::figures::{Curve, Figures};
 use super::findings::Finder;
-use super::price::{curve_for, direction, rows_of, secs, uncurved_s};
+use super::price::{curve_for, direction, rows_of, uncurved_s};
 use super::profile::{OpStats, Profile};
+use crate::units::format_secs as secs;
 use crate::units::format_size;
+use crate::units::thousands;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The relays of a profile.
@@ -118,7 +120,7 @@ pub fn relayed_writes(
                 claims.push(Claim::Row(pid, dst, wop));
                 text.push_str(&format!(
                     ", and its {} {wop}s to {} with them (≈{} here)",
-                    super::thousands(w.calls),
+                    thousands(w.calls),
                     dst_t.label(),
                     secs(a)
                 ));
@@ -154,7 +156,7 @@ fn row_at(
 fn named(p: &Profile, ts: &[usize], what: &str) -> String {
     match ts {
         [one] => p.targets[*one].label(),
-        _ => format!("{} {what}", super::thousands(ts.len() as u64)),
+        _ => format!("{} {what}", thousands(ts.len() as u64)),
     }
 }
 
@@ -255,12 +257,12 @@ impl Finder<'_> {
                 super::price::comm_of(p, *pid),
                 named(p, srcs, "files"),
                 named(p, dsts, "destinations"),
-                super::thousands(reads.calls),
-                super::thousands(writes.calls),
+                thousands(reads.calls),
+                thousands(writes.calls),
                 secs(now),
                 format_size(record),
-                super::thousands(reads.calls_then),
-                super::thousands(writes.calls_then),
+                thousands(reads.calls_then),
+                thousands(writes.calls_then),
                 secs(then),
             );
             let mut claims = reads.claims;

@@ -3,12 +3,15 @@
 
 use super::figures::Figures;
 use super::findings::Finding;
+use super::overhead;
 use super::price;
 use super::profile::{self, Profile};
-use super::{Work, overhead};
+use super::running::Tracing;
+use super::subject::{EndedBy, Subject, Window};
+use super::work::Work;
 use crate::present::{Grid, Style};
-use crate::sys::trace::Ended;
-use crate::units::{format_ns, format_size};
+use crate::sys::trace::{Ended, Tracer};
+use crate::units::{format_ns, format_secs as secs, format_size, thousands};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -21,7 +24,7 @@ struct Document<'a> {
     exit: Option<ExitJson>,
     /// Attached: what was watched, for how long, and how the window ended.
     #[serde(skip_serializing_if = "Option::is_none")]
-    window: Option<&'a super::attach::Window>,
+    window: Option<&'a Window>,
     work: Work,
     note: &'static str,
     figures: &'a Figures,
@@ -87,8 +90,8 @@ struct CopyJson {
 const NOTE: &str = "tracing slows every traced call, so calls are priced with this machine's measured figures, never with their traced durations";
 
 /// How the user CPU time of the work was estimated.
-fn user_note(c: &overhead::Correction, tracer: &super::Tracing) -> String {
-    if tracer.path == "ebpf" {
+fn user_note(c: &overhead::Correction, tracer: &Tracing) -> String {
+    if tracer.path == Tracer::Ebpf {
         format!(
             "user CPU as measured ({}): the eBPF tracer runs in the kernel and adds none",
             secs(c.user_cpu_traced_s)
@@ -117,14 +120,14 @@ fn user_note(c: &overhead::Correction, tracer: &super::Tracing) -> String {
 }
 
 /// Which tracer ran, and why not the faster ones when it fell back.
-fn tracer_note(t: &super::Tracing) -> String {
+fn tracer_note(t: &Tracing) -> String {
     let not = |what: &str, why: &Option<String>| {
         why.as_ref()
             .map(|w| format!("{what} could not be used: {w}"))
     };
     let why = [
-        not("eBPF", &t.ebpf_unavailable),
-        not("preload", &t.preload_unavailable),
+        not(Tracer::Ebpf.shown(), &t.ebpf_unavailable),
+        not(Tracer::Preload.shown(), &t.preload_unavailable),
     ]
     .into_iter()
     .flatten()
@@ -133,16 +136,16 @@ fn tracer_note(t: &super::Tracing) -> String {
     let why = if let Some(p) = &t.picked {
         p.clone()
     } else if why.is_empty() {
-        format!("--tracer {}", t.path)
+        format!("--tracer {}", t.path.name())
     } else {
         why
     };
     match t.path {
-        "ebpf" => {
+        Tracer::Ebpf => {
             "traced with eBPF: the command ran without stops, its calls recorded in the kernel"
                 .to_string()
         }
-        "preload" => {
+        Tracer::Preload => {
             let plain = match t.plain_starts {
                 0 => String::new(),
                 n => format!(
@@ -155,20 +158,20 @@ fn tracer_note(t: &super::Tracing) -> String {
                 thousands(t.unstopped_calls)
             )
         }
-        _ => format!("traced with ptrace ({why})"),
+        Tracer::Ptrace => format!("traced with ptrace ({why})"),
     }
 }
 
 /// The first line of an attached trace's report: what was watched, for how long, and
 /// its calls, bytes and work per second of the window.
-fn window_line(cmd: &[String], w: &super::attach::Window, run: &Work, p: &Profile) -> String {
+fn window_line(cmd: &[String], w: &Window, run: &Work, p: &Profile) -> String {
     let s = w.seconds.max(1e-9);
     let calls: u64 = p.counts.values().sum();
     let bytes: u64 = p.ops.values().map(|o| o.bytes).sum();
     let ended = match w.ended_by {
-        "duration" => "at the end of --duration",
-        "signal" => "when ioprobe was signalled",
-        _ => "when every process attached to had ended",
+        EndedBy::Duration => "at the end of --duration",
+        EndedBy::Signal => "when ioprobe was signalled",
+        EndedBy::Exit => "when every process attached to had ended",
     };
     let mut line = format!(
         "ioprobe trace: attached to {} for {}, detached {ended}; per second of its run: {}/s traced calls moving {}/s, its work here ≈{} per second ({} of user CPU and ≈{} of traced calls at this machine's figures)\n",
@@ -195,23 +198,6 @@ fn exit_text(e: Ended) -> String {
         Ended::Code(c) => format!("exited with status {c}"),
         Ended::Signal(s) => format!("was killed by signal {s}"),
     }
-}
-
-fn secs(s: f64) -> String {
-    format_ns(s * 1e9)
-}
-
-/// A count with thousands separators: 31,000.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `s` cut to `max` characters, the middle replaced by "…" (paths keep both ends).
@@ -337,15 +323,13 @@ fn path_counts<'a>(map: impl IntoIterator<Item = (&'a (i32, String), &'a u64)>) 
 
 /// What a report is made of.
 pub(super) struct Report<'a> {
-    pub cmd: &'a [String],
-    pub ended: Ended,
+    /// The command, or the processes attached to over a window.
+    pub subject: &'a Subject,
     pub work: &'a Work,
     pub p: &'a Profile,
     pub f: &'a Figures,
     pub measured: Option<i64>,
     pub found: &'a [Finding],
-    /// Attached to running processes: what was watched, and for how long.
-    pub window: Option<&'a super::attach::Window>,
 }
 
 impl Report<'_> {
@@ -368,21 +352,21 @@ impl Report<'_> {
     /// What ran, the work it would be here, the notes, and what priced it.
     fn header(&self) -> String {
         let Report {
-            cmd,
-            ended,
+            subject,
             work: run,
             p,
             f,
             measured,
             ..
         } = *self;
-        let mut out = match self.window {
-            Some(w) => window_line(cmd, w, run, p),
-            None => format!(
+        let cmd = &subject.shown();
+        let mut out = match subject {
+            Subject::Attached(w) => window_line(cmd, w, run, p),
+            Subject::Command { ended, .. } => format!(
                 "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n",
                 // As a shell would take it back: `sh -c 'cat log | gzip'` keeps its quotes.
                 crate::units::shell_words(cmd),
-                exit_text(ended),
+                exit_text(*ended),
                 secs(run.traced_wall_s),
                 secs(run.estimate_s),
                 secs(run.user_cpu_s),
@@ -423,7 +407,7 @@ impl Report<'_> {
     /// data calls' sizes, and what all of it would take here.
     fn targets_grid(&self) -> Grid {
         let (p, f) = (self.p, self.f);
-        let per_s = self.window.map(|w| w.seconds.max(1e-9));
+        let per_s = self.subject.window().map(|w| w.seconds.max(1e-9));
         let mut rows: Vec<(f64, Vec<String>)> = per_target(p, f)
             .into_iter()
             .map(|((pid, t), mut a)| {
@@ -497,24 +481,22 @@ impl Report<'_> {
 
     pub fn json(&self) -> Result<String> {
         let Report {
-            cmd,
-            ended,
+            subject,
             work: run,
             p,
             f,
             measured,
             found,
-            window,
         } = *self;
         let doc = Document {
             schema_version: 1,
             kind: "trace",
-            command: cmd.to_vec(),
-            exit: window.is_none().then_some(match ended {
+            command: subject.shown(),
+            exit: subject.ended().map(|e| match e {
                 Ended::Code(c) => ExitJson::Code(c),
                 Ended::Signal(s) => ExitJson::Signal(s),
             }),
-            window,
+            window: subject.window(),
             work: run.clone(),
             note: NOTE,
             figures: f,

@@ -4,7 +4,6 @@
 //! command starts ([`Pending`]): the command is held at its exec until they are in,
 //! so it never runs when they cannot be had.
 
-use super::Loading;
 use super::figures::Figures;
 use crate::results::Run;
 use crate::results::store::{Evidence, Saved, Stamp, Store};
@@ -102,18 +101,14 @@ impl Pending {
         }
     }
 
-    /// The figures, measured first when none saved were enough (the eBPF programs
-    /// `loading` are unloaded first: their program on every system call would weigh
-    /// on the figures): (figures, run measured).
-    pub(super) fn get(
-        mut self,
-        settings: &Settings,
-        loading: &mut Option<Loading>,
-    ) -> Result<(Figures, Option<i64>)> {
+    /// The figures, measured first when none saved were enough (no eBPF program may
+    /// be loaded then: its program on every system call would weigh on the figures):
+    /// (figures, run measured).
+    fn get(mut self, settings: &Settings) -> Result<(Figures, Option<i64>)> {
         self.ready();
         match self.take_state() {
             State::Ready(f, id) => Ok((*f, id)),
-            State::Short(runs) => measure(settings, runs, loading),
+            State::Short(runs) => measure(settings, runs),
             State::Failed(e) => Err(e),
             State::Reading(_) => unreachable!("ready() joined the reading"),
         }
@@ -123,7 +118,7 @@ impl Pending {
     /// it, they are ready.
     pub(super) fn measure_if_short(&mut self, settings: &Settings) -> Result<()> {
         let taken = Pending(self.take_state());
-        let (f, id) = taken.get(settings, &mut None)?;
+        let (f, id) = taken.get(settings)?;
         self.0 = State::Ready(Box::new(f), id);
         Ok(())
     }
@@ -244,23 +239,9 @@ fn saved(path: &std::path::Path) -> Result<Found> {
     Ok(Found::Short(runs))
 }
 
-/// The saved figures now, or measured first when none are enough (`Pending::get`):
-/// how an attached trace takes them.
-pub(super) fn now(
-    figures: &[String],
-    settings: &Settings,
-    loading: &mut Option<Loading>,
-) -> Result<(Figures, Option<i64>)> {
-    Pending::start(figures, settings)?.get(settings, loading)
-}
-
 /// A quick measurement of the few cases pricing needs, added to `runs` (saved too,
 /// unless --no-save): (figures, run measured).
-fn measure(
-    settings: &Settings,
-    mut runs: Vec<(i64, Run)>,
-    loading: &mut Option<Loading>,
-) -> Result<(Figures, Option<i64>)> {
+fn measure(settings: &Settings, mut runs: Vec<(i64, Run)>) -> Result<(Figures, Option<i64>)> {
     let probes = crate::probes::for_pricing();
     let scale = crate::settings::Scale::Quick;
     // As short as pricing needs: unless --time-limit says otherwise, the rows' least
@@ -281,9 +262,6 @@ fn measure(
         "no saved read and syscalls figures on this host: measuring the few cases pricing needs first (about {})",
         crate::units::format_minutes(seconds)
     ));
-    if let Some(l) = loading.take() {
-        drop(l.join());
-    }
     let mut store = settings.store_for_saving()?;
     let run = crate::session::run_probes(settings, probes, "trace", scale)?;
     let id = crate::session::save(store.as_mut(), &run)?;

@@ -5,23 +5,12 @@
 //! duration, or SIGINT, SIGTERM or SIGHUP sent to ioprobe, which end the trace instead
 //! of reaching the traced processes).
 
-pub use super::record::{End, Target, Way};
-use super::{Event, Seen, comm_of, proc_field};
+pub use super::procfs::threads;
+use super::procfs::{self, comm};
+pub use super::record::{End, Target, Tracer};
+use super::{Event, Seen};
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
-
-/// The ids of `pid`'s threads now (empty: it is gone).
-pub fn threads(pid: i32) -> Vec<i32> {
-    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v
-}
 
 /// What decides whether ptrace may attach to a process (read from /proc, or given in
 /// a test).
@@ -67,14 +56,8 @@ pub fn ptrace_refusal(pid: i32, f: &Facts) -> Option<String> {
 
 /// The facts about `pid` as this machine has them.
 fn facts(pid: i32) -> Facts {
-    let status = |p: &str, key: &str| -> Option<String> {
-        std::fs::read_to_string(p)
-            .ok()?
-            .lines()
-            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
-    };
-    let mine = |key: &str| status("/proc/self/status", key);
-    let theirs = |key: &str| status(&format!("/proc/{pid}/status"), key);
+    let mine = |key: &str| procfs::status_text(None, key);
+    let theirs = |key: &str| procfs::status_text(Some(pid), key);
     let cap = mine("CapEff:")
         .and_then(|c| u64::from_str_radix(&c, 16).ok())
         .is_some_and(|c| c & (1 << 19) != 0); // bit 19: CAP_SYS_PTRACE
@@ -95,9 +78,7 @@ fn facts(pid: i32) -> Facts {
         && dumpable;
     let tracer = threads(pid).into_iter().find_map(tracer_of);
     Facts {
-        yama: std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
-            .ok()
-            .and_then(|s| s.trim().parse().ok()),
+        yama: procfs::yama_scope(),
         cap_sys_ptrace: cap,
         same_user,
         descendant: descends_from_me(pid),
@@ -107,8 +88,8 @@ fn facts(pid: i32) -> Facts {
 
 /// The ptrace tracer of task `tid`, if it has one: its pid and name.
 pub fn tracer_of(tid: i32) -> Option<(i32, String)> {
-    let tp: i32 = proc_field(&format!("/proc/{tid}/status"), "TracerPid:")?;
-    (tp != 0).then(|| (tp, comm_of(tp).unwrap_or_else(|| "?".into())))
+    let tp: i32 = procfs::status(tid, "TracerPid:")?;
+    (tp != 0).then(|| (tp, comm(tp).unwrap_or_else(|| "?".into())))
 }
 
 /// Whether `pid`'s parents lead to ioprobe.
@@ -116,7 +97,7 @@ fn descends_from_me(pid: i32) -> bool {
     let me = std::process::id() as i32;
     let mut p = pid;
     for _ in 0..64 {
-        match proc_field::<i32>(&format!("/proc/{p}/status"), "PPid:") {
+        match procfs::stat(p).map(|s| s.ppid) {
             Some(pp) if pp == me => return true,
             Some(pp) if pp > 1 => p = pp,
             _ => return false,
@@ -128,103 +109,51 @@ fn descends_from_me(pid: i32) -> bool {
 /// Whether ioprobe runs in a nested PID namespace (its status lists more than one
 /// id): eBPF's process ids are the initial namespace's, not the ones it sees.
 fn nested_pid_namespace() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("NSpid:"))
-                .map(|v| v.split_whitespace().count() > 1)
-        })
-        .unwrap_or(false)
+    procfs::status_text(None, "NSpid:").is_some_and(|v| v.split_whitespace().count() > 1)
 }
 
 /// The process `given` names (a thread's id names its process), checked for `way`:
 /// Err is one line naming the cause and what would allow the attach.
-pub fn check(given: i32, way: Way) -> Result<Target, String> {
-    if given <= 0 || !std::path::Path::new(&format!("/proc/{given}")).exists() {
+pub fn check(given: i32, way: Tracer) -> Result<Target, String> {
+    if given <= 0 || !procfs::exists(given) {
         return Err(format!(
             "no process {given} here (ids are those `ps` shows where ioprobe runs: a container's own ids differ; give the host's, or --cgroup)"
         ));
     }
-    let pid: i32 = proc_field(&format!("/proc/{given}/status"), "Tgid:").unwrap_or(given);
+    let pid = procfs::tgid(given).unwrap_or(given);
     if pid == std::process::id() as i32 {
         return Err(format!("pid {given} is ioprobe itself"));
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // After the name in parentheses: state, ppid, pgrp, session, tty, tpgid, flags.
-    let after: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(vec![], |(_, r)| r.split_whitespace().collect());
-    const PF_KTHREAD: u64 = 0x0020_0000;
-    if after
-        .get(6)
-        .and_then(|f| f.parse::<u64>().ok())
-        .unwrap_or(0)
-        & PF_KTHREAD
-        != 0
-    {
+    let stat = procfs::stat(pid);
+    if stat.is_some_and(|s| s.kernel_thread()) {
         return Err(format!(
             "pid {pid} is a kernel thread: it makes no system calls to trace"
         ));
     }
-    if after.first() == Some(&"Z") {
+    if stat.is_some_and(|s| s.state == 'Z') {
         return Err(format!("pid {pid} has exited (a zombie)"));
     }
-    if program32(pid) {
+    if procfs::program32(pid) {
         return Err(format!(
             "pid {pid} runs a 32-bit program: its system calls cannot be traced (64-bit programs only)"
         ));
     }
     match way {
-        Way::Ptrace => {
+        Tracer::Ptrace | Tracer::Preload => {
             if let Some(why) = ptrace_refusal(pid, &facts(pid)) {
                 return Err(why);
             }
         }
-        Way::Ebpf if nested_pid_namespace() => {
+        Tracer::Ebpf if nested_pid_namespace() => {
             return Err("ioprobe runs in a nested PID namespace (a container), where eBPF's process ids are not the ones it sees: run ioprobe on the host, or --tracer ptrace".into());
         }
-        Way::Ebpf => {}
+        Tracer::Ebpf => {}
     }
     Ok(Target {
         pid,
-        comm: comm_of(pid).unwrap_or_else(|| "?".into()),
+        comm: comm(pid).unwrap_or_else(|| "?".into()),
         threads: threads(pid),
     })
-}
-
-/// Process `pid`'s user CPU time so far, with that of the children it has reaped
-/// (seconds; None: it is gone).
-pub fn user_cpu(pid: i32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: utime is the 12th field, cutime the 14th.
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(13)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
-}
-
-/// Whether process `pid` runs a 32-bit program.
-fn program32(pid: i32) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 5];
-    std::fs::File::open(format!("/proc/{pid}/exe"))
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| head[..4] == *b"\x7fELF" && head[4] == 1)
-}
-
-/// Where the cgroup v2 tree is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified
-/// on a hybrid system).
-fn cgroup2_root() -> std::path::PathBuf {
-    std::fs::read_to_string("/proc/self/mounts")
-        .ok()
-        .and_then(|m| {
-            m.lines().find_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                (f.get(2) == Some(&"cgroup2")).then(|| std::path::PathBuf::from(f[1]))
-            })
-        })
-        .unwrap_or_else(|| "/sys/fs/cgroup".into())
 }
 
 /// The cgroup (version 2) directory `path` names: itself, or relative to where the
@@ -233,7 +162,7 @@ pub fn cgroup_dir(path: &std::path::Path) -> Result<std::path::PathBuf, String> 
     let dir = if path.is_absolute() {
         path.to_path_buf()
     } else {
-        cgroup2_root().join(path)
+        procfs::cgroup2_root().join(path)
     };
     let magic = rustix::fs::statfs(&dir).map(|s| s.f_type);
     match magic {
@@ -244,7 +173,7 @@ pub fn cgroup_dir(path: &std::path::Path) -> Result<std::path::PathBuf, String> 
         Ok(m) if m != 0x6367_7270 => Err(format!(
             "{} is not in the cgroup v2 tree (mounted at {}): --cgroup needs one",
             dir.display(),
-            cgroup2_root().display()
+            procfs::cgroup2_root().display()
         )),
         Ok(_) => Ok(dir),
     }
@@ -307,7 +236,7 @@ pub fn ending() -> Option<End> {
 /// The window's clock: a thread that ends the window at its deadline and, once it has
 /// ended, wakes the tracer's thread (a waitpid(2) it is blocked in returns EINTR)
 /// until the tracer says it has detached.
-pub struct Window {
+pub struct Clock {
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -334,10 +263,10 @@ fn interrupting(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) -> io::Re
     Ok(())
 }
 
-impl Window {
+impl Clock {
     /// Starts the window: SIGINT, SIGTERM and SIGHUP (those not ignored when ioprobe
     /// started) end it, as does `duration`. The calling thread is the one woken.
-    pub fn start(duration: Option<std::time::Duration>) -> io::Result<Window> {
+    pub fn start(duration: Option<std::time::Duration>) -> io::Result<Clock> {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             if !crate::sys::signals::ignored_at_start(sig) {
                 interrupting(sig, on_end)?;
@@ -370,14 +299,14 @@ impl Window {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             })?;
-        Ok(Window {
+        Ok(Clock {
             done,
             thread: Some(thread),
         })
     }
 }
 
-impl Drop for Window {
+impl Drop for Clock {
     fn drop(&mut self) {
         self.done.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
@@ -440,13 +369,13 @@ mod tests {
 
     #[test]
     fn a_missing_process_a_kernel_thread_and_ioprobe_itself_are_refused() {
-        let r = check(i32::MAX - 1, Way::Ebpf).unwrap_err();
+        let r = check(i32::MAX - 1, Tracer::Ebpf).unwrap_err();
         assert!(r.contains("no process"), "{r}");
-        let r = check(std::process::id() as i32, Way::Ptrace).unwrap_err();
+        let r = check(std::process::id() as i32, Tracer::Ptrace).unwrap_err();
         assert!(r.contains("ioprobe itself"), "{r}");
         // kthreadd is pid 2 wherever /proc shows the host's processes.
-        if comm_of(2).as_deref() == Some("kthreadd") {
-            let r = check(2, Way::Ebpf).unwrap_err();
+        if comm(2).as_deref() == Some("kthreadd") {
+            let r = check(2, Tracer::Ebpf).unwrap_err();
             assert!(r.contains("kernel thread"), "{r}");
         }
     }

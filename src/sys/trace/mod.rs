@@ -18,6 +18,7 @@
 //! tracer's entry points, which say tracing needs Linux.
 
 pub mod calls;
+pub mod procfs;
 mod program;
 mod record;
 pub use program::program_path;
@@ -32,7 +33,7 @@ pub mod preload;
 #[cfg(target_os = "linux")]
 mod ptrace;
 #[cfg(target_os = "linux")]
-pub use ptrace::{Tracer, stdio_closed_at_start};
+pub use ptrace::{Ptrace, stdio_closed_at_start};
 
 #[cfg(not(target_os = "linux"))]
 mod other;

@@ -36,14 +36,14 @@ pub mod bpf {
         pub fn attach(
             self,
             _targets: &[super::attach::Target],
-            _cgroup: bool,
-        ) -> io::Result<Tracer> {
+            _cgroup: Option<&std::path::Path>,
+        ) -> io::Result<Ebpf> {
             Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
         }
-        pub fn spawn(self, _argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Tracer> {
+        pub fn spawn(self, _argv: &[std::ffi::OsString], _close: &[i32]) -> io::Result<Ebpf> {
             Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
         }
-        pub fn release(self, _gated: Gated) -> io::Result<Tracer> {
+        pub fn release(self, _gated: Gated) -> io::Result<Ebpf> {
             Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
         }
     }
@@ -58,14 +58,14 @@ pub mod bpf {
     }
 
     /// Never made.
-    pub struct Tracer(());
+    pub struct Ebpf(());
 
     /// As Linux's tracer, which detaches its programs when dropped.
-    impl Drop for Tracer {
+    impl Drop for Ebpf {
         fn drop(&mut self) {}
     }
 
-    impl Tracer {
+    impl Ebpf {
         pub fn pid(&self) -> i32 {
             0
         }
@@ -100,11 +100,11 @@ pub mod preload {
     }
 }
 
-/// Never made: [`Tracer::spawn`] says tracing is Linux-only.
-pub struct Tracer(());
+/// Never made: [`Ptrace::spawn`] says tracing is Linux-only.
+pub struct Ptrace(());
 
-impl Tracer {
-    pub fn attach(_targets: &[attach::Target]) -> io::Result<Tracer> {
+impl Ptrace {
+    pub fn attach(_targets: &[attach::Target]) -> io::Result<Ptrace> {
         Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
     }
     pub fn entries(&self) -> u64 {
@@ -115,7 +115,7 @@ impl Tracer {
         _close: &[i32],
         _preload: Option<preload::Preload>,
         _gate: &mut dyn FnMut() -> bool,
-    ) -> io::Result<Tracer> {
+    ) -> io::Result<Ptrace> {
         Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
     }
     pub fn first_exec(&mut self) -> Event {
@@ -148,9 +148,9 @@ impl Tracer {
 pub mod attach {
     use super::WHY;
 
-    pub use super::super::record::{End, Target, Way};
+    pub use super::super::record::{End, Target, Tracer};
 
-    pub fn check(_given: i32, _way: Way) -> Result<Target, String> {
+    pub fn check(_given: i32, _way: Tracer) -> Result<Target, String> {
         Err(WHY.into())
     }
     pub fn cgroup_dir(_path: &std::path::Path) -> Result<std::path::PathBuf, String> {
@@ -162,20 +162,16 @@ pub mod attach {
     pub fn ending() -> Option<End> {
         None
     }
-    pub fn user_cpu(_pid: i32) -> Option<f64> {
-        None
-    }
-
     /// Never made.
-    pub struct Window(());
+    pub struct Clock(());
 
-    impl Window {
-        pub fn start(_duration: Option<std::time::Duration>) -> std::io::Result<Window> {
+    impl Clock {
+        pub fn start(_duration: Option<std::time::Duration>) -> std::io::Result<Clock> {
             Err(std::io::Error::new(std::io::ErrorKind::Unsupported, WHY))
         }
     }
 
-    impl Drop for Window {
+    impl Drop for Clock {
         fn drop(&mut self) {}
     }
 }

@@ -60,49 +60,15 @@ pub struct Seen {
 impl Seen {
     /// Process `pid`'s descriptors and working directory, now.
     pub fn now(pid: i32) -> Seen {
-        let link = |p: String| {
-            std::fs::read_link(p)
-                .ok()
-                .map(|l| l.to_string_lossy().into_owned())
-        };
-        let mut fds = Vec::new();
-        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
-            for e in dir.flatten() {
-                if let Some(fd) = e.file_name().to_str().and_then(|n| n.parse().ok())
-                    && let Some((name, pos)) = Seen::fd(pid, fd)
-                {
-                    fds.push((fd, name, pos));
-                }
-            }
-        }
+        let fds = super::procfs::fds(pid)
+            .into_iter()
+            .filter_map(|fd| super::procfs::fd(pid, fd).map(|(name, pos)| (fd, name, pos)))
+            .collect();
         Seen {
             fds,
-            cwd: link(format!("/proc/{pid}/cwd")),
+            cwd: super::procfs::cwd(pid),
         }
     }
-
-    /// What descriptor `fd` of `pid` is now (its /proc link), and its file position.
-    pub fn fd(pid: i32, fd: i32) -> Option<(String, u64)> {
-        let name = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
-        let pos = proc_field(&format!("/proc/{pid}/fdinfo/{fd}"), "pos:").unwrap_or(0);
-        Some((name.to_string_lossy().into_owned(), pos))
-    }
-}
-
-/// Task `tid`'s program name, from /proc.
-pub fn comm_of(tid: i32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{tid}/comm"))
-        .ok()
-        .map(|c| c.trim().to_string())
-}
-
-/// The number after `key` (e.g. "Tgid:", "pos:") in the /proc file at `path`.
-pub fn proc_field<T: std::str::FromStr>(path: &str, key: &str) -> Option<T> {
-    std::fs::read_to_string(path).ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().parse().ok())
-    })
 }
 
 /// What an [`Event::Created`] made.
@@ -215,11 +181,45 @@ pub struct Target {
     pub threads: Vec<i32>,
 }
 
-/// Which tracer will attach: what may refuse it differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Way {
-    Ptrace,
+/// A tracer: how `trace` watches a program. Its name is the one place a tracer is
+/// spelt (`--tracer`, JSON `tracer.path`, the tracers `auto` learns from): written and
+/// read only through serde and [`Tracer::name`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Tracer {
+    /// Programs on the kernel's tracepoints: no stop, nothing in the process changed.
     Ebpf,
+    /// An LD_PRELOAD library recording the wrapped calls, ptrace for the rest.
+    Preload,
+    /// ptrace stops at the traced calls (a seccomp filter picks them).
+    Ptrace,
+}
+
+impl Tracer {
+    /// The name flags and JSON use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tracer::Ebpf => "ebpf",
+            Tracer::Preload => "preload",
+            Tracer::Ptrace => "ptrace",
+        }
+    }
+
+    /// The name as prose writes it.
+    pub fn shown(self) -> &'static str {
+        match self {
+            Tracer::Ebpf => "eBPF",
+            t => t.name(),
+        }
+    }
+}
+
+impl std::fmt::Display for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.shown())
+    }
 }
 
 /// How an attached trace's window ended.

@@ -4,11 +4,11 @@
 
 pub use super::claims::{Alternative, Claim};
 use super::figures::Figures;
-use super::price::{comm_of, curve_for, direction, fsync_source, pipe_relay, rows_of, secs};
+use super::price::{comm_of, curve_for, direction, fsync_source, pipe_relay, rows_of};
 use super::profile::{Kind, OpStats, Profile};
 use super::relays::{Relays, relayed_writes};
 use crate::probes::syscalls::Case;
-use crate::units::format_size;
+use crate::units::{format_secs as secs, format_size, thousands};
 use serde::Serialize;
 
 /// A pattern worth changing (or not), with what it costs here and what it would save.
@@ -207,11 +207,11 @@ impl Finder<'_> {
                     comm_of(p, pid),
                     target.label(),
                     format_size(size),
-                    super::thousands(s.calls),
+                    thousands(s.calls),
                     secs(now),
                     format_size(best),
                     curve_name,
-                    super::thousands(calls_then),
+                    thousands(calls_then),
                     secs(then)
                 ),
                 (Some(now), Some(then)),
@@ -242,7 +242,7 @@ impl Finder<'_> {
                     "{} lseek+{op} on {}: {} pairs; {} would do each in one call",
                     comm_of(p, pid),
                     target.label(),
-                    super::thousands(s.after_lseek),
+                    thousands(s.after_lseek),
                     if reading { "pread" } else { "pwrite" }
                 ),
                 (per.map(|x| x * s.after_lseek as f64), per.map(|_| 0.0)),
@@ -365,7 +365,7 @@ impl Finder<'_> {
                     format!(
                         "{} opened {path} {} times; one descriptor kept open would do",
                         comm_of(p, *pid),
-                        super::thousands(n)
+                        thousands(n)
                     ),
                     (per.map(|x| x * n as f64), per),
                     vec![Claim::Path(*pid, path.clone(), "open")],
@@ -386,7 +386,7 @@ impl Finder<'_> {
                     format!(
                         "{} asked for the status of {path} {} times; once would do unless it changes",
                         comm_of(p, *pid),
-                        super::thousands(n)
+                        thousands(n)
                     ),
                     (per.map(|x| x * n as f64), per),
                     vec![Claim::Path(*pid, path.clone(), "stat")],
@@ -417,7 +417,7 @@ impl Finder<'_> {
                     format_size(bytes),
                     s_t.label(),
                     d_t.label(),
-                    super::thousands(calls),
+                    thousands(calls),
                     s_t.name,
                     s_t.name
                 ),
@@ -439,7 +439,7 @@ impl Finder<'_> {
                         "{} fsynced {} {} times, after {} writes of {} on average; syncing once per batch (if the data may wait) costs one fsync per batch{}",
                         comm_of(p, pid),
                         p.targets[t].label(),
-                        super::thousands(y.syncs),
+                        thousands(y.syncs),
                         crate::units::sig3(y.writes as f64 / y.syncs as f64),
                         format_size(y.bytes / y.syncs.max(1)),
                         fsync_source(f)
@@ -497,7 +497,7 @@ impl Finder<'_> {
                         format_size(bytes),
                         p.targets[src].label(),
                         dst_t.label(),
-                        super::thousands(pairs),
+                        thousands(pairs),
                         format_size(size)
                     ),
                     (through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w), better),

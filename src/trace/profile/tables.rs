@@ -5,6 +5,7 @@ use super::OpStats;
 use super::fd::Fd;
 use super::model::IntMap;
 use super::model::{Kind, Process, Profile, TARGETS, Target};
+use crate::sys::trace::procfs;
 
 impl Profile {
     /// An empty profile; `ptrace`: every call is seen while its task is stopped at
@@ -30,15 +31,11 @@ impl Profile {
         if let Some(&p) = self.tgid.get(&tid) {
             return p;
         }
-        let pid =
-            crate::sys::trace::proc_field(&format!("/proc/{tid}/status"), "Tgid:").unwrap_or(tid);
+        let pid = procfs::tgid(tid).unwrap_or(tid);
         self.tgid.insert(tid, pid);
-        self.processes.entry(pid).or_insert_with(|| {
-            Process::new(
-                pid,
-                crate::sys::trace::comm_of(pid).unwrap_or_else(|| "?".into()),
-            )
-        });
+        self.processes
+            .entry(pid)
+            .or_insert_with(|| Process::new(pid, procfs::comm(pid).unwrap_or_else(|| "?".into())));
         pid
     }
 
@@ -198,7 +195,7 @@ impl Profile {
         let early = self.early.get(&pid).and_then(|e| e.get(&fd)).cloned();
         let (name, pos) = match early {
             Some(seen) if !self.ptrace => seen,
-            _ => crate::sys::trace::Seen::fd(pid, fd)?,
+            _ => procfs::fd(pid, fd)?,
         };
         let target = self.target(&name);
         let f = Fd {
@@ -263,9 +260,7 @@ impl Profile {
                 self.learn_process(pid, seen);
             }
         }
-        let now = comm
-            .map(str::to_string)
-            .or_else(|| crate::sys::trace::comm_of(pid));
+        let now = comm.map(str::to_string).or_else(|| procfs::comm(pid));
         if let Some(c) = now
             && let Some(p) = self.processes.get_mut(&pid)
             && p.last != c

@@ -14,7 +14,7 @@
 //! is half full, so the command's calls cost it one bit looked up inline (the `live`
 //! bitmap), its saved registers read through the tracepoint's typed pointer (no
 //! helper call), and a record each. A record the ring had no room for is counted
-//! ([`Tracer::lost`]) and said, never silently dropped. Needs root (or CAP_BPF with
+//! ([`Ebpf::lost`]) and said, never silently dropped. Needs root (or CAP_BPF with
 //! CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for three offsets (`task_struct`'s
 //! `pid` and `tgid`, `linux_binprm`'s `buf`) and the typed `sys_exit` tracepoint's id.
 
@@ -26,16 +26,18 @@ mod asm;
 mod attach;
 mod kernel;
 mod programs;
+mod reader;
 mod ring;
 
-use super::calls::{Pointee, Syscall};
-use super::ptrace::{Child, Maker, PASSED, c_args, child_error, made, makers, os, pipe};
-use super::{Ended, Event, Memory, Seen};
+use super::calls::Pointee;
+use super::ptrace::{Child, Maker, PASSED, c_args, child_error, makers, os, pipe};
+use super::{Ended, Event};
 use attach::Attached;
 use kernel::*;
 use programs::{exec, exit, fork, sys_exit};
+use reader::Reader;
 use ring::Ring;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -76,10 +78,7 @@ pub(super) const READ_EVERY_MS: i32 = 4;
 /// `pid_max` (32,768 ids: 4 KiB), read when the maps are made. Ids past it (pid_max
 /// raised while tracing) are looked up in `tasks`, as without the bitmap.
 fn live_words() -> u32 {
-    let max = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .unwrap_or(1 << 22);
+    let max = super::procfs::pid_max().unwrap_or(1 << 22);
     max.clamp(64, 1 << 22).div_ceil(64)
 }
 
@@ -109,7 +108,7 @@ fn wanted_value(p: Pointee) -> u32 {
 /// fills, turning records into events at once (and looking at a new program's
 /// descriptors and working directory then, while they are there), so that the ring
 /// never waits on the profile.
-pub struct Tracer {
+pub struct Ebpf {
     main: i32,
     ended: Option<Ended>,
     lost_map: OwnedFd,
@@ -120,7 +119,10 @@ pub struct Tracer {
     /// The signal passed on to the command (0: none): a task learnt of later (its
     /// fork record read after the signal came) gets it too.
     passed: i32,
+    /// Events to hand out before the batch's (an attach's opening descriptors).
     queue: VecDeque<Event>,
+    /// The reader's batch being handed out, and those it has sent since.
+    batch: std::vec::IntoIter<Event>,
     events: std::sync::mpsc::Receiver<Vec<Event>>,
     /// An eventfd: written, the reader empties the ring once more and ends.
     stop: std::sync::Arc<OwnedFd>,
@@ -167,22 +169,14 @@ fn make_maps(scope: Scope) -> io::Result<Maps> {
         pids: None,
         cgroup: None,
     };
+    // An attach's processes or cgroup are put in their map when it begins
+    // ([`Loaded::attach`]): until then the programs see nothing.
     match scope {
         Scope::Command => {}
         Scope::Pids(pids) => {
-            let map = map_create(HASH, 4, 4, pids.len().max(1) as u32, 0)?;
-            for p in pids {
-                map_update(&map, &p.to_ne_bytes(), &1u32.to_ne_bytes())?;
-            }
-            maps.pids = Some(map);
+            maps.pids = Some(map_create(HASH, 4, 4, pids.len().max(1) as u32, 0)?);
         }
-        Scope::Cgroup(dir) => {
-            let map = map_create(CGROUP_ARRAY, 4, 4, 1, 0)?;
-            let d = std::fs::File::open(dir).map_err(os("opening the cgroup"))?;
-            map_update(&map, &0u32.to_ne_bytes(), &d.as_raw_fd().to_ne_bytes())
-                .map_err(os("bpf(BPF_MAP_UPDATE_ELEM) on the cgroup array"))?;
-            maps.cgroup = Some(map);
-        }
+        Scope::Cgroup(_) => maps.cgroup = Some(map_create(CGROUP_ARRAY, 4, 4, 1, 0)?),
     }
     Ok(maps)
 }
@@ -254,12 +248,12 @@ impl Loaded {
 
     /// Starts `argv` with its pid in the tree: the child waits on a pipe until then,
     /// so its program's first call is traced.
-    pub fn spawn(self, argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Tracer> {
+    pub fn spawn(self, argv: &[std::ffi::OsString], close: &[i32]) -> io::Result<Ebpf> {
         self.release(Gated::fork(argv, close)?)
     }
 
     /// Puts the gated child's pid in the tree and lets it exec.
-    pub fn release(self, mut gated: Gated) -> io::Result<Tracer> {
+    pub fn release(self, mut gated: Gated) -> io::Result<Ebpf> {
         let Loaded { maps, links } = self;
         let (pid, rd) = (gated.pid, gated.errors);
         let Some(gate_wr) = gated.gate.take() else {
@@ -278,7 +272,7 @@ impl Loaded {
             // SAFETY: pidfd_open on our own child, not yet reaped.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
             let pidfd = (pidfd >= 0).then(|| owned(pidfd));
-            Tracer::start(maps, links, pid, pidfd, None)
+            Ebpf::start(maps, links, pid, pidfd, None)
         });
         let failed = child_error(rd);
         let tracer = tracer?;
@@ -351,7 +345,7 @@ impl Drop for Gated {
     }
 }
 
-impl Tracer {
+impl Ebpf {
     /// Starts reading the ring (waking at `pidfd`'s end, the command's) and watching
     /// `main`'s tree, or (attached) the processes `roots` names.
     fn start(
@@ -360,7 +354,7 @@ impl Tracer {
         main: i32,
         pidfd: Option<OwnedFd>,
         attached: Option<Attached>,
-    ) -> io::Result<Tracer> {
+    ) -> io::Result<Ebpf> {
         let Maps {
             tasks,
             live,
@@ -371,12 +365,8 @@ impl Tracer {
             cgroup,
         } = maps;
         let ring = Ring::map(ring)?;
-        let reader = Reader {
-            ring,
-            calls: super::calls::traced().into_iter().collect(),
-            makers: makers().into_iter().collect(),
-        };
-        let (to, events) = std::sync::mpsc::channel();
+        let reader = Reader::new(ring);
+        let (to, events) = std::sync::mpsc::sync_channel(reader::BACKLOG);
         // SAFETY: eventfd has no memory arguments; the descriptor is new and ours.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if stop == -1 {
@@ -388,7 +378,7 @@ impl Tracer {
             .name("ebpf-reader".into())
             .spawn(move || reader.run(to, &stopped, pidfd))
             .map_err(os("starting the eBPF ring reader"))?;
-        Ok(Tracer {
+        Ok(Ebpf {
             main,
             ended: None,
             lost_map: lost,
@@ -396,6 +386,7 @@ impl Tracer {
             passed: 0,
             missing: HashSet::new(),
             queue: VecDeque::new(),
+            batch: Vec::new().into_iter(),
             events,
             stop,
             stopping: false,
@@ -410,13 +401,13 @@ impl Tracer {
     }
 }
 
-impl Tracer {
+impl Ebpf {
     /// The traced command's pid.
     pub fn pid(&self) -> i32 {
         self.main
     }
 
-    /// How the command ended, once [`Tracer::next_event`] has returned None.
+    /// How the command ended, once [`Ebpf::next_event`] has returned None.
     pub fn ended(&self) -> Option<Ended> {
         self.ended
     }
@@ -436,7 +427,7 @@ impl Tracer {
     pub fn next_event(&mut self) -> io::Result<Option<Event>> {
         use std::sync::mpsc::RecvTimeoutError;
         loop {
-            if let Some(e) = self.queue.pop_front() {
+            if let Some(e) = self.queue.pop_front().or_else(|| self.batch.next()) {
                 match e {
                     Event::Task { tid, .. } => self.learn(tid),
                     Event::Exit { tid } => {
@@ -463,7 +454,7 @@ impl Tracer {
             let wait = std::time::Duration::from_millis(READ_EVERY_MS as u64);
             match self.events.recv_timeout(wait) {
                 Ok(batch) => {
-                    self.queue.extend(batch);
+                    self.batch = batch.into_iter();
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => return Ok(None),
@@ -477,7 +468,7 @@ impl Tracer {
                     .live
                     .iter()
                     .copied()
-                    .filter(|t| !std::path::Path::new(&format!("/proc/{t}")).exists())
+                    .filter(|&t| !super::procfs::exists(t))
                     .collect();
                 for t in gone.intersection(&self.missing) {
                     self.live.remove(t);
@@ -531,7 +522,7 @@ impl Tracer {
     }
 }
 
-impl Tracer {
+impl Ebpf {
     /// Tells the reader to empty the ring once more and end.
     fn stop_reader(&self) {
         let one = 1u64.to_ne_bytes();
@@ -546,163 +537,11 @@ impl Tracer {
     }
 }
 
-impl Drop for Tracer {
+impl Drop for Ebpf {
     fn drop(&mut self) {
         self.stop_reader();
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
     }
-}
-
-/// The reader thread's side: the ring and how to decode its records.
-struct Reader {
-    ring: Ring,
-    calls: HashMap<u64, Syscall>,
-    makers: HashMap<u64, Maker>,
-}
-
-// SAFETY: the ring's mappings belong to the Ring alone, and once the Reader is moved
-// to its thread nothing else touches them.
-unsafe impl Send for Reader {}
-
-impl Reader {
-    /// Until `stop` is written: waits for a wake-up (the ring's, the command's end,
-    /// `stop`) or READ_EVERY_MS, empties the ring and sends its events; once more
-    /// after `stop`. The command's end is sent as an empty batch, once.
-    fn run(self, to: std::sync::mpsc::Sender<Vec<Event>>, stop: &OwnedFd, pidfd: Option<OwnedFd>) {
-        let fd = |f: Option<&OwnedFd>| libc::pollfd {
-            fd: f.map_or(-1, |f| f.as_raw_fd()),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let mut ended = pidfd.is_none();
-        loop {
-            let mut p = [
-                fd(Some(&self.ring.fd)),
-                fd(Some(stop)),
-                fd(pidfd.as_ref().filter(|_| !ended)),
-            ];
-            // SAFETY: three pollfds on the stack (a negative descriptor is skipped).
-            unsafe { libc::poll(p.as_mut_ptr(), 3, READ_EVERY_MS) };
-            let last = p[1].revents & libc::POLLIN != 0;
-            let end = !ended && p[2].revents & libc::POLLIN != 0;
-            ended |= end;
-            let mut batch = Vec::new();
-            self.ring.drain(|r| batch.extend(self.decode(r)));
-            if (end || !batch.is_empty()) && to.send(batch).is_err() {
-                return;
-            }
-            if last {
-                return;
-            }
-        }
-    }
-
-    /// One record as the events it stands for.
-    fn decode(&self, r: &[u8]) -> Vec<Event> {
-        let i32_at = |at: usize| i32::from_ne_bytes(r[at..at + 4].try_into().unwrap_or([0; 4]));
-        let u64_at = |at: usize| u64::from_ne_bytes(r[at..at + 8].try_into().unwrap_or([0; 8]));
-        let u16_at = |at: usize| u16::from_ne_bytes(r[at..at + 2].try_into().unwrap_or([0; 2]));
-        if r.len() < SMALL as usize {
-            return Vec::new();
-        }
-        let comm = || {
-            let c = &r[16..32];
-            let end = c.iter().position(|&b| b == 0).unwrap_or(16);
-            Some(String::from_utf8_lossy(&c[..end]).into_owned())
-        };
-        let tid = i32_at(4);
-        match i32_at(0) {
-            KIND_CALL => {
-                let nr = u64_at(16);
-                let args: [u64; 6] = std::array::from_fn(|i| u64_at(24 + 8 * i));
-                let ret = u64_at(72) as i64;
-                let Some(&call) = self.calls.get(&nr) else {
-                    return self
-                        .makers
-                        .get(&nr)
-                        .and_then(|&m| {
-                            made(
-                                tid,
-                                m,
-                                &args,
-                                ret,
-                                r.get(DATA as usize..DATA as usize + 8)
-                                    .filter(|_| u16_at(12) == 8),
-                            )
-                        })
-                        .into_iter()
-                        .collect();
-                };
-                let mem = captured(call.pointee(), &args, r, u16_at(12), u16_at(14) == 1);
-                vec![Event::Call {
-                    tid,
-                    call,
-                    args,
-                    ret,
-                    mem,
-                }]
-            }
-            KIND_TASK => vec![Event::Task {
-                tid,
-                parent: i32_at(12),
-                pid: Some(i32_at(8)),
-                comm: comm(),
-            }],
-            KIND_EXEC => {
-                let old = i32_at(8);
-                let mut v = Vec::new();
-                if old != tid {
-                    // A thread exec'd: it took its leader's id and its own ended.
-                    v.push(Event::Exit { tid: old });
-                    v.push(Event::Task {
-                        tid,
-                        parent: old,
-                        pid: Some(tid),
-                        comm: None,
-                    });
-                }
-                v.push(Event::Exec {
-                    tid,
-                    comm: comm(),
-                    program32: Some(i32_at(12) == COMPAT),
-                    note: None,
-                    seen: Some(Seen::now(tid)),
-                });
-                v
-            }
-            KIND_EXIT => vec![Event::Exit { tid }],
-            _ => Vec::new(),
-        }
-    }
-}
-
-/// The memory a call record carries, as [`Memory::Captured`].
-fn captured(p: Pointee, args: &[u64; 6], r: &[u8], len: u16, msg_ok: bool) -> Memory {
-    let data = |n: usize| r.get(DATA as usize..DATA as usize + n).map(<[u8]>::to_vec);
-    let mut parts = Vec::new();
-    match p {
-        Pointee::Path(n) if len > 0 => {
-            // The length counts the NUL.
-            if let Some(b) = data(len as usize - 1) {
-                parts.push((args[n], b, true));
-            }
-        }
-        Pointee::Iovecs(n) | Pointee::UringParams(n) if len > 0 => {
-            if let Some(b) = data(len as usize) {
-                parts.push((args[n], b, false));
-            }
-        }
-        Pointee::Msghdr(n) if msg_ok => {
-            let m = r[MSG as usize..MSG as usize + 56].to_vec();
-            let iov = u64::from_ne_bytes(m[16..24].try_into().unwrap_or([0; 8]));
-            parts.push((args[n], m, false));
-            if let Some(b) = data(len as usize).filter(|_| len > 0) {
-                parts.push((iov, b, false));
-            }
-        }
-        _ => {}
-    }
-    Memory::Captured(parts, std::cell::Cell::new(false))
 }

@@ -10,32 +10,21 @@
 //! detached at its first stop.
 
 use super::super::attach::Target;
-use super::Tracer;
 use super::regs::{os, ptrace};
-use std::collections::{HashMap, HashSet, VecDeque};
+use super::{Mode, Ptrace};
+use std::collections::HashSet;
 use std::io;
 
-impl Tracer {
+impl Ptrace {
     /// Attaches to every thread of `targets` (checked by `attach::check`): the tasks
     /// run on at once, stopping at each system call. Err: a thread could not be seized
     /// (those already seized are detached again).
-    pub fn attach(targets: &[Target]) -> io::Result<Tracer> {
-        let mut t = Tracer {
-            main: targets.first().map_or(0, |t| t.pid),
-            ended: None,
-            known: HashSet::new(),
-            pending: HashMap::new(),
-            calls: super::traced().into_iter().collect(),
-            held: None,
-            preload: None,
-            queue: VecDeque::new(),
-            stopped_calls: 0,
-            passed: 0,
-            first_note: None,
-            attached: true,
-            entries: 0,
+    pub fn attach(targets: &[Target]) -> io::Result<Ptrace> {
+        let mode = Mode::Attached {
             roots: targets.iter().map(|x| x.pid).collect(),
+            entries: 0,
         };
+        let mut t = Ptrace::new(targets.first().map_or(0, |t| t.pid), mode, None);
         let opts = libc::PTRACE_O_TRACESYSGOOD
             | libc::PTRACE_O_TRACEFORK
             | libc::PTRACE_O_TRACEVFORK
@@ -83,12 +72,15 @@ impl Tracer {
 
     /// System calls stopped at while attached, traced or not.
     pub fn entries(&self) -> u64 {
-        self.entries
+        match self.mode {
+            Mode::Attached { entries, .. } => entries,
+            Mode::Spawned => 0,
+        }
     }
 
     /// Every attached process has ended.
     pub(super) fn roots_gone(&self) -> bool {
-        self.attached && self.roots.is_empty()
+        matches!(&self.mode, Mode::Attached { roots, .. } if roots.is_empty())
     }
 
     /// Detaches from every task: each is interrupted, then detached at its next stop

@@ -17,6 +17,7 @@ mod child;
 mod filter;
 mod regs;
 mod signals;
+mod spawn;
 
 pub(super) use child::{Child, c_args, child_error, exec_path, pipe};
 pub(super) use filter::{Maker, made, makers};
@@ -25,12 +26,10 @@ pub use signals::stdio_closed_at_start;
 
 use super::calls::Syscall;
 use super::calls::traced;
-use super::comm_of;
-use super::preload;
 use super::preload::Preloaded;
+use super::procfs::comm as comm_of;
 use super::{Ended, Event, Memory, Seen};
-use filter::filter;
-use regs::{syscall_info, wait_status};
+use regs::syscall_info;
 use signals::exec_note;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
@@ -60,7 +59,7 @@ pub(super) fn new_task_event(sig: i32, event: i32) -> bool {
 }
 
 /// The traced command and the state of its tasks.
-pub struct Tracer {
+pub struct Ptrace {
     main: i32,
     ended: Option<Ended>,
     /// Tasks seen.
@@ -70,7 +69,7 @@ pub struct Tracer {
     /// The traced calls by number: each is decoded here, once.
     calls: HashMap<u64, Syscall>,
     /// The task held at its syscall-exit stop while the caller looks at the call (its
-    /// memory, its /proc/PID/fd), resumed by the next [`Tracer::next_event`].
+    /// memory, its /proc/PID/fd), resumed by the next [`Ptrace::next_event`].
     held: Option<i32>,
     /// The preload library's ring and what goes with it (None: plain ptrace).
     preload: Option<Box<Preloaded>>,
@@ -83,15 +82,21 @@ pub struct Tracer {
     passed: i32,
     /// What the command's own program is, noted at its exec stop ([`exec_note`]).
     first_note: Option<String>,
+    /// The command ioprobe started, or processes attached to.
+    mode: Mode,
+}
+
+/// How the tracer holds its tasks.
+pub(super) enum Mode {
+    /// The command ioprobe started: it stops only at the calls its seccomp filter
+    /// traces, and the trace ends with it and its tasks.
+    Spawned,
     /// Attached to running processes (`trace --pid`): every call stops, at its entry
     /// and its exit (PTRACE_SYSCALL: a running process cannot be given a seccomp
-    /// filter), and the trace ends by detaching.
-    attached: bool,
-    /// Attached: system calls stopped at (traced or not).
-    entries: u64,
-    /// Attached: the processes attached to that have not ended (the trace ends with
-    /// the last).
-    roots: HashSet<i32>,
+    /// filter), and the trace ends by detaching, when the window ends or `roots` (the
+    /// processes attached to that have not ended) is empty. `entries`: the system
+    /// calls stopped at, traced or not.
+    Attached { roots: HashSet<i32>, entries: u64 },
 }
 
 /// A call stopped at its seccomp stop, until its exit.
@@ -109,143 +114,13 @@ pub(super) enum Pending {
     Exec { at: bool, envp: u64 },
 }
 
-impl Tracer {
-    /// Starts `argv` (the program, found in PATH, and its arguments) traced. Its
-    /// stdin, stdout and stderr stay its own, the descriptors in `close` (standard
-    /// descriptors ioprobe was started without) are closed again, SIGPIPE and SIGXFSZ
-    /// get back the dispositions a program is started with, and the signal mask is
-    /// ioprobe's own (as it was given). Err: it could not be started (the message
-    /// names the step: `execvp` with the errno a shell maps to 126 or 127), or tracing
-    /// is not permitted (the message names the call that failed).
-    ///
-    /// The child waits on a pipe before installing its seccomp filter; ioprobe seizes
-    /// it there, running (PTRACE_SEIZE: no stop is needed, and group-stops are reported
-    /// and kept, so SIGSTOP and SIGTSTP stop the command as they would untraced), with
-    /// PTRACE_O_TRACESECCOMP (a filter that returns SECCOMP_RET_TRACE with no such
-    /// tracer fails those calls with ENOSYS) and PTRACE_O_EXITKILL (if ioprobe dies,
-    /// even by SIGKILL, the kernel kills the command rather than leave it running with
-    /// its I/O calls failing), then lets it go on with a byte. Another tracer that
-    /// took the child at its fork (`strace -f ioprobe …`) makes the seize fail at
-    /// once: the child exits at the closed pipe, and the error names that tracer.
-    ///
-    /// With `preload`, the command starts with the preload library (see
-    /// [`preload`]), and the filter lets its calls through.
-    ///
-    /// `gate` is asked at the command's exec, before its program's first instruction:
-    /// false kills it there (it has run nothing of its own) and fails.
-    pub fn spawn(
-        argv: &[std::ffi::OsString],
-        close: &[i32],
-        preload: Option<preload::Preload>,
-        gate: &mut dyn FnMut() -> bool,
-    ) -> io::Result<Tracer> {
-        let args = c_args(argv)?;
-        let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        let prog = filter(preload.as_ref().map(|p| p.gate()));
-        let env = preload.as_ref().map(|p| p.environment()).transpose()?;
-        let env_ptrs = env.as_ref().map(|e| {
-            let mut v: Vec<*const libc::c_char> = e.iter().map(|a| a.as_ptr()).collect();
-            v.push(std::ptr::null());
-            v
-        });
-        let (rd, wr) = pipe()?;
-        let (gate_rd, gate_wr) = pipe()?;
-        let child = Child {
-            filter: Some(libc::sock_fprog {
-                len: prog.len() as u16,
-                filter: prog.as_ptr() as *mut libc::sock_filter,
-            }),
-            gate: Some((gate_rd, gate_wr)),
-            env: env_ptrs,
-            file: exec_path(&argv[0]),
-            ..Child::new(ptrs, close, (rd, wr))
-        };
-        let pid = child.start();
-        // SAFETY: closing the parent's copies of the child's ends, which it owns.
-        unsafe {
-            libc::close(wr);
-            libc::close(gate_rd);
-        }
-        let pid = pid.inspect_err(|_| {
-            // SAFETY: closing our ends of the two pipes; no child holds them.
-            unsafe {
-                libc::close(rd);
-                libc::close(gate_wr);
-            }
-        })?;
-        // After the fork: the command must not start with the tick's signal blocked.
-        let preload = preload.map(|ring| {
-            Box::new(Preloaded {
-                tick: preload::Tick::start().ok(),
-                ring,
-                makers: makers().into_iter().collect(),
-                own: HashSet::new(),
-                loading: HashSet::new(),
-                first: None,
-                starts: Default::default(),
-            })
-        });
-        let seized = Tracer::seize(pid);
-        if seized.is_ok() {
-            // SAFETY: one byte from a local to our end of the gate.
-            unsafe { libc::write(gate_wr, b"g".as_ptr() as *const libc::c_void, 1) };
-        }
-        // SAFETY: closing our end of the gate: unseized, the child's read returns 0
-        // and it exits before its exec.
-        unsafe { libc::close(gate_wr) };
-        if let Err(e) = seized {
-            let _ = child_error(rd);
-            // SAFETY: reaping our own child, which exits at the closed gate.
-            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::__WALL) };
-            return Err(e);
-        }
-        let result = Tracer::start(pid, preload, gate);
-        let failed = child_error(rd);
-        let tracer = result?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(tracer),
-        }
-    }
-
-    /// Seizes the child, waiting at the gate, with the options. Refused because
-    /// another tracer already follows it (a `strace -f` or a debugger around
-    /// ioprobe took it at its fork): an error naming that tracer.
-    fn seize(pid: i32) -> io::Result<()> {
-        let opts = libc::PTRACE_O_TRACESYSGOOD
-            | libc::PTRACE_O_TRACEFORK
-            | libc::PTRACE_O_TRACEVFORK
-            | libc::PTRACE_O_TRACECLONE
-            | libc::PTRACE_O_TRACEEXEC
-            | libc::PTRACE_O_TRACESECCOMP
-            | libc::PTRACE_O_EXITKILL;
-        let seized = ptrace(libc::PTRACE_SEIZE, pid, 0, opts as usize);
-        if let Err(e) = &seized
-            && e.raw_os_error() == Some(libc::EPERM)
-            && let Some((tracer, comm)) = super::attach::tracer_of(pid)
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                format!(
-                    "another tracer, {comm} (pid {tracer}), follows ioprobe's children, and a process can have only one: use --tracer ebpf, or run ioprobe outside {comm}"
-                ),
-            ));
-        }
-        seized.map(|_| ()).map_err(os("ptrace(PTRACE_SEIZE)"))
-    }
-
-    /// Drives the seized child to its execve; the calls it makes before the exec (an
-    /// error report) are let through. At the exec, `gate` says whether it goes on.
-    fn start(
-        pid: i32,
-        preload: Option<Box<Preloaded>>,
-        gate: &mut dyn FnMut() -> bool,
-    ) -> io::Result<Tracer> {
-        let mut t = Tracer {
-            main: pid,
+impl Ptrace {
+    /// A tracer of `main`'s tasks, none of them known yet.
+    pub(super) fn new(main: i32, mode: Mode, preload: Option<Box<Preloaded>>) -> Ptrace {
+        Ptrace {
+            main,
             ended: None,
-            known: HashSet::from([pid]),
+            known: HashSet::new(),
             pending: HashMap::new(),
             calls: traced().into_iter().collect(),
             held: None,
@@ -254,44 +129,13 @@ impl Tracer {
             stopped_calls: 0,
             passed: 0,
             first_note: None,
-            attached: false,
-            entries: 0,
-            roots: HashSet::new(),
-        };
-        loop {
-            let status = wait_status(pid, libc::__WALL)?;
-            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-                // It never reached exec; the pipe says why.
-                t.ended = Some(Ended::Code(127));
-                return Ok(t);
-            }
-            let sig = libc::WSTOPSIG(status);
-            let event = status >> 16;
-            if event == libc::PTRACE_EVENT_STOP {
-                // A group-stop before the exec: not the command's yet.
-                t.resume(libc::PTRACE_CONT, pid, 0)?;
-            } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_EXEC {
-                if !gate() {
-                    return Err(held_at_exec(pid));
-                }
-                if let Some(p) = &mut t.preload {
-                    p.first = Some(Seen::now(pid));
-                    p.loading.insert(pid);
-                }
-                t.first_note = exec_note(pid);
-                t.resume(libc::PTRACE_CONT, pid, 0)?;
-                return Ok(t);
-            } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-                t.resume(libc::PTRACE_CONT, pid, 0)?;
-            } else {
-                let deliver = if sig == libc::SIGTRAP || sig == libc::SIGSTOP {
-                    0
-                } else {
-                    sig
-                };
-                t.resume(libc::PTRACE_CONT, pid, deliver)?;
-            }
+            mode,
         }
+    }
+
+    /// Whether the tracer attached to running processes.
+    fn attached(&self) -> bool {
+        matches!(self.mode, Mode::Attached { .. })
     }
 
     /// The traced command's pid.
@@ -299,7 +143,7 @@ impl Tracer {
         self.main
     }
 
-    /// How the command ended, once [`Tracer::next_event`] has returned None.
+    /// How the command ended, once [`Ptrace::next_event`] has returned None.
     pub fn ended(&self) -> Option<Ended> {
         self.ended
     }
@@ -342,7 +186,7 @@ impl Tracer {
     /// Resumes `tid` after a stop, delivering `sig`: to its next traced call's stop
     /// (attached: to its next system call).
     fn go(&self, tid: i32, sig: i32) -> io::Result<()> {
-        let request = if self.attached {
+        let request = if self.attached() {
             libc::PTRACE_SYSCALL
         } else {
             libc::PTRACE_CONT
@@ -374,7 +218,7 @@ impl Tracer {
             self.go(t, 0)?;
         }
         loop {
-            if self.attached && (super::attach::ending().is_some() || self.roots_gone()) {
+            if self.attached() && (super::attach::ending().is_some() || self.roots_gone()) {
                 self.detach_all()?;
                 return Ok(None);
             }
@@ -462,7 +306,7 @@ impl Tracer {
                 return Ok(Some((tid, status)));
             };
             match e.raw_os_error() {
-                Some(libc::EINTR) if self.attached && super::attach::ending().is_some() => {
+                Some(libc::EINTR) if self.attached() && super::attach::ending().is_some() => {
                     return Ok(Some((0, 0)));
                 }
                 Some(libc::EINTR) => continue,
@@ -484,7 +328,9 @@ impl Tracer {
     fn exited(&mut self, tid: i32, status: i32) -> Event {
         self.known.remove(&tid);
         self.pending.remove(&tid);
-        self.roots.remove(&tid);
+        if let Mode::Attached { roots, .. } = &mut self.mode {
+            roots.remove(&tid);
+        }
         if tid == self.main {
             self.ended = Some(if libc::WIFEXITED(status) {
                 Ended::Code(libc::WEXITSTATUS(status))
@@ -602,9 +448,11 @@ impl Tracer {
     /// A syscall stop: at a traced call's exit, the call (its task held stopped).
     fn syscall_stop(&mut self, tid: i32) -> io::Result<Option<Event>> {
         let (op, _, _, ret) = syscall_info(tid)?;
-        if op == libc::PTRACE_SYSCALL_INFO_ENTRY && self.attached {
+        if op == libc::PTRACE_SYSCALL_INFO_ENTRY
+            && let Mode::Attached { entries, .. } = &mut self.mode
+        {
             // Attached, every call stops at its entry: the traced ones are kept.
-            self.entries += 1;
+            *entries += 1;
             return self.seccomp_stop(tid).map(|()| None);
         }
         if op != libc::PTRACE_SYSCALL_INFO_EXIT {
@@ -670,7 +518,7 @@ impl Tracer {
         let pid = self
             .preload
             .as_ref()
-            .and_then(|_| super::proc_field(&format!("/proc/{child}/status"), "Tgid:"));
+            .and_then(|_| super::procfs::tgid(child));
         self.go(tid, 0)?;
         Ok(Event::Task {
             tid: child,
@@ -679,19 +527,4 @@ impl Tracer {
             comm: pid.and_then(|_| comm_of(tid)),
         })
     }
-}
-
-/// Kills the child `pid`, seized and stopped at its exec (its program has run nothing),
-/// reaps it, and says so.
-fn held_at_exec(pid: i32) -> io::Error {
-    // No signal is passed on to it from now on.
-    MAIN.store(0, std::sync::atomic::Ordering::Relaxed);
-    // SAFETY: kill(2) on our own child, stopped under our trace and not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    while let Ok(status) = wait_status(pid, libc::__WALL) {
-        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-            break;
-        }
-    }
-    io::Error::other("the command was stopped at its exec, before it ran")
 }

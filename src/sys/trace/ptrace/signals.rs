@@ -36,14 +36,9 @@ pub(in crate::sys::trace) fn forward_signals() -> io::Result<()> {
 /// program (its calls pass the filter unseen), or one that is setuid,
 /// setgid or has file capabilities (under ptrace the kernel runs it without them).
 pub(in crate::sys::trace) fn exec_note(pid: i32) -> Option<String> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
-    let mut head = [0u8; 5];
-    std::fs::File::open(format!("/proc/{pid}/exe"))
-        .and_then(|mut f| f.read_exact(&mut head))
-        .ok()?;
-    if head[..4] == *b"\x7fELF" && head[4] == 1 {
+    let exe = super::super::procfs::exe(pid)?;
+    if super::super::procfs::program32(pid) {
         return Some(format!(
             "pid {pid} ran the 32-bit program {}: its system calls were not traced",
             exe.display()
