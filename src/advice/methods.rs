@@ -381,7 +381,7 @@ fn tie_broken_by_work(opts: &[Opt], r: &Ranking, name: &dyn Fn(usize) -> String)
 #[cfg(test)]
 mod tests {
     use super::super::confidence::RERUN_NOISE_PASS;
-    use super::super::decide::tests::{m, words};
+    use super::super::testing::{m, words};
     use super::*;
     use crate::results::Unit;
 
@@ -647,5 +647,38 @@ mod tests {
         ];
         let r = methods(words(), &opts, None).unwrap();
         assert_eq!(r.action, "use lseek+write");
+    }
+
+    #[test]
+    fn bimodal_samples_lower_the_confidence() {
+        let mut a = m("io-uring", 1.4e9, 0.02);
+        a.raw = [1.45e9; 7].into_iter().chain([0.45e9; 4]).collect();
+        let b = m("sendfile", 1.2e9, 0.01);
+        let opts = vec![
+            ("io-uring".to_string(), Opt::new(&a, 0.1)),
+            ("sendfile".to_string(), Opt::new(&b, 0.1)),
+        ];
+        let r = methods(words(), &opts, None).unwrap();
+        assert!(r.confidence.level <= Level::Medium, "{:?}", r.confidence);
+        assert!(r.confidence.reasons.iter().any(|x| x.contains("bimodal")));
+    }
+
+    #[test]
+    fn lower_is_better_for_ns_per_op() {
+        let mut a = m("pread", 145.0, 0.005);
+        let mut b = m("lseek_read", 227.0, 0.005);
+        a.unit = Unit::NsPerOp;
+        b.unit = Unit::NsPerOp;
+        let opts = vec![
+            ("lseek+read".to_string(), Opt::new(&b, 0.0)),
+            ("pread".to_string(), Opt::new(&a, 0.0)),
+        ];
+        let r = methods(words(), &opts, Some("lseek+read")).unwrap();
+        assert_eq!(r.action, "use pread");
+        assert!(
+            r.effect.starts_with("×1.57 against lseek+read"),
+            "{}",
+            r.effect
+        );
     }
 }

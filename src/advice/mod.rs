@@ -16,9 +16,11 @@ pub mod methods;
 pub mod model;
 pub mod pool;
 pub mod sizes;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use confidence::*;
 pub use decide::*;
 pub use methods::methods;
 pub use model::*;
-pub use sizes::{PLATEAU, Plateau, knee_and_plateau, sizes, tolerance};
+pub use sizes::{PLATEAU, knee_and_plateau, sizes, tolerance};

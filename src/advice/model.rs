@@ -154,7 +154,7 @@ pub struct Recommendation {
     /// A size answer's plateau: the sizes whose figures are all within `within` of the
     /// best's (the choice is the knee, the size to use, inside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plateau: Option<super::sizes::Plateau>,
+    pub plateau: Option<Plateau>,
     /// What it buys, e.g. "×1.8 against 4 KiB".
     pub effect: String,
     pub evidence: Evidence,
@@ -250,4 +250,17 @@ pub fn lines(recs: &[Recommendation], observations: &[String]) -> Vec<String> {
         .map(Recommendation::line)
         .chain(observations.iter().cloned())
         .collect()
+}
+
+/// The sizes of a size answer's plateau, in the recommendation's JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Plateau {
+    /// The smallest and the largest size of the plateau (bytes).
+    pub from: u64,
+    pub to: u64,
+    /// The tolerance: every size from `from` to `to` has a median within this share
+    /// of the best's.
+    pub within: f64,
+    /// The plateau reaches the largest size measured: larger sizes were not measured.
+    pub open_ended: bool,
 }

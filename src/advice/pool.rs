@@ -121,7 +121,7 @@ mod tests {
     use super::*;
 
     fn row(median: f64, spread: f64) -> Measurement {
-        let mut m = crate::advice::decide::tests::m("c", median, spread);
+        let mut m = crate::advice::testing::m("c", median, spread);
         m.probe = "p".into();
         m
     }

@@ -21,7 +21,6 @@ use super::decide::{Opt, Words, finish, gain, higher_is_better, rank, row};
 use super::model::*;
 use crate::results::Measurement;
 use crate::units::{format_ns, format_size, sig3};
-use serde::{Deserialize, Serialize};
 
 /// How far from the best median a size of the plateau may be (relative): within this,
 /// a larger size buys at most a few percent, the size of this machine's run-to-run
@@ -35,19 +34,6 @@ pub const PLATEAU: f64 = 0.05;
 /// over 64 KiB, a durable write's blocks), and its knee with it.
 pub fn tolerance(floor: f64) -> f64 {
     PLATEAU.max(floor)
-}
-
-/// The sizes of a size answer's plateau, in the recommendation's JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Plateau {
-    /// The smallest and the largest size of the plateau (bytes).
-    pub from: u64,
-    pub to: u64,
-    /// The tolerance: every size from `from` to `to` has a median within this share
-    /// of the best's.
-    pub within: f64,
-    /// The plateau reaches the largest size measured: larger sizes were not measured.
-    pub open_ended: bool,
 }
 
 /// A size sweep's answer.
@@ -489,7 +475,7 @@ fn plateau_confidence(
 mod tests {
     use super::*;
     use crate::advice::confidence::{RERUN_NOISE_LOOP, RERUN_NOISE_TCP};
-    use crate::advice::decide::tests::{m, words};
+    use crate::advice::testing::{m, words};
 
     /// The answer for `(size, GB/s)` rows measured to ±`spread`.
     fn answer(rows: &[(u64, f64)], spread: f64) -> Recommendation {

@@ -9,7 +9,7 @@ use crate::advice::{Choice, MachineAdvice, Source};
 use crate::probes::advice::{
     add_probe, advice_of_run, best_covered, load_once, machine_of, pooled_rows, runs_text,
 };
-use crate::report::advice::render_advice;
+use crate::report::advise::render_advice;
 use crate::results::Run;
 use crate::results::store::{Evidence, Store};
 use crate::settings::Settings;

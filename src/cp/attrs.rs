@@ -2,8 +2,7 @@
 //! chown cannot clear setuid and setgid bits set before it); the mode a new file is
 //! created with and ends with; what a directory's attributes need of its source.
 
-use super::Shared;
-use super::file::errno_text;
+use super::{Shared, errno_text};
 use crate::sys::os;
 use anyhow::{Result, bail};
 use rustix::fd::OwnedFd;

@@ -7,7 +7,7 @@
 
 use super::attrs::{attributes, create_mode, fd_attributes};
 use super::data::{self, Flow};
-use super::{Backup, Claim, Interactive, LinkMode, Shared, q, same_file, say};
+use super::{Backup, Claim, Interactive, LinkMode, Shared, errno_text, q, same_file, say};
 use crate::sys::os;
 use anyhow::{Result, anyhow, bail};
 use rustix::fd::{BorrowedFd, OwnedFd};
@@ -63,10 +63,6 @@ impl Drop for Created<'_> {
 
 fn plain(e: &std::io::Error) -> String {
     crate::error::plain(e)
-}
-
-pub(super) fn errno_text(e: Errno) -> String {
-    crate::error::plain(&e.into())
 }
 
 static TEMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -299,6 +299,11 @@ fn umask() -> u32 {
     old.as_raw_mode() as u32
 }
 
+/// An errno as one line, as the other errors read.
+fn errno_text(e: rustix::io::Errno) -> String {
+    crate::error::plain(&e.into())
+}
+
 /// A name as GNU cp quotes it in messages.
 fn q(p: &Path) -> String {
     format!("'{}'", crate::units::escape(&p.display().to_string()))

@@ -2,6 +2,10 @@
 
 use std::time::Duration;
 
+/// A round-robin row never leaves the rotation with fewer samples than this (the
+/// fewest for which the median's order-statistic CI reaches 95%).
+pub const MIN_ROUND_SAMPLES: usize = 6;
+
 /// Sampling settings for one case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -17,7 +21,7 @@ pub struct Config {
     /// Never fewer samples than this.
     pub min_samples: usize,
     /// Never fewer samples than this for a round-robin row (a whole pass a sample):
-    /// [`MIN_ROUND_SAMPLES`](super::MIN_ROUND_SAMPLES), fewer in `run`'s first pass,
+    /// [`MIN_ROUND_SAMPLES`](MIN_ROUND_SAMPLES), fewer in `run`'s first pass,
     /// whose undecided answers are sampled again.
     pub min_round_samples: usize,
     /// Never more samples than this.
@@ -41,7 +45,7 @@ impl Config {
             warmup: Duration::from_millis(50),
             budget: Duration::from_millis(600),
             min_samples: 5,
-            min_round_samples: super::MIN_ROUND_SAMPLES,
+            min_round_samples: MIN_ROUND_SAMPLES,
             max_samples: 10_000,
             target_rel_ci: 0.01,
         }
@@ -56,7 +60,7 @@ impl Config {
             warmup: Duration::from_millis(500),
             budget: Duration::from_secs(5),
             min_samples: 20,
-            min_round_samples: super::MIN_ROUND_SAMPLES,
+            min_round_samples: MIN_ROUND_SAMPLES,
             max_samples: 100_000,
             target_rel_ci: 0.01,
         }

@@ -18,9 +18,10 @@ pub mod sampler;
 pub mod stats;
 
 pub use config::Config;
+pub use config::MIN_ROUND_SAMPLES;
 pub use limit::TimeLimit;
 pub use overhead::{Overhead, measure_overhead};
-pub use rounds::{MIN_ROUND_SAMPLES, measure_rounds};
+pub use rounds::measure_rounds;
 pub use sampler::{Sample, Sampled, Steady, measure};
 pub use stats::{Summary, summarize};
 

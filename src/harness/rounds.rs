@@ -22,10 +22,6 @@ use crate::interrupt;
 use anyhow::Result;
 use std::time::Duration;
 
-/// A round-robin row never leaves the rotation with fewer samples than this (the
-/// fewest for which the median's order-statistic CI reaches 95%).
-pub const MIN_ROUND_SAMPLES: usize = 6;
-
 /// Most warm-up passes spent fitting one case's pass.
 const MAX_FITTING_PASSES: usize = 4;
 
@@ -235,6 +231,7 @@ fn leave_out_ramp(o: &mut Sampled, r: Ramp, min: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::config::MIN_ROUND_SAMPLES;
 
     /// A pass whose duration alternates, so it never converges.
     struct Pass {

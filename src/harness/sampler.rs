@@ -278,7 +278,7 @@ mod tests {
             warmup: Duration::from_millis(2),
             budget: Duration::from_millis(30),
             min_samples: 5,
-            min_round_samples: crate::harness::MIN_ROUND_SAMPLES,
+            min_round_samples: crate::harness::config::MIN_ROUND_SAMPLES,
             max_samples: 50,
             target_rel_ci: 0.01,
         }
@@ -339,7 +339,7 @@ mod tests {
             warmup: Duration::from_millis(20),
             budget: Duration::from_millis(300),
             min_samples: 6,
-            min_round_samples: crate::harness::MIN_ROUND_SAMPLES,
+            min_round_samples: crate::harness::config::MIN_ROUND_SAMPLES,
             max_samples: 12,
             ..tiny()
         };

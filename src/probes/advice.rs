@@ -403,7 +403,7 @@ mod tests {
         let rows: Vec<Measurement> = syscalls::Case::ALL
             .iter()
             .filter(|c| **c != syscalls::Case::NullVectorDirty)
-            .map(|c| crate::advice::decide::tests::m(c.name(), 100.0, 0.01))
+            .map(|c| crate::advice::testing::m(c.name(), 100.0, 0.01))
             .collect();
         let refs: Vec<&Measurement> = rows.iter().collect();
         let (cov, measured, expected) = coverage(&syscalls::Kind, &refs);
@@ -422,7 +422,7 @@ mod tests {
             .for_scale(Scale::Quick)
             .case_names()
             .iter()
-            .map(|c| crate::advice::decide::tests::m(c, 1e9, 0.01))
+            .map(|c| crate::advice::testing::m(c, 1e9, 0.01))
             .collect();
         let refs: Vec<&Measurement> = rows.iter().collect();
         let (cov, measured, expected) = coverage(kind, &refs);

@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn a_best_at_an_edge_extends_the_sweep_one_step() {
-        let m = |v: f64| crate::advice::decide::tests::m("x", v, 0.01);
+        let m = |v: f64| crate::advice::testing::m("x", v, 0.01);
         let (a, b, c) = (m(1.0), m(2.0), m(3.0));
         // Series 1 rises to its largest size; series 2 peaks inside.
         let rows = [

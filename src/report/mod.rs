@@ -2,6 +2,7 @@
 //! code reads measurements and never measures.
 
 pub mod advice;
+pub mod advise;
 pub mod compare;
 pub mod csv;
 pub mod grid;

@@ -25,3 +25,11 @@ pub fn pinning() -> Result<(), String> {
     let cpus = allowed_cpus().map_err(|e| e.to_string())?;
     super::os::set_affinity(&cpus).map_err(|e| e.to_string())
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #[test]
+    fn linux_has_affinity_and_pinning_to_the_allowed_cpus_works() {
+        assert_eq!(super::pinning(), Ok(()));
+    }
+}

@@ -69,7 +69,7 @@ pub fn eviction(dir: &std::path::Path) -> anyhow::Result<Eviction> {
         0o600,
     )?;
     let tried = super::calls::write(&fd, &[1u8; LEN])
-        .and_then(|_| super::calls::fdatasync(&fd))
+        .and_then(|_| super::os::fdatasync(&fd))
         .and_then(|_| fadvise(&fd, Advice::DontNeed))
         .and_then(|_| super::mapping::file_residency(&fd, LEN as u64));
     drop(fd);

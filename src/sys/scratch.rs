@@ -216,7 +216,7 @@ impl Scratch {
             calls::pwrite_all(&fd, &chunk[..n], off).map_err(|e| space_hint(e, self))?;
             off += n as u64;
         }
-        calls::fdatasync(&fd).map_err(|e| space_hint(e, self))?;
+        crate::sys::os::fdatasync(&fd).map_err(|e| space_hint(e, self))?;
         Ok((path, fd))
     }
 }

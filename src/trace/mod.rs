@@ -12,7 +12,6 @@
 
 mod attach;
 mod checks;
-mod claims;
 mod command;
 pub mod figures;
 pub mod findings;
@@ -21,12 +20,10 @@ pub mod overhead;
 mod pick;
 pub mod price;
 pub mod profile;
-mod relays;
 mod report;
 mod running;
 mod saved;
 pub mod subject;
-mod uring;
 mod work;
 
 pub use options::Options;
@@ -80,7 +77,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     } = follow(started, attaching, opts, settings)?;
     let mut found = findings::findings(&prof, &figures, work.estimate_s);
     if let Some(w) = subject.window() {
-        claims::per_second(&mut found, work.estimate_s, w.seconds);
+        findings::per_second(&mut found, work.estimate_s, w.seconds);
     }
     let report = Report {
         subject: &subject,

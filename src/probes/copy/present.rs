@@ -470,7 +470,7 @@ mod tests {
     /// A copy row of `variant` in `cache` state at `gbps`, the source cached up to
     /// `resident` (share) during its samples.
     fn row(variant: &str, cache: Cache, gbps: f64, resident: f64) -> (Measurement, Params) {
-        let mut m = crate::advice::decide::tests::m(variant, gbps * 1e9, 0.01);
+        let mut m = crate::advice::testing::m(variant, gbps * 1e9, 0.01);
         m.derived = serde_json::json!({ "max_resident_fraction": resident })
             .as_object()
             .unwrap()

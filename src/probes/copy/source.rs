@@ -188,7 +188,7 @@ impl Source {
         match cache {
             Cache::Warm => return crate::probes::ensure_resident(&self.fd, self.size),
             Cache::Cold => {
-                calls::fdatasync(&self.fd)?;
+                crate::sys::os::fdatasync(&self.fd)?;
                 copyfile::fadvise(&self.fd, Advice::DontNeed)?;
                 if drop_all {
                     copyfile::drop_page_cache()?;

@@ -431,7 +431,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advice::decide::tests::m;
+    use crate::advice::testing::m;
 
     /// Twin runs' figures (GB/s, chunks 64 KiB … 4 MiB) for `method`: the default pipe
     /// reaches its plateau at 64 KiB, a 1 MiB pipe at 256 KiB, where it is ×1.12 faster.

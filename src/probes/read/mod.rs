@@ -405,7 +405,7 @@ impl Probe for ReadProbe {
 fn populate_cache(fd: &OwnedFd, size: u64, populate: Populate, fresh: bool) -> Result<()> {
     use crate::sys::copyfile;
     let evict = || -> Result<()> {
-        calls::fdatasync(fd)?;
+        crate::sys::os::fdatasync(fd)?;
         copyfile::fadvise(fd, copyfile::Advice::DontNeed)?;
         let (resident, total) = file_residency(fd, size)?;
         if resident > 0 {
@@ -429,7 +429,7 @@ fn populate_cache(fd: &OwnedFd, size: u64, populate: Populate, fresh: bool) -> R
                 calls::pwrite_all(fd, &chunk[..n], off)?;
                 off += n as u64;
             }
-            calls::fdatasync(fd)?;
+            crate::sys::os::fdatasync(fd)?;
         }
         Populate::Readahead => {
             evict()?;

@@ -2,13 +2,16 @@
 //! (or not) priced with this machine's figures, then settled so that each call is
 //! claimed once (`claims.rs`).
 
-pub use super::claims::{Alternative, Claim};
+mod claims;
+mod relays;
+
 use super::figures::Figures;
 use super::price::{comm_of, curve_for, direction, fsync_source, pipe_relay, rows_of};
 use super::profile::{Kind, OpStats, Profile};
-use super::relays::{Relays, relayed_writes};
 use crate::probes::syscalls::Case;
 use crate::units::{format_secs as secs, format_size, thousands};
+pub use claims::{Alternative, Claim, per_second};
+use relays::{Relays, relayed_writes};
 use serde::Serialize;
 
 /// A pattern worth changing (or not), with what it costs here and what it would save.
@@ -69,7 +72,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
     for rule in Finder::WHOLE_RUN {
         rule(&mut x);
     }
-    super::claims::settle(x.out, p, f, work)
+    claims::settle(x.out, p, f, work)
 }
 
 /// The findings being made: the profile, the figures, the relays, and the list.
@@ -107,7 +110,7 @@ impl<'a> Finder<'a> {
 impl Finder<'_> {
     /// Adds a finding: what it is, what it costs now and would cost done better
     /// (`priced`), and the calls it would change. Its price and share are settled once
-    /// every rule has run ([`super::claims::settle`]).
+    /// every rule has run ([`claims::settle`]).
     pub(super) fn push(
         &mut self,
         kind: &'static str,

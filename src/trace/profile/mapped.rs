@@ -78,7 +78,7 @@ impl Profile {
             ok,
             ..
         } = c;
-        if ok && let Some(r) = crate::trace::uring::Ring::setup(&self.mem, a[1]) {
+        if ok && let Some(r) = super::uring::Ring::setup(&self.mem, a[1]) {
             if let Some(why) = r.unseen() {
                 self.notes.insert(uring_note(pid, why));
             }
@@ -97,7 +97,7 @@ impl Profile {
 
     /// The `n` requests an io_uring_enter submitted, each on its own descriptor.
     pub(super) fn uring_submitted(&mut self, pid: i32, a: [u64; 6], n: u64) {
-        let ring = if a[3] & crate::trace::uring::ENTER_REGISTERED_RING != 0 {
+        let ring = if a[3] & super::uring::ENTER_REGISTERED_RING != 0 {
             // A registered ring's index is no descriptor: the process's only ring.
             let mut mine = self.rings.iter().filter(|(k, _)| k.0 == pid);
             match (mine.next(), mine.next()) {

@@ -18,8 +18,8 @@ mod mapped;
 mod memory;
 mod model;
 mod tables;
+mod uring;
 
-pub(super) use memory::{iov_total, msghdr_iov, u64_at};
 pub use model::*;
 
 use crate::names::Named;

@@ -210,7 +210,7 @@ pub struct Profile {
     /// Per (pid, target): writes and bytes since the last fsync.
     pub(super) unsynced: IntMap<(i32, usize), (u64, u64)>,
     /// io_uring rings: (pid, descriptor) → layout and where they are mapped.
-    pub(super) rings: IntMap<(i32, i32), crate::trace::uring::Ring>,
+    pub(super) rings: IntMap<(i32, i32), super::uring::Ring>,
     /// The memory of the call being added.
     pub(super) mem: Memory,
     /// The calls some of whose memory the in-kernel tracer had not copied.

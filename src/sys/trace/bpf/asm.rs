@@ -1,8 +1,6 @@
 //! A BPF assembler: the few instructions the programs use, with labels.
 
-use super::kernel::Maps;
 use std::collections::HashMap;
-use std::os::fd::AsRawFd;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -138,21 +136,6 @@ impl Asm {
     }
     pub(super) fn label(&mut self, name: &str) {
         self.labels.insert(name.to_string(), self.code.len());
-    }
-    /// `return 0` at `out`, and at `lost` the lost counter's increment, then `then`.
-    pub(super) fn epilogue(&mut self, maps: &Maps, then: &str) {
-        self.label("out");
-        self.movi(R0, 0);
-        self.exit();
-        self.label("lost");
-        self.st(W, FP, -8, 0);
-        self.map(R1, maps.lost.as_raw_fd());
-        self.stack(R2, -8);
-        self.call(LOOKUP);
-        self.jmpi(JEQ, R0, 0, then);
-        self.movi(R1, 1);
-        self.atomic(ADD, R0, 0, R1);
-        self.ja(then);
     }
     pub(super) fn finish(mut self) -> Vec<Insn> {
         for (at, to) in std::mem::take(&mut self.jumps) {

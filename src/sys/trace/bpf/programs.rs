@@ -316,7 +316,7 @@ pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
         a.call(SUBMIT);
         a.ja("out");
     }
-    a.epilogue(maps, "out");
+    epilogue(&mut a, maps, "out");
     a.finish()
 }
 
@@ -383,7 +383,7 @@ pub(super) fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.ldx(W, R1, FP, RET);
     a.stx(W, R6, 8, R1);
     submit_with_comm(&mut a);
-    a.epilogue(maps, "out");
+    epilogue(&mut a, maps, "out");
     a.finish()
 }
 
@@ -445,7 +445,7 @@ pub(super) fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.ldx(W, R1, FP, PTR);
     a.stx(W, R6, 12, R1);
     submit_with_comm(&mut a);
-    a.epilogue(maps, "out");
+    epilogue(&mut a, maps, "out");
     a.finish()
 }
 
@@ -462,6 +462,22 @@ pub(super) fn exit(maps: &Maps) -> Vec<Insn> {
     a.movi(R2, WAKE_NOW);
     a.call(SUBMIT);
     a.ja("out");
-    a.epilogue(maps, "out");
+    epilogue(&mut a, maps, "out");
     a.finish()
+}
+
+/// `return 0` at `out`, and at `lost` the lost counter's increment, then `then`.
+fn epilogue(a: &mut Asm, maps: &Maps, then: &str) {
+    a.label("out");
+    a.movi(R0, 0);
+    a.exit();
+    a.label("lost");
+    a.st(W, FP, -8, 0);
+    a.map(R1, maps.lost.as_raw_fd());
+    a.stack(R2, -8);
+    a.call(LOOKUP);
+    a.jmpi(JEQ, R0, 0, then);
+    a.movi(R1, 1);
+    a.atomic(ADD, R0, 0, R1);
+    a.ja(then);
 }

@@ -31,7 +31,7 @@ pub(in crate::sys::trace) struct Starts {
 
 impl Starts {
     /// Whether `tid`'s exec of `program` is given the library.
-    pub(super) fn give(&mut self, tid: i32, program: Program) -> bool {
+    pub(in crate::sys::trace) fn give(&mut self, tid: i32, program: Program) -> bool {
         let give = self.most.get(&program).is_none_or(|&m| m >= WORTH);
         self.starting.insert(tid, (program, give));
         give

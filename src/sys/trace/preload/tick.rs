@@ -12,7 +12,7 @@
 use std::io;
 
 /// How often the ring is read while no task stops.
-pub(super) const EVERY_MS: i64 = 2;
+pub(in crate::sys::trace) const EVERY_MS: i64 = 2;
 
 /// The timer and its signal, set up for the calling thread; undone on drop.
 pub(in crate::sys::trace) struct Tick {

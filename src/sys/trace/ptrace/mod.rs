@@ -15,6 +15,7 @@
 mod attach;
 mod child;
 mod filter;
+mod preloaded;
 mod regs;
 mod signals;
 mod spawn;
@@ -26,9 +27,9 @@ pub use signals::stdio_closed_at_start;
 
 use super::calls::Syscall;
 use super::calls::traced;
-use super::preload::Preloaded;
 use super::procfs::comm as comm_of;
 use super::{Ended, Event, Memory, Seen};
+use preloaded::Preloaded;
 use regs::syscall_info;
 use signals::exec_note;
 use std::collections::{HashMap, HashSet, VecDeque};

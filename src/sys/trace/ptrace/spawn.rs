@@ -1,9 +1,10 @@
 //! The command started traced: forked, waiting on a pipe while ioprobe seizes it,
 //! then driven to its exec, where the caller's gate says whether it goes on.
 
-use super::super::preload::{self, Preloaded};
+use super::super::preload;
 use super::child::{Child, c_args, child_error, exec_path, pipe};
 use super::filter::{filter, makers};
+use super::preloaded::Preloaded;
 use super::regs::{os, ptrace, wait_status};
 use super::signals::exec_note;
 use super::{MAIN, Mode, Ptrace};

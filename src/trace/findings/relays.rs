@@ -5,11 +5,11 @@
 //! several sources (tar: many files into one archive) and their destinations in one
 //! `relay` finding, naming the record size to use both ways.
 
+use super::Finder;
 use super::claims::Claim;
-use super::figures::{Curve, Figures};
-use super::findings::Finder;
-use super::price::{curve_for, direction, rows_of, uncurved_s};
-use super::profile::{OpStats, Profile};
+use crate::trace::figures::{Curve, Figures};
+use crate::trace::price::{curve_for, direction, rows_of, uncurved_s};
+use crate::trace::profile::{OpStats, Profile};
 use crate::units::format_secs as secs;
 use crate::units::format_size;
 use crate::units::thousands;
@@ -254,7 +254,7 @@ impl Finder<'_> {
             };
             let what = format!(
                 "{} copies {} into {} {records}: {} reads and {} writes, ≈{} here; in {} records (a larger buffer, blocking factor or bs=) {} reads and {} writes (≈{})",
-                super::price::comm_of(p, *pid),
+                crate::trace::price::comm_of(p, *pid),
                 named(p, srcs, "files"),
                 named(p, dsts, "destinations"),
                 thousands(reads.calls),

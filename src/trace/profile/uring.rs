@@ -10,7 +10,7 @@
 //! What cannot be read is said, never guessed: a ring polled by a kernel thread
 //! (SQPOLL), whose submissions make no call, or a ring whose memory was not seen.
 
-use super::profile::{iov_total, msghdr_iov, u64_at};
+use super::memory::{iov_total, msghdr_iov, u64_at};
 use crate::sys::trace::Memory;
 
 const SETUP_SQPOLL: u32 = 1 << 1;

@@ -5,10 +5,10 @@
 //! finding's time is at most what its calls take here, so the savings of a run add up
 //! to at most its work.
 
-use super::figures::Figures;
-use super::findings::Finding;
-use super::price::time_here;
-use super::profile::Profile;
+use super::Finding;
+use crate::trace::figures::Figures;
+use crate::trace::price::time_here;
+use crate::trace::profile::Profile;
 use crate::units::format_secs as secs;
 use serde::Serialize;
 use std::collections::BTreeMap;
