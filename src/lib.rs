@@ -1,14 +1,16 @@
 //! ioprobe: measures what I/O system calls cost on this machine and which buffer size
 //! and method to use.
 //!
-//! Layers, top to bottom (ARCHITECTURE.md has the picture): [`cli`] (flags →
-//! [`settings`], used by main alone); [`session`] (every measuring command) and
-//! [`commands`] (saved-run commands); [`cp`] and [`trace`] (apply the figures);
-//! [`advice`] (recommendations: model, decide, collect, render) and [`report`] (output
-//! formats); [`probes`] (experiments as named cases, one folder each) and [`present`]
-//! (tables, plot primitives, the output `Style`); [`results`] (data model, JSON schema,
-//! store); [`harness`] (timing and statistics, knows no I/O); [`sys`] (the only module
-//! allowed unsafe code: syscalls, mappings, machine facts, scratch files, ptrace).
+//! Layers, top to bottom (ARCHITECTURE.md has the picture and `tests/cli/layers.rs`
+//! keeps it): [`cli`] (flags → [`settings`], used by main alone); [`commands`]
+//! (saved-run commands); [`cp`] and [`trace`] (apply the figures); [`session`] (every
+//! measuring command); [`report`] (output formats, the HTML report, advice rendered);
+//! [`probes`] (experiments as named cases, one folder each, with their advice);
+//! [`settings`]; [`advice`] (recommendations: model, decide, sizes, methods,
+//! confidence, pool) and [`present`] (tables, plot primitives, the output `Style`);
+//! [`results`] (data model, JSON schema, store: the one way to find saved runs);
+//! [`harness`] (timing and statistics, knows no I/O); [`sys`] (the only module allowed
+//! unsafe code: syscalls, mappings, machine facts, scratch files, tracers).
 //! Beside them: [`names`] (every closed list of names, written once), [`interrupt`]
 //! (the stop flag), [`units`], [`error`], [`progress`].
 

@@ -1,7 +1,8 @@
 //! Every measuring command runs through here: the store it saves to (opened before
 //! measuring, so a broken one fails fast), then the probes end to end (signal handling,
 //! pinning, scratch directory, machine facts, validation, harness overhead, every
-//! probe's cases in order), then saving and rendering. Saved runs are found here too.
+//! probe's cases in order), then saving and rendering. Saved runs are found through
+//! `results::store`, not here.
 
 use crate::error::UsageError;
 use crate::harness::measure_overhead;

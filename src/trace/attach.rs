@@ -11,7 +11,7 @@ use super::running::{Running, Started, Tracing, UserCpu};
 use super::subject::{EndedBy, Subject, Window};
 use crate::error::Exit;
 use crate::settings::Settings;
-use crate::sys::trace::attach::{self, End, Target};
+use crate::sys::trace::attach::{self, Target, WindowEnd};
 use crate::sys::trace::{Ptrace, Tracer, bpf};
 use anyhow::Result;
 use std::path::PathBuf;
@@ -100,8 +100,8 @@ impl Attaching {
     pub(super) fn end(self, running: &Running, seconds: f64) -> Subject {
         drop(self.clock);
         let ended_by = match attach::ending() {
-            Some(End::Duration) => EndedBy::Duration,
-            Some(End::Signal(_)) => EndedBy::Signal,
+            Some(WindowEnd::Duration) => EndedBy::Duration,
+            Some(WindowEnd::Signal(_)) => EndedBy::Signal,
             _ => EndedBy::Exit,
         };
         Subject::Attached(Window {

@@ -3,18 +3,15 @@
 //! share. Traced durations are never used: tracing inflates them.
 
 use super::figures::{Curve, Figures};
-use super::profile::{Kind, OpStats, Profile, Target};
+use super::profile::{Kind, Op, OpStats, Profile, Target};
 use crate::probes::syscalls::Case;
+use crate::sys::trace::calls::Syscall;
 use crate::units::format_ns;
 
 /// The rows of process `pid` on target `t`.
-pub(super) fn rows_of(
-    p: &Profile,
-    pid: i32,
-    t: usize,
-) -> impl Iterator<Item = (&'static str, &OpStats)> {
+pub(super) fn rows_of(p: &Profile, pid: i32, t: usize) -> impl Iterator<Item = (Op, &OpStats)> {
     p.ops
-        .range((pid, t, "")..)
+        .range((pid, t, Op::first())..)
         .take_while(move |&(&(q, x, _), _)| q == pid && x == t)
         .map(|(&(_, _, op), s)| (op, s))
 }
@@ -29,14 +26,14 @@ pub(super) fn pipe_relay(
     src: usize,
     dst: usize,
 ) -> Option<(Option<f64>, u64)> {
-    let rows: Vec<(usize, &'static str, &OpStats)> = p
+    let rows: Vec<(usize, Op, &OpStats)> = p
         .ops
         .iter()
-        .filter(|&(&(q, _, op), _)| q == pid && direction(op).is_some())
+        .filter(|&(&(q, _, op), _)| q == pid && op.direction().is_some())
         .map(|(&(_, t, op), s)| (t, op, s))
         .collect();
-    let relay = |&&(t, op, _): &&(usize, &'static str, &OpStats)| {
-        (t == src && direction(op) == Some(true)) || (t == dst && direction(op) == Some(false))
+    let relay = |&&(t, op, _): &&(usize, Op, &OpStats)| {
+        (t == src && op.direction() == Some(true)) || (t == dst && op.direction() == Some(false))
     };
     let all: u64 = rows.iter().map(|r| r.2.bytes).sum();
     let moved: u64 = rows.iter().filter(relay).map(|r| r.2.bytes).sum();
@@ -68,21 +65,6 @@ pub(super) fn fsync_source(f: &Figures) -> String {
     }
 }
 
-/// Whether `op` moves data from the target (true) or to it (false); None: not data.
-pub(super) fn direction(op: &str) -> Option<bool> {
-    match op {
-        "read" | "pread64" | "readv" | "preadv" | "preadv2" | "uring read" | "uring readv" => {
-            Some(true)
-        }
-        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" | "uring write"
-        | "uring writev" => Some(false),
-        // Socket data: one message per call, sizes known (the mmsg calls are not).
-        "recvfrom" | "recvmsg" => Some(true),
-        "sendto" | "sendmsg" => Some(false),
-        _ => None,
-    }
-}
-
 /// The throughput curve that prices data calls on a target of `kind` (a socket of
 /// `family`, where the trace found it), and its name.
 pub(super) fn curve_for<'f>(
@@ -105,8 +87,8 @@ pub(super) fn curve_for<'f>(
 }
 
 /// What the calls of one row would take here, in seconds (None: nothing prices them).
-pub fn time_here(f: &Figures, t: &Target, op: &str, s: &OpStats, large_pipe: bool) -> Option<f64> {
-    if let Some(reading) = direction(op) {
+pub fn time_here(f: &Figures, t: &Target, op: Op, s: &OpStats, large_pipe: bool) -> Option<f64> {
+    if let Some(reading) = op.direction() {
         if let Some((c, _)) = curve_for(f, (t.kind, t.family.as_deref()), reading, large_pipe)
             && s.bytes > 0
         {
@@ -115,18 +97,20 @@ pub fn time_here(f: &Figures, t: &Target, op: &str, s: &OpStats, large_pipe: boo
         }
         return uncurved_s(f, s.calls);
     }
-    let per_call = match op {
+    let per_call = match op.call() {
         // lseek alone, as the syscalls probe measures it; older runs without that
         // case: what it adds to a read.
-        "lseek" => f
+        Some(Syscall::Lseek) => f
             .ns(Case::Lseek)
             .map(|n| n * 1e-9)
             .or_else(|| f.extra(Case::LseekRead, Case::Pread)),
-        "open" | "openat" | "openat2" | "creat" => f.extra(Case::OpenReadClose, Case::Pread),
-        "close" => Some(0.0),
-        "stat" => f.ns(Case::Stat).map(|n| n * 1e-9),
-        "fstat" => f.ns(Case::Fstat).map(|n| n * 1e-9),
-        "fsync" | "fdatasync" => f.fsync_s,
+        Some(Syscall::Open | Syscall::Openat | Syscall::Openat2 | Syscall::Creat) => {
+            f.extra(Case::OpenReadClose, Case::Pread)
+        }
+        Some(Syscall::Close) => Some(0.0),
+        Some(Syscall::Stat) => f.ns(Case::Stat).map(|n| n * 1e-9),
+        Some(Syscall::Fstat) => f.ns(Case::Fstat).map(|n| n * 1e-9),
+        Some(Syscall::Fsync | Syscall::Fdatasync) => f.fsync_s,
         _ => f.ns(Case::Null).map(|n| n * 1e-9),
     }?;
     Some(s.calls as f64 * per_call)

@@ -5,7 +5,7 @@ use super::figures::Figures;
 use super::findings::Finding;
 use super::overhead;
 use super::price;
-use super::profile::{self, Profile};
+use super::profile::{self, Op, Profile};
 use super::running::Tracing;
 use super::subject::{EndedBy, Subject, Window};
 use super::work::Work;
@@ -55,7 +55,7 @@ enum ExitJson {
 struct RowJson<'a> {
     pid: i32,
     target: usize,
-    op: &'static str,
+    op: Op,
     #[serde(flatten)]
     stats: &'a profile::OpStats,
     typical_size: Option<u64>,
@@ -278,7 +278,7 @@ fn findings_text(found: &[Finding], work: f64) -> String {
 /// One (process, target)'s calls: each operation and its count, the data calls'
 /// sizes, and what all of it would take here (None: nothing priced).
 struct PerTarget {
-    ops: Vec<(&'static str, u64)>,
+    ops: Vec<(Op, u64)>,
     calls: u64,
     bytes: u64,
     sizes: std::collections::BTreeMap<u64, u64>,
@@ -425,7 +425,11 @@ impl Report<'_> {
                             p.processes.get(&pid).map_or("?", |x| x.comm.as_str())
                         ),
                         elide(&p.targets[t].label(), 44),
-                        a.ops.iter().map(|o| o.0).collect::<Vec<_>>().join(", "),
+                        a.ops
+                            .iter()
+                            .map(|o| o.0.name())
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         match per_s {
                             Some(w) => crate::units::sig3(a.calls as f64 / w),
                             None => thousands(a.calls),

@@ -4,6 +4,8 @@
 
 use super::figures::Figures;
 use super::profile::Profile;
+use crate::names::Named;
+use crate::sys::trace::calls::Syscall;
 use crate::sys::trace::{Ended, Ptrace, Tracer, bpf, procfs};
 use serde::Serialize;
 
@@ -186,7 +188,7 @@ fn preload_notes(lost: u64, prof: &mut Profile) {
             "{lost} calls are missing from the counts: their process died as the preload library recorded them; --tracer ptrace misses none"
         ));
     }
-    if prof.counts.contains_key("mmap") {
+    if prof.counts.contains_key(Syscall::Mmap.name()) {
         prof.notes.insert(
             "under preload the dynamic loader also loads ioprobe's library into each program, and its own bookkeeping for it can take one more anonymous mmap per program than untraced: mmap may count that many more than strace (--tracer ptrace counts exactly)".to_string(),
         );

@@ -7,7 +7,7 @@
 
 pub use super::procfs::threads;
 use super::procfs::{self, comm};
-pub use super::record::{End, Target, Tracer};
+pub use super::record::{Target, Tracer, WindowEnd};
 use super::{Event, Seen};
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -225,11 +225,11 @@ pub fn opening_events(targets: &[Target]) -> Vec<Event> {
 static ENDING: AtomicI32 = AtomicI32::new(0);
 
 /// Why the window ended (None: it has not).
-pub fn ending() -> Option<End> {
+pub fn ending() -> Option<WindowEnd> {
     match ENDING.load(Ordering::SeqCst) {
         0 => None,
-        -1 => Some(End::Duration),
-        s => Some(End::Signal(s)),
+        -1 => Some(WindowEnd::Duration),
+        s => Some(WindowEnd::Signal(s)),
     }
 }
 

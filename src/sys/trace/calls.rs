@@ -261,6 +261,17 @@ impl Syscall {
         )
     }
 
+    /// Whether the call moves data from its descriptor (true) or to it (false); None
+    /// where it moves none it says, or sizes it cannot tell (the mmsg calls).
+    pub fn direction(self) -> Option<bool> {
+        match self {
+            s if s.family() == Family::Data => Some(s.is_read()),
+            Syscall::Recvfrom | Syscall::Recvmsg => Some(true),
+            Syscall::Sendto | Syscall::Sendmsg => Some(false),
+            _ => None,
+        }
+    }
+
     /// Positioned (an offset argument): the `p…` forms.
     pub fn is_positioned(self) -> bool {
         matches!(

@@ -148,7 +148,7 @@ impl Ptrace {
 pub mod attach {
     use super::WHY;
 
-    pub use super::super::record::{End, Target, Tracer};
+    pub use super::super::record::{Target, Tracer, WindowEnd};
 
     pub fn check(_given: i32, _way: Tracer) -> Result<Target, String> {
         Err(WHY.into())
@@ -159,7 +159,7 @@ pub mod attach {
     pub fn cgroup_processes(_dir: &std::path::Path) -> Vec<i32> {
         Vec::new()
     }
-    pub fn ending() -> Option<End> {
+    pub fn ending() -> Option<WindowEnd> {
         None
     }
     /// Never made.

@@ -224,7 +224,7 @@ impl std::fmt::Display for Tracer {
 
 /// How an attached trace's window ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub enum WindowEnd {
     Duration,
     Signal(i32),
     /// Every process attached to ended.

@@ -8,7 +8,7 @@
 use super::Finding;
 use crate::trace::figures::Figures;
 use crate::trace::price::time_here;
-use crate::trace::profile::Profile;
+use crate::trace::profile::{Op, Profile};
 use crate::units::format_secs as secs;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Claim {
     /// Every call of one (process, target, operation) row.
-    Row(i32, usize, &'static str),
+    Row(i32, usize, Op),
     /// One process's opens or stats naming one path.
     Path(i32, String, &'static str),
 }
@@ -51,7 +51,7 @@ fn claimed_time(claims: &[Claim], p: &Profile, f: &Figures) -> Option<f64> {
             return None;
         };
         let s = p.ops.get(&(*pid, *t, *op))?;
-        sum += time_here(f, &p.targets[*t], op, s, p.pipe_sizes.contains_key(t))?;
+        sum += time_here(f, &p.targets[*t], *op, s, p.pipe_sizes.contains_key(t))?;
     }
     (!claims.is_empty()).then_some(sum)
 }

@@ -6,9 +6,10 @@ mod claims;
 mod relays;
 
 use super::figures::Figures;
-use super::price::{comm_of, curve_for, direction, fsync_source, pipe_relay, rows_of};
-use super::profile::{Kind, OpStats, Profile};
+use super::price::{comm_of, curve_for, fsync_source, pipe_relay, rows_of};
+use super::profile::{Kind, Op, OpStats, Profile};
 use crate::probes::syscalls::Case;
+use crate::sys::trace::calls::Syscall;
 use crate::units::{format_secs as secs, format_size, thousands};
 pub use claims::{Alternative, Claim, per_second};
 use relays::{Relays, relayed_writes};
@@ -56,7 +57,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
     };
     x.relay_groups();
     for (&(pid, t, op), s) in &p.ops {
-        let Some(reading) = direction(op) else {
+        let Some(reading) = op.direction() else {
             continue;
         };
         if !reading && x.relays.dsts.contains(&(pid, t)) {
@@ -85,7 +86,7 @@ pub(super) struct Finder<'a> {
 
 /// A rule about one data operation: (process, target, operation), its stats, whether
 /// it reads.
-type DataRule<'a> = fn(&mut Finder<'a>, (i32, usize, &'static str), &OpStats, bool);
+type DataRule<'a> = fn(&mut Finder<'a>, (i32, usize, Op), &OpStats, bool);
 
 impl<'a> Finder<'a> {
     /// The rules run on every data operation, in order.
@@ -141,17 +142,12 @@ impl Finder<'_> {
     /// The data rows of `pid` on `t` in one direction, as claims.
     fn data_rows(&self, pid: i32, t: usize, reading: bool) -> Vec<Claim> {
         rows_of(self.p, pid, t)
-            .filter(|&(op, _)| direction(op) == Some(reading))
+            .filter(|&(op, _)| op.direction() == Some(reading))
             .map(|(op, _)| Claim::Row(pid, t, op))
             .collect()
     }
 
-    fn small_requests(
-        &mut self,
-        (pid, t, op): (i32, usize, &'static str),
-        s: &OpStats,
-        reading: bool,
-    ) {
+    fn small_requests(&mut self, (pid, t, op): (i32, usize, Op), s: &OpStats, reading: bool) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
         let large = p.pipe_sizes.contains_key(&t);
@@ -223,12 +219,7 @@ impl Finder<'_> {
         }
     }
 
-    fn lseek_then_io(
-        &mut self,
-        (pid, t, op): (i32, usize, &'static str),
-        s: &OpStats,
-        reading: bool,
-    ) {
+    fn lseek_then_io(&mut self, (pid, t, op): (i32, usize, Op), s: &OpStats, reading: bool) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
         // lseek then read/write: pread/pwrite would do it in one call.
@@ -249,12 +240,12 @@ impl Finder<'_> {
                     if reading { "pread" } else { "pwrite" }
                 ),
                 (per.map(|x| x * s.after_lseek as f64), per.map(|_| 0.0)),
-                vec![Claim::Row(pid, t, "lseek")],
+                vec![Claim::Row(pid, t, Op::Call(Syscall::Lseek))],
             );
         }
     }
 
-    fn reread(&mut self, (pid, t, op): (i32, usize, &'static str), s: &OpStats, reading: bool) {
+    fn reread(&mut self, (pid, t, op): (i32, usize, Op), s: &OpStats, reading: bool) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
         // Reading the same bytes again.
@@ -276,12 +267,7 @@ impl Finder<'_> {
         }
     }
 
-    fn pipe_capacity(
-        &mut self,
-        (pid, t, op): (i32, usize, &'static str),
-        s: &OpStats,
-        reading: bool,
-    ) {
+    fn pipe_capacity(&mut self, (pid, t, op): (i32, usize, Op), s: &OpStats, reading: bool) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
         let large = p.pipe_sizes.contains_key(&t);
@@ -317,15 +303,10 @@ impl Finder<'_> {
     /// Sends through a socket left at the kernel's buffer sizes (the process never
     /// called setsockopt on it) where the socket probe measured larger buffers faster at
     /// the size sent.
-    fn socket_buffer(
-        &mut self,
-        (pid, t, op): (i32, usize, &'static str),
-        s: &OpStats,
-        reading: bool,
-    ) {
+    fn socket_buffer(&mut self, (pid, t, op): (i32, usize, Op), s: &OpStats, reading: bool) {
         let (p, f) = (self.p, self.f);
         let target = &p.targets[t];
-        let tuned = rows_of(p, pid, t).any(|(o, _)| o == "setsockopt");
+        let tuned = rows_of(p, pid, t).any(|(o, _)| o == Op::Call(Syscall::Setsockopt));
         if target.kind == Kind::Socket
             && !reading
             && !tuned
@@ -449,7 +430,9 @@ impl Finder<'_> {
                     ),
                     (f.fsync_s.map(|c| c * y.syncs as f64), f.fsync_s),
                     rows_of(p, pid, t)
-                        .filter(|&(op, _)| matches!(op, "fsync" | "fdatasync"))
+                        .filter(|&(op, _)| {
+                            matches!(op.call(), Some(Syscall::Fsync | Syscall::Fdatasync))
+                        })
                         .map(|(op, _)| Claim::Row(pid, t, op))
                         .collect(),
                 );

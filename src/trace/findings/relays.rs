@@ -8,8 +8,8 @@
 use super::Finder;
 use super::claims::Claim;
 use crate::trace::figures::{Curve, Figures};
-use crate::trace::price::{curve_for, direction, rows_of, uncurved_s};
-use crate::trace::profile::{OpStats, Profile};
+use crate::trace::price::{curve_for, rows_of, uncurved_s};
+use crate::trace::profile::{Op, OpStats, Profile};
 use crate::units::format_secs as secs;
 use crate::units::format_size;
 use crate::units::thousands;
@@ -32,7 +32,7 @@ impl Relays {
     pub fn of(p: &Profile) -> Relays {
         let size = |pid: i32, t: usize, reading: bool| {
             rows_of(p, pid, t)
-                .filter(|&(op, _)| direction(op) == Some(reading))
+                .filter(|&(op, _)| op.direction() == Some(reading))
                 .find_map(|(_, s)| s.typical_size())
         };
         let pairs: Vec<(i32, usize, usize)> = p
@@ -100,7 +100,7 @@ pub fn relayed_writes(
             continue;
         }
         let dst_t = &p.targets[dst];
-        for (wop, w) in rows_of(p, pid, dst).filter(|&(op, _)| direction(op) == Some(false)) {
+        for (wop, w) in rows_of(p, pid, dst).filter(|&(op, _)| op.direction() == Some(false)) {
             let cost = |calls: u64, sz: u64| match curve_for(
                 f,
                 (dst_t.kind, dst_t.family.as_deref()),
@@ -177,7 +177,7 @@ impl Side {
         &mut self,
         f: &Figures,
         curve: (Option<&Curve>, bool),
-        row: (i32, usize, &'static str, &OpStats),
+        row: (i32, usize, Op, &OpStats),
         record: u64,
     ) -> Option<()> {
         let (pid, t, op, s) = row;
@@ -233,7 +233,7 @@ impl Finder<'_> {
                 for &t in list {
                     let c = curve(t, reading).map(|c| c.0);
                     for (op, s) in
-                        rows_of(p, *pid, t).filter(|&(op, _)| direction(op) == Some(reading))
+                        rows_of(p, *pid, t).filter(|&(op, _)| op.direction() == Some(reading))
                     {
                         side.add(f, (c, reading), (*pid, t, op, s), record);
                     }

@@ -94,14 +94,14 @@ fn tiny_calls_cost_at_least_a_system_call() {
     let mut f = figures();
     f.calls_ns.insert("pwrite".into(), 1200.0);
     let tiny = stats(200_000, 200_000, 1);
-    let t = time_here(&f, &file_target(), "write", &tiny, false).unwrap();
+    let t = time_here(&f, &file_target(), Op::named("write"), &tiny, false).unwrap();
     assert!((t - 200_000.0 * 1200e-9).abs() < 1e-9, "{t}");
     // Without pwrite's figure the null call is the floor.
-    let t = time_here(&figures(), &file_target(), "write", &tiny, false).unwrap();
+    let t = time_here(&figures(), &file_target(), Op::named("write"), &tiny, false).unwrap();
     assert!((t - 200_000.0 * 80e-9).abs() < 1e-9, "{t}");
     // Large requests are priced by their bytes, above the floor.
     let big = stats(16, 16 << 20, 1 << 20);
-    let t = time_here(&f, &file_target(), "write", &big, false).unwrap();
+    let t = time_here(&f, &file_target(), Op::named("write"), &big, false).unwrap();
     assert!((t - (16u64 << 20) as f64 / 16e9).abs() < 1e-9, "{t}");
     // And the finding for the tiny writes saves nearly all of it.
     let mut p = app();
@@ -112,7 +112,7 @@ fn tiny_calls_cost_at_least_a_system_call() {
         family: None,
     });
     let t = p.targets.len() - 1;
-    p.ops.insert((1, t, "write"), tiny);
+    p.ops.insert((1, t, Op::named("write")), tiny);
     let found = findings(&p, &f, 1.0);
     let small = found
         .iter()
@@ -157,13 +157,15 @@ fn socket_calls_are_priced_with_their_familys_curves() {
             });
         }
         if from_file {
-            p.ops.insert((1, 0, "read"), stats(1600, 100 << 20, 65536));
+            p.ops
+                .insert((1, 0, Op::named("read")), stats(1600, 100 << 20, 65536));
             p.copies.insert((1, 0, 1), (1600, 100 << 20));
         }
         p.ops
-            .insert((1, 1, "sendto"), stats(1600, 100 << 20, 65536));
+            .insert((1, 1, Op::named("sendto")), stats(1600, 100 << 20, 65536));
         if tuned {
-            p.ops.insert((1, 1, "setsockopt"), stats(1, 0, 0));
+            p.ops
+                .insert((1, 1, Op::named("setsockopt")), stats(1, 0, 0));
         }
         p
     };
@@ -201,7 +203,7 @@ fn socket_calls_are_priced_with_their_familys_curves() {
     // Without socket figures, the pipe's price them, and the finding says so.
     let mut p = socket(false, false);
     p.ops
-        .insert((1, 1, "sendto"), stats(25_600, 100 << 20, 4096));
+        .insert((1, 1, Op::named("sendto")), stats(25_600, 100 << 20, 4096));
     let small = findings(&p, &figures(), 1.0);
     let s = small
         .iter()
@@ -225,14 +227,16 @@ fn relaying(srcs: usize, dsts: usize) -> Profile {
         });
     }
     for s in 0..srcs {
-        p.ops.insert((1, s, "read"), stats(128, 65536, 512));
+        p.ops
+            .insert((1, s, Op::named("read")), stats(128, 65536, 512));
         for d in srcs..srcs + dsts {
             p.copies.insert((1, s, d), (128, 65536));
         }
     }
     for d in srcs..srcs + dsts {
         let n = 128 * srcs as u64;
-        p.ops.insert((1, d, "write"), stats(n, n * 512, 512));
+        p.ops
+            .insert((1, d, Op::named("write")), stats(n, n * 512, 512));
     }
     p
 }
@@ -292,8 +296,10 @@ fn a_relay_prices_its_writes_with_its_reads() {
                 family: None,
             });
         }
-        p.ops.insert((1, 0, "read"), stats(1000, 512_000, 512));
-        p.ops.insert((1, 1, "write"), stats(1000, 512_000, 512));
+        p.ops
+            .insert((1, 0, Op::named("read")), stats(1000, 512_000, 512));
+        p.ops
+            .insert((1, 1, Op::named("write")), stats(1000, 512_000, 512));
         if copies {
             p.copies.insert((1, 0, 1), (1000, 512_000));
         }
@@ -334,11 +340,13 @@ fn a_process_that_only_pipes_a_file_is_a_finding() {
                 family: None,
             });
         }
-        p.ops.insert((1, 0, "read"), stats(64, 8 << 20, 128 << 10));
-        p.ops.insert((1, 1, "write"), stats(64, 8 << 20, 128 << 10));
+        p.ops
+            .insert((1, 0, Op::named("read")), stats(64, 8 << 20, 128 << 10));
+        p.ops
+            .insert((1, 1, Op::named("write")), stats(64, 8 << 20, 128 << 10));
         // Loading its libraries reads a little; other work reads much more.
         let lib = if extra { 4 << 20 } else { 832 };
-        p.ops.insert((1, 2, "read"), stats(1, lib, lib));
+        p.ops.insert((1, 2, Op::named("read")), stats(1, lib, lib));
         p.copies.insert((1, 0, 1), (64, 8 << 20));
         findings(&p, &figures(), 1.0)
     };
@@ -372,11 +380,12 @@ fn every_pattern() -> Profile {
     let mut read = stats(1000, 4 << 20, 4096);
     read.after_lseek = 500;
     read.reread_bytes = 2 << 20;
-    p.ops.insert((1, 0, "read"), read);
+    p.ops.insert((1, 0, Op::named("read")), read);
     p.ops
-        .insert((1, 1, "write"), stats(100, 100 * 65536, 65536));
+        .insert((1, 1, Op::named("write")), stats(100, 100 * 65536, 65536));
     // Large, efficient writes: nothing to say about them.
-    p.ops.insert((1, 2, "write"), stats(10, 10 << 20, 1 << 20));
+    p.ops
+        .insert((1, 2, Op::named("write")), stats(10, 10 << 20, 1 << 20));
     p.opens.insert((1, "/f".into()), 50);
     p.stats.insert((1, "/f".into()), 200);
     p.syncs.insert(
@@ -387,7 +396,7 @@ fn every_pattern() -> Profile {
             bytes: 2000,
         },
     );
-    p.ops.insert((1, 2, "fsync"), stats(20, 0, 0));
+    p.ops.insert((1, 2, Op::named("fsync")), stats(20, 0, 0));
     p.copies.insert((1, 0, 2), (100, 100 * 65536));
     p
 }

@@ -4,7 +4,7 @@
 use super::Call;
 use super::memory::{iov_total, mmsg_total, msghdr_iov};
 use super::model::{Kind, Profile, overlap_then_merge};
-use crate::names::Named;
+use super::op::Op;
 use crate::sys::trace::calls::Syscall;
 
 impl Profile {
@@ -26,7 +26,7 @@ impl Profile {
 
     /// Socket data: what each call asked to move (its size bucket) and what it moved.
     pub(super) fn socket_data(&mut self, pid: i32, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
-        let name = sys.name();
+        let name = Op::Call(sys);
         let ok = ret >= 0;
         let done = if ok { ret as u64 } else { 0 };
         let (asked, moved) = match sys {

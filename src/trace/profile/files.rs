@@ -4,7 +4,7 @@
 use super::Call;
 use super::fd::{Fd, as_seen_by, normal, read_link};
 use super::model::Profile;
-use crate::names::Named;
+use super::op::Op;
 use crate::sys::trace::Memory;
 use crate::sys::trace::calls::Syscall;
 
@@ -12,7 +12,7 @@ impl Profile {
     /// A namespace or metadata call, on the path it names (for a rename or a link, the
     /// existing one).
     pub(super) fn path_call(&mut self, pid: i32, sys: Syscall, a: [u64; 6], ok: bool) {
-        let name = sys.name();
+        let name = Op::Call(sys);
         let addr = a[sys.path_arg().unwrap_or(0)];
         let path = self.named(pid, addr, a[0] as i32);
         let t = self.target(&path);
@@ -151,15 +151,15 @@ impl Profile {
         // F_SETPIPE_SZ keeps its own row (pricing reads the pipe's size from it).
         const F_SETPIPE_SZ: u64 = 1031;
         let op = if a[1] == F_SETPIPE_SZ {
-            "fcntl(F_SETPIPE_SZ)"
+            Op::SetPipeSize
         } else {
-            "fcntl"
+            Op::Call(Syscall::Fcntl)
         };
         if let Some(f) = self.fd(pid, fd0) {
             let s = self.op(pid, f.target, op);
             s.calls += 1;
             s.errors += u64::from(!ok);
-            if op != "fcntl" && ok {
+            if op == Op::SetPipeSize && ok {
                 self.pipe_sizes.insert(f.target, ret as u64);
             }
         }
@@ -209,7 +209,7 @@ impl Profile {
         if !self.folded.contains_key(&t) {
             *self.stats.entry((pid, path.clone())).or_default() += 1;
         }
-        let s = self.op(pid, t, "stat");
+        let s = self.op(pid, t, Op::Call(Syscall::Stat));
         s.calls += 1;
         s.errors += u64::from(!ok);
     }
@@ -261,7 +261,7 @@ mod tests {
         assert_eq!(row(&p, F, "stat").calls, 1);
         // A closed descriptor is forgotten: a read on it lands nowhere.
         data(&mut p, Syscall::Read, 5, 4096, 4096, 1);
-        assert!(p.ops.keys().all(|k| k.2 != "read"), "{:?}", p.ops);
+        assert!(p.ops.keys().all(|k| k.2.name() != "read"), "{:?}", p.ops);
     }
 
     /// A forked child's own calls may come before the parent's fork event (preload
@@ -307,7 +307,7 @@ mod tests {
         let reads = |pid: i32, target: usize| {
             p.ops
                 .iter()
-                .find(|((a, b, o), _)| *a == pid && *b == target && *o == "read")
+                .find(|((a, b, o), _)| *a == pid && *b == target && o.name() == "read")
                 .map_or(0, |(_, s)| s.calls)
         };
         assert_eq!(reads(late, t(F)), 5, "{:?}", p.ops);

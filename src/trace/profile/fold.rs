@@ -7,6 +7,7 @@
 
 use super::Profile;
 use super::model::OpStats;
+use super::op::Op;
 
 /// Processes kept apart before ended ones are folded.
 pub const KEPT: usize = 64;
@@ -57,7 +58,7 @@ impl Profile {
         }
         let ops: Vec<_> = self
             .ops
-            .range((pid, 0, "")..(pid + 1, 0, ""))
+            .range((pid, 0, Op::first())..(pid + 1, 0, Op::first()))
             .map(|(k, _)| *k)
             .collect();
         for k in ops {
@@ -166,7 +167,7 @@ mod tests {
         let reads: u64 = p
             .ops
             .iter()
-            .filter(|(k, _)| k.2 == "read")
+            .filter(|(k, _)| k.2 == Op::Call(crate::sys::trace::calls::Syscall::Read))
             .map(|(_, s)| s.calls)
             .sum();
         assert_eq!(reads, n as u64, "no call is lost in the folding");

@@ -4,6 +4,7 @@
 use super::Call;
 use super::memory::{iocbs, iov_total};
 use super::model::Profile;
+use super::op::Op;
 use crate::sys::trace::calls::Syscall;
 
 impl Profile {
@@ -139,14 +140,14 @@ impl Profile {
         let ok = ret >= 0;
         for (fd, op, bytes) in iocbs(&self.mem, a[2], if ok { ret as u64 } else { 0 }) {
             if let Some(f) = self.fd(pid, fd) {
-                let s = self.op(pid, f.target, op);
+                let s = self.op(pid, f.target, Op::Aio(op));
                 s.calls += 1;
                 s.bytes += bytes;
                 s.record_size(bytes);
             }
         }
         let t = self.target("aio context");
-        let s = self.op(pid, t, "io_submit");
+        let s = self.op(pid, t, Op::Call(Syscall::IoSubmit));
         s.calls += 1;
         s.errors += u64::from(!ok);
     }
@@ -193,7 +194,7 @@ mod tests {
         assert_eq!((s.bytes, s.sizes.get(&4096)), (1000, Some(&1)));
         let g = target(&p, G);
         assert!(
-            p.ops.keys().all(|k| k.1 != g || k.2 == "openat"),
+            p.ops.keys().all(|k| k.1 != g || k.2.name() == "openat"),
             "{:?}",
             p.ops
         );

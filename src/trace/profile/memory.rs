@@ -1,6 +1,7 @@
 //! Reading what a call's arguments point to in the tracee's memory (as the tracer
 //! gives it): iovec arrays, msghdrs, mmsghdr vectors, AIO control blocks.
 
+use super::op::AioOp;
 use crate::sys::trace::Memory;
 
 pub(in crate::trace) fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -29,7 +30,7 @@ pub(super) fn mmsg_total(mem: &Memory, addr: u64, n: u64) -> u64 {
 
 /// The first `n` iocbs of an io_submit array of pointers at `addr`: (descriptor,
 /// operation, bytes asked) each.
-pub(super) fn iocbs(mem: &Memory, addr: u64, n: u64) -> Vec<(i32, &'static str, u64)> {
+pub(super) fn iocbs(mem: &Memory, addr: u64, n: u64) -> Vec<(i32, AioOp, u64)> {
     let n = n.min(1024) as usize;
     let Some(ptrs) = mem.peek(addr, 8 * n) else {
         return Vec::new();
@@ -41,13 +42,13 @@ pub(super) fn iocbs(mem: &Memory, addr: u64, n: u64) -> Vec<(i32, &'static str, 
             let fd = u32::from_ne_bytes(cb[20..24].try_into().ok()?) as i32;
             let nbytes = u64_at(&cb, 32);
             let (op, bytes) = match opcode {
-                0 => ("aio pread", nbytes),
-                1 => ("aio pwrite", nbytes),
-                7 => ("aio preadv", iov_total(mem, u64_at(&cb, 24), nbytes)),
-                8 => ("aio pwritev", iov_total(mem, u64_at(&cb, 24), nbytes)),
-                2 => ("aio fsync", 0),
-                3 => ("aio fdsync", 0),
-                _ => ("aio other", 0),
+                0 => (AioOp::Pread, nbytes),
+                1 => (AioOp::Pwrite, nbytes),
+                7 => (AioOp::Preadv, iov_total(mem, u64_at(&cb, 24), nbytes)),
+                8 => (AioOp::Pwritev, iov_total(mem, u64_at(&cb, 24), nbytes)),
+                2 => (AioOp::Fsync, 0),
+                3 => (AioOp::Fdsync, 0),
+                _ => (AioOp::Other, 0),
             };
             Some((fd, op, bytes))
         })

@@ -17,10 +17,12 @@ mod fold;
 mod mapped;
 mod memory;
 mod model;
+mod op;
 mod tables;
 mod uring;
 
 pub use model::*;
+pub use op::{AioOp, Op, UringOp};
 
 use crate::names::Named;
 use crate::sys::trace::Event;
@@ -96,8 +98,8 @@ impl Profile {
     }
 
     pub(super) fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
-        let name = sys.name();
-        *self.counts.entry(name).or_default() += 1;
+        *self.counts.entry(sys.name()).or_default() += 1;
+        let name = Op::Call(sys);
         let pid = self.pid_of(tid);
         if sys == Syscall::Ptrace {
             if !self.traced {
@@ -160,8 +162,8 @@ pub(super) struct Call {
     pub(super) tid: i32,
     /// The call, decoded by the tracer.
     pub(super) sys: Syscall,
-    /// Its name (the operation its calls are counted under).
-    pub(super) name: &'static str,
+    /// The operation its calls are counted under.
+    pub(super) name: Op,
     pub(super) a: [u64; 6],
     pub(super) ret: i64,
     pub(super) ok: bool,
@@ -257,7 +259,7 @@ pub(super) mod testing {
             .unwrap_or_else(|| panic!("no target {name}: {:?}", p.targets));
         p.ops
             .iter()
-            .find(|((pid, at, o), _)| *pid == T && *at == t && *o == op)
+            .find(|((pid, at, o), _)| *pid == T && *at == t && o.name() == op)
             .map(|(_, s)| s)
             .unwrap_or_else(|| panic!("no {op} on {name}: {:?}", p.ops))
     }

@@ -2,6 +2,7 @@
 //! the processes, and the patterns findings are made of.
 
 use super::fd::Fd;
+use super::op::Op;
 use crate::sys::trace::Memory;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -182,7 +183,7 @@ pub struct Profile {
     pub processes: BTreeMap<i32, Process>,
     pub targets: Vec<Target>,
     /// (pid, target, operation) → figures.
-    pub ops: BTreeMap<(i32, usize, &'static str), OpStats>,
+    pub ops: BTreeMap<(i32, usize, Op), OpStats>,
     /// (pid, path) → successful opens.
     pub opens: BTreeMap<(i32, String), u64>,
     /// (pid, path) → stat-family calls naming it.

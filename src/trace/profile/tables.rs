@@ -5,6 +5,7 @@ use super::OpStats;
 use super::fd::Fd;
 use super::model::IntMap;
 use super::model::{Kind, Process, Profile, TARGETS, Target};
+use super::op::Op;
 use crate::sys::trace::procfs;
 
 impl Profile {
@@ -212,7 +213,7 @@ impl Profile {
         self.fds.entry(pid).or_default().insert(fd, f);
     }
 
-    pub(super) fn op(&mut self, pid: i32, target: usize, op: &'static str) -> &mut OpStats {
+    pub(super) fn op(&mut self, pid: i32, target: usize, op: Op) -> &mut OpStats {
         self.ops.entry((pid, target, op)).or_default()
     }
 

@@ -11,6 +11,7 @@
 //! (SQPOLL), whose submissions make no call, or a ring whose memory was not seen.
 
 use super::memory::{iov_total, msghdr_iov, u64_at};
+use super::op::{Op, UringOp};
 use crate::sys::trace::Memory;
 
 const SETUP_SQPOLL: u32 = 1 << 1;
@@ -44,7 +45,7 @@ pub struct Ring {
 
 /// One request read from the ring: (descriptor, whether it is a registered-file index,
 /// the operation's row name, bytes asked).
-pub type Request = (i32, bool, &'static str, u64);
+pub type Request = (i32, bool, Op, u64);
 
 impl Ring {
     /// The ring io_uring_setup just made, from the parameters at `params`.
@@ -131,16 +132,16 @@ fn request(mem: &Memory, e: &[u8]) -> Request {
         iov_total(mem, iov, n)
     };
     let (op, bytes) = match opcode {
-        1 => ("uring readv", iov_total(mem, addr, len)),
-        2 => ("uring writev", iov_total(mem, addr, len)),
-        3 => ("uring fsync", 0),
-        4 | 22 => ("uring read", len),
-        5 | 23 => ("uring write", len),
-        9 => ("uring sendmsg", msg(addr)),
-        10 => ("uring recvmsg", msg(addr)),
-        26 => ("uring send", len),
-        27 => ("uring recv", len),
-        _ => ("uring other", 0),
+        1 => (UringOp::Readv, iov_total(mem, addr, len)),
+        2 => (UringOp::Writev, iov_total(mem, addr, len)),
+        3 => (UringOp::Fsync, 0),
+        4 | 22 => (UringOp::Read, len),
+        5 | 23 => (UringOp::Write, len),
+        9 => (UringOp::Sendmsg, msg(addr)),
+        10 => (UringOp::Recvmsg, msg(addr)),
+        26 => (UringOp::Send, len),
+        27 => (UringOp::Recv, len),
+        _ => (UringOp::Other, 0),
     };
-    (fd, flags & SQE_FIXED_FILE != 0, op, bytes)
+    (fd, flags & SQE_FIXED_FILE != 0, Op::Uring(op), bytes)
 }

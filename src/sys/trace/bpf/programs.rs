@@ -66,7 +66,7 @@ fn tree_lookup(a: &mut Asm, maps: &Maps, traced: bool) {
     }
     a.ja("in_tree");
     a.label("not_in_tree");
-    if !attached(a, maps) {
+    if !in_scope(a, maps) {
         a.ja("out");
     }
     // Attached to processes (sys_exit, `traced`): a thread of one gets its bit at its
@@ -83,7 +83,7 @@ fn tree_lookup(a: &mut Asm, maps: &Maps, traced: bool) {
 /// in `pids` or it runs in the cgroup (or one below it), with r8 = [`TRACED`], and
 /// otherwise goes to "out". False: not attached, nothing emitted (the caller jumps;
 /// the verifier refuses code no path reaches).
-pub(super) fn attached(a: &mut Asm, maps: &Maps) -> bool {
+pub(super) fn in_scope(a: &mut Asm, maps: &Maps) -> bool {
     let miss = "out";
     if let Some(pids) = &maps.pids {
         a.mov(R1, R9);
@@ -388,14 +388,14 @@ pub(super) fn fork(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
 }
 
 /// After a lookup in `tasks` (r0): found goes on, a miss goes to "out" or, attached,
-/// through [`attached`]. True: the caller places the "in_tree" label.
-fn attached_check(a: &mut Asm, maps: &Maps) -> bool {
+/// through [`in_scope`]. True: the caller places the "in_tree" label.
+fn tree_or_scope(a: &mut Asm, maps: &Maps) -> bool {
     if maps.pids.is_none() && maps.cgroup.is_none() {
         a.jmpi(JEQ, R0, 0, "out");
         return false;
     }
     a.jmpi(JNE, R0, 0, "in_tree");
-    attached(a, maps);
+    in_scope(a, maps);
     true
 }
 
@@ -413,7 +413,7 @@ pub(super) fn exec(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.map(R1, maps.tasks.as_raw_fd());
     a.stack(R2, KEY as i32);
     a.call(LOOKUP);
-    if attached_check(&mut a, maps) {
+    if tree_or_scope(&mut a, maps) {
         a.label("in_tree");
     }
     a.stx(W, FP, AUX, R9);
