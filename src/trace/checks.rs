@@ -108,7 +108,7 @@ pub(super) fn spawn_error(prog: &std::ffi::OsStr, e: std::io::Error) -> anyhow::
         ErrorKind::ResourceBusy => anyhow::anyhow!("cannot trace {shown}: {why}"),
         _ => {
             let hint = if procfs::yama_scope() == Some(3) {
-                " (Yama ptrace_scope is 3: no process may trace)"
+                " (Yama's ptrace_scope is 3: no process may attach with ptrace, until a reboot; --tracer ebpf, as root, does not use ptrace)"
             } else if why.contains("seccomp") || why.contains("prctl") {
                 " (a seccomp policy or container forbids installing a filter)"
             } else {
