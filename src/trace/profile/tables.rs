@@ -210,7 +210,13 @@ impl Profile {
     }
 
     pub(super) fn set_fd(&mut self, pid: i32, fd: i32, f: Fd) {
-        self.fds.entry(pid).or_default().insert(fd, f);
+        // Most calls update a descriptor already known: in place, without an insert.
+        match self.fds.get_mut(&pid).and_then(|t| t.get_mut(&fd)) {
+            Some(slot) => *slot = f,
+            None => {
+                self.fds.entry(pid).or_default().insert(fd, f);
+            }
+        }
     }
 
     pub(super) fn op(&mut self, pid: i32, target: usize, op: Op) -> &mut OpStats {

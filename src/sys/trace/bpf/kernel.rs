@@ -182,6 +182,8 @@ pub(super) struct Maps {
     /// Attached to a cgroup: a cgroup array holding it at index 0 (its tasks, and
     /// those of the cgroups below it, are traced).
     pub(super) cgroup: Option<OwnedFd>,
+    /// The ring's size in bytes (a power of two).
+    pub(super) ring_size: u32,
 }
 
 /// Byte offsets of `pid` and `tgid` in the running kernel's `struct task_struct`.

@@ -309,7 +309,7 @@ pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
         a.movi(R2, AVAIL_DATA);
         a.call(QUERY);
         a.movi(R2, NO_WAKEUP);
-        a.jmpi(JLE, R0, RING as i32 / 2, &format!("{tag}_quiet"));
+        a.jmpi(JLE, R0, maps.ring_size as i32 / 2, &format!("{tag}_quiet"));
         a.movi(R2, WAKE_NOW);
         a.label(&format!("{tag}_quiet"));
         a.mov(R1, R6);

@@ -1,7 +1,6 @@
 //! The ring buffer, read from user space.
 
 use super::super::ptrace::os;
-use super::RING;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -11,10 +10,12 @@ pub(super) struct Ring {
     pub(super) page: usize,
     /// The ring map (polled for wake-ups).
     pub(super) fd: OwnedFd,
+    /// The data area's size (a power of two).
+    pub(super) size: u32,
 }
 
 impl Ring {
-    pub(super) fn map(fd: OwnedFd) -> io::Result<Ring> {
+    pub(super) fn map(fd: OwnedFd, size: u32) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let mmap = |len: usize, prot: i32, off: usize| {
@@ -37,7 +38,7 @@ impl Ring {
             }
         };
         let consumer = mmap(page, libc::PROT_READ | libc::PROT_WRITE, 0)?;
-        let producer = mmap(page + 2 * RING as usize, libc::PROT_READ, page).inspect_err(|_| {
+        let producer = mmap(page + 2 * size as usize, libc::PROT_READ, page).inspect_err(|_| {
             // SAFETY: the consumer page just mapped, not used anywhere.
             unsafe { libc::munmap(consumer as *mut libc::c_void, page) };
         })?;
@@ -46,6 +47,7 @@ impl Ring {
             producer,
             page,
             fd,
+            size,
         })
     }
 
@@ -62,7 +64,7 @@ impl Ring {
         };
         let mut at = cons.load(Ordering::Acquire);
         let end = prod.load(Ordering::Acquire);
-        let mask = RING as u64 - 1;
+        let mask = self.size as u64 - 1;
         while at < end {
             // SAFETY: the data area starts one page into the producer mapping and is
             // mapped twice in a row, so a record that wraps is contiguous; a record's
@@ -93,7 +95,7 @@ impl Drop for Ring {
             libc::munmap(self.consumer as *mut libc::c_void, self.page);
             libc::munmap(
                 self.producer as *mut libc::c_void,
-                self.page + 2 * RING as usize,
+                self.page + 2 * self.size as usize,
             );
         }
     }
