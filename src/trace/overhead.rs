@@ -72,7 +72,8 @@ pub fn child_main() -> Option<i32> {
     Some(0)
 }
 
-fn children_user_s() -> f64 {
+/// The user CPU time of ioprobe's waited-for children (seconds).
+pub(super) fn children_user_s() -> f64 {
     crate::sys::rusage::getrusage_children()
         .map(|r| r.user_us as f64 * 1e-6)
         .unwrap_or(0.0)

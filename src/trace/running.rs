@@ -3,6 +3,7 @@
 //! says of the tracer that ran ([`Tracing`]).
 
 use super::figures::Figures;
+use super::overhead::children_user_s;
 use super::profile::Profile;
 use crate::names::Named;
 use crate::sys::trace::calls::Syscall;
@@ -96,7 +97,7 @@ pub(super) enum UserCpu {
 impl UserCpu {
     /// ioprobe's children's user CPU so far.
     pub(super) fn children() -> UserCpu {
-        UserCpu::Children(children_user())
+        UserCpu::Children(children_user_s())
     }
 
     /// The processes `pids`' user CPU so far.
@@ -110,18 +111,13 @@ impl UserCpu {
     /// The user CPU seconds taken since (processes attached to: those still there).
     pub(super) fn since(&self) -> f64 {
         match self {
-            UserCpu::Children(before) => (children_user() - before).max(0.0),
+            UserCpu::Children(before) => (children_user_s() - before).max(0.0),
             UserCpu::Processes(before) => before
                 .iter()
                 .filter_map(|&(p, b)| procfs::user_cpu(p).map(|a| (a - b).max(0.0)))
                 .sum(),
         }
     }
-}
-
-/// The user CPU time of ioprobe's waited-for children (seconds).
-fn children_user() -> f64 {
-    crate::sys::rusage::getrusage_children().map_or(0.0, |r| r.user_us as f64 * 1e-6)
 }
 
 /// The eBPF tracer's programs detaching, joined once the report is written.

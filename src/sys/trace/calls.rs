@@ -55,6 +55,13 @@ pub enum Family {
 /// records it in the ring). What its arguments point to follows from the family
 /// ([`Syscall::pointee`]); the eBPF tracer captures every row and that memory.
 /// A call cannot be added without a name, a number and a family.
+/// A row's flag, known by its token (a flag the table does not know fails to compile).
+macro_rules! flag {
+    (preload) => {
+        true
+    };
+}
+
 macro_rules! calls {
     ($($variant:ident = $name:literal $nr:ident $family:ident $(only $arch:literal)? $(+ $flag:ident)?;)+) => {
         named_enum! {
@@ -88,7 +95,7 @@ macro_rules! calls {
             /// The preload library wraps it.
             pub fn preload_wraps(self) -> bool {
                 match self {
-                    $(Syscall::$variant => false $(|| stringify!($flag) == "preload")?,)+
+                    $(Syscall::$variant => false $(|| flag!($flag))?,)+
                 }
             }
         }

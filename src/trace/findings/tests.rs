@@ -128,6 +128,35 @@ fn app() -> Profile {
     p
 }
 
+/// `app` sending 100 MiB in 64 KiB sends to a unix socket (`tuned`: after its own
+/// setsockopt), read from a file first where `from_file`.
+fn socket_profile(tuned: bool, from_file: bool) -> Profile {
+    let mut p = app();
+    for (name, kind, family) in [
+        ("/f", Kind::File, None),
+        ("socket:[7]", Kind::Socket, Some("unix")),
+    ] {
+        p.targets.push(Target {
+            name: name.into(),
+            kind,
+            fs: None,
+            family: family.map(str::to_string),
+        });
+    }
+    if from_file {
+        p.ops
+            .insert((1, 0, Op::named("read")), stats(1600, 100 << 20, 65536));
+        p.copies.insert((1, 0, 1), (1600, 100 << 20));
+    }
+    p.ops
+        .insert((1, 1, Op::named("sendto")), stats(1600, 100 << 20, 65536));
+    if tuned {
+        p.ops
+            .insert((1, 1, Op::named("setsockopt")), stats(1, 0, 0));
+    }
+    p
+}
+
 /// Sends through a socket of a known family are priced with that family's curves:
 /// 1 KiB sends against the knee, a file's read-then-send against sendfile, and the
 /// kernel's buffers against larger ones, unless the program set its own.
@@ -143,32 +172,7 @@ fn socket_calls_are_priced_with_their_familys_curves() {
             large_buffer: Some((8 << 20, c(&[(1024, 0.5e9), (65536, 5e9), (1 << 20, 6e9)]))),
         },
     );
-    let socket = |tuned: bool, from_file: bool| {
-        let mut p = app();
-        for (name, kind, family) in [
-            ("/f", Kind::File, None),
-            ("socket:[7]", Kind::Socket, Some("unix")),
-        ] {
-            p.targets.push(Target {
-                name: name.into(),
-                kind,
-                fs: None,
-                family: family.map(str::to_string),
-            });
-        }
-        if from_file {
-            p.ops
-                .insert((1, 0, Op::named("read")), stats(1600, 100 << 20, 65536));
-            p.copies.insert((1, 0, 1), (1600, 100 << 20));
-        }
-        p.ops
-            .insert((1, 1, Op::named("sendto")), stats(1600, 100 << 20, 65536));
-        if tuned {
-            p.ops
-                .insert((1, 1, Op::named("setsockopt")), stats(1, 0, 0));
-        }
-        p
-    };
+    let socket = socket_profile;
     let kinds = |p: &Profile, f: &Figures| -> Vec<&'static str> {
         let found = findings(p, f, 1.0);
         each_call_once(p, f, &found);
