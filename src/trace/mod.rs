@@ -75,7 +75,12 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
         measured,
         detaching,
     } = follow(started, attaching, opts, settings)?;
-    let mut found = findings::findings(&prof, &figures, work.estimate_s);
+    let budget = findings::Budget {
+        work_s: work.estimate_s,
+        user_cpu_s: work.user_cpu_s.max(work.own_work_s),
+        tracer_s: work.tracer_cost.map(|c| c.per_call_s),
+    };
+    let mut found = findings::findings(&prof, &figures, budget);
     if let Some(w) = subject.window() {
         findings::per_second(&mut found, work.estimate_s, w.seconds);
     }
@@ -151,13 +156,16 @@ fn follow(
     tracing.notes(&mut prof);
     prof.finish();
     let stopped = running.stopped_calls();
+    let user = user.since();
+    let mut detaching = running.detach();
+    let cost = tracer_cost(&prof, settings, &mut detaching);
     let work = Work::of(
         &prof,
         &figures,
         settings,
-        (user.since(), stopped),
+        (user, stopped),
         seconds,
-        tracing,
+        (tracing, cost),
     );
     Ok(Traced {
         subject,
@@ -165,7 +173,29 @@ fn follow(
         work,
         figures,
         measured,
-        detaching: running.detach(),
+        detaching,
+    })
+}
+
+/// The tracer's cost per timed call (eBPF), where enough calls were timed for the
+/// program's own work to matter: pooled, or calibrated once the trace's programs are
+/// gone (`detaching` joined first).
+fn tracer_cost(
+    prof: &profile::Profile,
+    settings: &Settings,
+    detaching: &mut running::Detaching,
+) -> Option<overhead::TracerCost> {
+    let timed: u64 = prof.ops.values().map(|s| s.gaps.len()).sum();
+    let calls = prof.ops.values().map(|s| s.calls).sum();
+    if timed < findings::MIN_TIMED || calls < overhead::MIN_CALLS {
+        return None;
+    }
+    let mut store = settings.store_for_saving().ok().flatten();
+    let host = crate::sys::machine::hostname();
+    overhead::tracer_cost(calls, store.as_mut(), &host, || {
+        if let Some(d) = detaching.take() {
+            drop(d.join());
+        }
     })
 }
 

@@ -114,8 +114,14 @@ fn extra_user(calls: u64) -> Option<f64> {
 /// The pool's name for this CPU placement: the calibration depends on whether tracer
 /// and command share one CPU.
 fn pool_name() -> String {
+    format!("trace.user_per_call.{}", placement())
+}
+
+/// The CPU placement a calibration is kept under: whether tracer and command share one
+/// CPU.
+fn placement() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("trace.user_per_call.cpus{}", cpus.min(2))
+    format!("cpus{}", cpus.min(2))
 }
 
 /// The command's user CPU time without tracing, estimated from `user_traced` (s) and
@@ -159,4 +165,63 @@ pub fn correct(
         c.pooled_calls = pool.amount as u64;
     }
     ((user_traced - calls as f64 * c.per_call_user_s).max(0.0), c)
+}
+
+/// The eBPF programs' version in the calibrations' name: a change to what `sys_exit`
+/// does changes its cost, and the pool starts again.
+const PROGRAMS: &str = "v7";
+
+/// Pooled tracer-cost calibration calls past which no more are made.
+const ENOUGH_TRACER: f64 = 400_000.0;
+
+/// What the eBPF tracer puts in a timed pair's interval besides the program's own work
+/// and the second call, measured here ([`crate::sys::trace::bpf::cost`]; the gaps are
+/// [`crate::trace::profile::Gaps`]).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TracerCost {
+    /// Seconds (the pool's mean).
+    pub per_call_s: f64,
+    /// This trace's own calibration calls (0: enough were pooled already).
+    pub calibration_calls: u64,
+    /// Calibration calls behind `per_call_s`, this trace's and the saved ones.
+    pub pooled_calls: u64,
+}
+
+/// The eBPF tracer's part of a timed pair's interval on this host, pooled in `store` with the
+/// earlier calibrations of this host and CPU placement; `before` runs first when a
+/// calibration is made (the trace's own programs must be gone: they would be timed
+/// too). None when none was ever made and none could be.
+pub fn tracer_cost(
+    calls: u64,
+    store: Option<&mut crate::results::store::Store>,
+    host: &str,
+    before: impl FnOnce(),
+) -> Option<TracerCost> {
+    let name = format!("trace.ebpf_per_call.{PROGRAMS}.{}", placement());
+    let mut store = store;
+    let mut pool = store
+        .as_ref()
+        .and_then(|s| s.calibration(host, &name).ok())
+        .unwrap_or_default();
+    let mut made = 0;
+    if pool.amount < ENOUGH_TRACER {
+        before();
+        if let Ok(c) = crate::sys::trace::bpf::cost(calls.min(MAX_CALLS)) {
+            // What a timed pair's interval holds besides the call and the loop's own
+            // (a few ns: counted as tracing).
+            let extra = (c.pair_ns - c.bare_ns) * 1e-9 * c.calls as f64;
+            made = c.calls;
+            pool.amount += c.calls as f64;
+            pool.total += extra;
+            if let Some(s) = store.as_mut() {
+                // Best effort, as the user-time calibration's.
+                let _ = s.add_calibration(host, &name, c.calls as f64, extra);
+            }
+        }
+    }
+    (pool.amount > 0.0).then(|| TracerCost {
+        per_call_s: (pool.total / pool.amount).max(0.0),
+        calibration_calls: made,
+        pooled_calls: pool.amount as u64,
+    })
 }

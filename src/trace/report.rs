@@ -174,13 +174,13 @@ fn window_line(cmd: &[String], w: &Window, run: &Work, p: &Profile) -> String {
         EndedBy::Exit => "when every process attached to had ended",
     };
     let mut line = format!(
-        "ioprobe trace: attached to {} for {}, detached {ended}; per second of its run: {}/s traced calls moving {}/s, its work here ≈{} per second ({} of user CPU and ≈{} of traced calls at this machine's figures)\n",
+        "ioprobe trace: attached to {} for {}, detached {ended}; per second of its run: {}/s traced calls moving {}/s, its work here ≈{} per second ({} and ≈{} of traced calls at this machine's figures)\n",
         cmd.join(", "),
         secs(w.seconds),
         crate::units::sig3(calls as f64 / s),
         format_size((bytes as f64 / s) as u64),
         secs(run.estimate_s / s),
-        secs(run.user_cpu_s / s),
+        user_part(run, s),
         secs(run.priced_calls_s / s),
     );
     if let Some(n) = w.stopped_calls {
@@ -363,13 +363,13 @@ impl Report<'_> {
         let mut out = match subject {
             Subject::Attached(w) => window_line(cmd, w, run, p),
             Subject::Command { ended, .. } => format!(
-                "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} of user CPU and {} traced calls taking ≈{} at this machine's figures\n",
+                "ioprobe trace: `{}` {} after {} under trace; its work here ≈{}: {} and {} traced calls taking ≈{} at this machine's figures\n",
                 // As a shell would take it back: `sh -c 'cat log | gzip'` keeps its quotes.
                 crate::units::shell_words(cmd),
                 exit_text(*ended),
                 secs(run.traced_wall_s),
                 secs(run.estimate_s),
-                secs(run.user_cpu_s),
+                user_part(run, 1.0),
                 thousands(p.counts.values().sum()),
                 secs(run.priced_calls_s),
             ),
@@ -549,5 +549,19 @@ impl Report<'_> {
             notes: p.notes.iter().map(String::as_str).collect(),
         };
         Ok(serde_json::to_string_pretty(&doc)? + "\n")
+    }
+}
+
+/// The work's user part, per `per` seconds: its user CPU, or where more, the program's
+/// own work between its calls as measured (the user CPU is counted in ticks).
+fn user_part(run: &Work, per: f64) -> String {
+    if run.own_work_s > run.user_cpu_s {
+        format!(
+            "{} of the program's own work between its calls (measured; its user CPU counted {})",
+            secs(run.own_work_s / per),
+            secs(run.user_cpu_s / per)
+        )
+    } else {
+        format!("{} of user CPU", secs(run.user_cpu_s / per))
     }
 }

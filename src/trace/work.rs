@@ -20,9 +20,19 @@ pub struct Work {
     pub user_cpu_s: f64,
     pub user_correction: overhead::Correction,
     pub priced_calls_s: f64,
+    /// The program's own work between its timed calls, measured (eBPF: the time from
+    /// one call's end to the next, less the call and the tracer's cost; 0 where calls
+    /// are not timed). It is part of the user CPU time, which is counted in scheduler
+    /// ticks: the work's user part is the larger of the two.
+    pub own_work_s: f64,
+    /// max(user CPU, own work) + priced calls.
     pub estimate_s: f64,
     /// The tracer that ran.
     pub tracer: Tracing,
+    /// What the tracer adds to each call it times (eBPF), which the program's own work
+    /// per call is found without ([`overhead::tracer_cost`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracer_cost: Option<overhead::TracerCost>,
 }
 
 impl Work {
@@ -35,7 +45,7 @@ impl Work {
         settings: &Settings,
         (user, stopped): (f64, u64),
         seconds: f64,
-        tracer: Tracing,
+        (tracer, tracer_cost): (Tracing, Option<overhead::TracerCost>),
     ) -> Work {
         let (user_cpu, correction) = {
             let host = crate::sys::machine::hostname();
@@ -46,13 +56,18 @@ impl Work {
             overhead::correct(user, stopped, store.as_mut(), &host)
         };
         let priced = priced(prof, figures);
+        let own = tracer_cost.map_or(0.0, |c| {
+            super::findings::own_work_total(prof, figures, c.per_call_s)
+        });
         Work {
             traced_wall_s: seconds,
             user_cpu_s: user_cpu,
             user_correction: correction,
             priced_calls_s: priced,
-            estimate_s: user_cpu + priced,
+            own_work_s: own,
+            estimate_s: user_cpu.max(own) + priced,
             tracer,
+            tracer_cost,
         }
     }
 }

@@ -170,6 +170,55 @@ fn dd_reads_and_writes_are_counted_exactly_and_small_reads_are_found_via(via: &s
 }
 
 #[test]
+fn the_programs_own_work_per_call_is_priced_where_calls_are_timed() {
+    for via in tracers() {
+        the_programs_own_work_per_call_is_priced_where_calls_are_timed_via(via);
+    }
+}
+
+/// Under eBPF a sample of calls is timed: dd's 8,192 small reads get their loop's own
+/// work priced with a range, inside the run's work; the other tracers say they did not
+/// measure it.
+fn the_programs_own_work_per_call_is_priced_where_calls_are_timed_via(via: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::write(&input, vec![7u8; 4 << 20]).unwrap();
+    let path = input.canonicalize().unwrap().display().to_string();
+    let cmd = ["dd", &format!("if={path}"), "of=/dev/null", "bs=512"];
+    let (doc, code, stderr) = trace_via(dir.path(), &cmd, via);
+    assert_eq!(code, 0, "{stderr}");
+    let found = doc["findings"].as_array().unwrap();
+    let f = found
+        .iter()
+        .find(|f| f["kind"] == "small_requests")
+        .unwrap_or_else(|| panic!("no small-read finding: {doc}"));
+    let work = doc["work"]["estimate_s"].as_f64().unwrap();
+    let total: f64 = found.iter().filter_map(|f| f["saving_s"].as_f64()).sum();
+    assert!(
+        total <= work * (1.0 + 1e-9),
+        "savings {total} > work {work}"
+    );
+    let text = f["text"].as_str().unwrap();
+    if via != "ebpf" {
+        assert!(f.get("own_work").is_none(), "{f}");
+        assert!(text.contains("in system calls only"), "{text}");
+        return;
+    }
+    let own = &f["own_work"];
+    assert!(own.is_object(), "{via}: no own work priced: {f}");
+    assert_eq!(own["calls"].as_u64(), Some(8192 * 2 + 1), "{own}");
+    assert!(own["calls_removed"].as_u64().unwrap() > 16_000, "{own}");
+    let (lo, mid, hi) = (
+        f["saving_low_s"].as_f64().unwrap(),
+        f["saving_s"].as_f64().unwrap(),
+        f["saving_high_s"].as_f64().unwrap(),
+    );
+    assert!(lo <= mid && mid <= hi, "{lo} {mid} {hi}");
+    assert!(doc["work"]["tracer_cost"]["per_call_s"].as_f64().unwrap() > 0.0);
+    assert!(doc["work"]["own_work_s"].as_f64().unwrap() >= own["saving_s"].as_f64().unwrap());
+}
+
+#[test]
 fn a_shell_pipeline_is_followed_across_processes() {
     for via in tracers() {
         a_shell_pipeline_is_followed_across_processes_via(via);

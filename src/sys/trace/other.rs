@@ -21,6 +21,11 @@ pub mod bpf {
     /// Never made: [`Loaded::load`] says tracing is Linux-only.
     pub struct Loaded(());
 
+    /// Tracing is Linux-only.
+    pub fn cost(_calls: u64) -> io::Result<crate::sys::trace::Calibration> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, WHY))
+    }
+
     /// What the programs would watch.
     #[derive(Debug, Clone, Copy)]
     pub enum Scope<'a> {

@@ -14,6 +14,9 @@ pub enum Event {
         args: [u64; 6],
         ret: i64,
         mem: Memory,
+        /// When the call ended and how often its task had been switched out by then,
+        /// for the calls the tracer times (eBPF: a sample of pairs).
+        timing: Option<Timing>,
     },
     /// `tid` started (fork, vfork or clone) from `parent`; its process and program
     /// name, where the tracer saw them.
@@ -48,6 +51,19 @@ pub enum Event {
         /// Each descriptor's /proc link, looked at when the record was read.
         names: Vec<Option<String>>,
     },
+}
+
+/// When a timed call ended (CLOCK_MONOTONIC, ns, the low 32 bits: a pair's interval
+/// is far shorter than their 4.3 s) and its task's context switches then (voluntary
+/// and involuntary, the low 30 bits). Calls are timed in pairs, a sample of
+/// them: a first, and its task's very next call (`second`). The time from one to the
+/// other holds the program's own work between them and the second call, where the
+/// count did not change (the task neither waited nor was preempted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub ended_ns: u32,
+    pub switches: u32,
+    pub second: bool,
 }
 
 /// A process as the eBPF tracer saw it when its program started.
@@ -229,4 +245,19 @@ pub enum WindowEnd {
     Signal(i32),
     /// Every process attached to ended.
     Exited,
+}
+
+/// What the eBPF tracer's calibration measured ([`crate::sys::trace::bpf::cost`]), ns
+/// per call.
+#[derive(Debug, Clone, Copy)]
+pub struct Calibration {
+    /// The call untraced.
+    pub bare_ns: f64,
+    /// The call traced (its blocks' median).
+    pub traced_ns: f64,
+    /// A timed pair's interval (the median), which holds the call and tracing's part.
+    pub pair_ns: f64,
+    /// Calls made with the programs attached, and timed pairs among them.
+    pub calls: u64,
+    pub pairs: u64,
 }

@@ -6,6 +6,7 @@
 //! to at most its work.
 
 use super::Finding;
+use super::own::{Budget, of_rows};
 use crate::trace::figures::Figures;
 use crate::trace::price::time_here;
 use crate::trace::profile::{Op, Profile};
@@ -57,8 +58,10 @@ fn claimed_time(claims: &[Claim], p: &Profile, f: &Figures) -> Option<f64> {
 }
 
 /// The findings as reported: each call claimed once, time capped at what the claimed
-/// calls take here, savings and shares of `work` computed, largest saving first.
-pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
+/// calls take here, the program's own work per call added ([`super::own`]: in all at
+/// most the run's user CPU), savings and shares of the work computed, largest saving
+/// first.
+pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> Vec<Finding> {
     largest_first(&mut found);
     let mut kept: Vec<Finding> = Vec::new();
     let mut owner: BTreeMap<Claim, usize> = BTreeMap::new();
@@ -78,16 +81,58 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, work: f64) -> V
             x.time_s = Some(t.min(cap));
             x.better_s = x.better_s.map(|b| b.min(cap));
         }
+        let rows: Vec<_> = x
+            .claims
+            .iter()
+            .filter_map(|c| match c {
+                Claim::Row(pid, t, op) => Some((*pid, *t, *op)),
+                Claim::Path(..) => None,
+            })
+            .collect();
+        x.own_work = of_rows(&rows, x.kept, p, f, b.tracer_s);
         for c in &x.claims {
             owner.insert(c.clone(), kept.len());
         }
         kept.push(x);
     }
+    add_own_work(&mut kept, b.user_cpu_s);
     for x in &mut kept {
-        finish(x, work, None);
+        finish(x, b.work_s, None);
     }
     largest_first(&mut kept);
     kept
+}
+
+/// Each finding's own work added to its time (all of it now, what the change keeps
+/// after), cut in proportion where the findings' own work would add up to more than
+/// the run's user CPU.
+fn add_own_work(kept: &mut [Finding], user_cpu_s: f64) {
+    let total: f64 = kept
+        .iter()
+        .filter_map(|x| x.own_work)
+        .map(|o| o.per_call_s * o.calls as f64)
+        .sum();
+    let k = if total > user_cpu_s {
+        user_cpu_s.max(0.0) / total
+    } else {
+        1.0
+    };
+    for x in kept {
+        let Some(o) = x.own_work.map(|o| o.scaled(k)) else {
+            continue;
+        };
+        let (Some(t), Some(bt)) = (x.time_s, x.better_s) else {
+            x.own_work = None;
+            continue;
+        };
+        let now = o.per_call_s * o.calls as f64;
+        let calls = (t - bt).max(0.0);
+        x.time_s = Some(t + now);
+        x.better_s = Some(bt + now - o.saving_s);
+        x.saving_low_s = Some(calls + o.low_s);
+        x.saving_high_s = Some(calls + o.high_s);
+        x.own_work = Some(o);
+    }
 }
 
 /// Attached to a running process for `window` seconds: each finding's saving per
@@ -114,15 +159,16 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
     let tail = match (x.saving_s, x.share) {
         (Some(s), Some(sh)) => {
             let pct = crate::units::sig3(sh * 100.0);
+            let parts = parts(x, s);
             match w {
                 Some(w) => format!(
-                    ": saves ≈{} per second of its run (≈{} in the {} window, {pct}% of its work){matters}",
+                    ": saves ≈{} per second of its run{parts} (≈{} in the {} window, {pct}% of its work){matters}",
                     secs(s / w),
                     secs(s),
                     secs(w),
                 ),
                 None => format!(
-                    ": saves ≈{} of ≈{} of work ({pct}%){matters}",
+                    ": saves ≈{}{parts} of ≈{} of work ({pct}%){matters}",
                     secs(s),
                     secs(work)
                 ),
@@ -143,4 +189,25 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
         })
         .collect();
     x.text = format!("{}{tail}{others}", x.what);
+}
+
+/// What a saving `s` is made of: its system calls and the program's own work per call
+/// (with its range), or that the own work was not measured where the change removes
+/// calls.
+fn parts(x: &Finding, s: f64) -> String {
+    match (x.own_work, x.saving_low_s, x.saving_high_s) {
+        (Some(o), Some(lo), Some(hi)) if o.saving_s > 0.0 => format!(
+            " ({} in system calls, {} of the program's own work per call: ≈{} a call, {} calls fewer; ≈{}–{} as its gaps between calls vary)",
+            secs(s - o.saving_s),
+            secs(o.saving_s),
+            secs(o.per_call_s),
+            crate::units::thousands(o.calls_removed),
+            secs(lo),
+            secs(hi),
+        ),
+        _ if x.kept < 1.0 && x.own_work.is_none() => {
+            " (in system calls only: the program's own work between them was not measured)".into()
+        }
+        _ => String::new(),
+    }
 }

@@ -3,6 +3,7 @@
 //! claimed once (`claims.rs`).
 
 mod claims;
+mod own;
 mod relays;
 
 use super::figures::Figures;
@@ -12,6 +13,7 @@ use crate::probes::syscalls::Case;
 use crate::sys::trace::calls::Syscall;
 use crate::units::{format_secs as secs, format_size, thousands};
 pub use claims::{Alternative, Claim, per_second};
+pub use own::{Budget, MIN_TIMED, OwnWork, total as own_work_total};
 use relays::{Relays, relayed_writes};
 use serde::Serialize;
 
@@ -35,9 +37,21 @@ pub struct Finding {
     /// in the window divided by the window's length).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saving_per_s: Option<f64>,
+    /// The saving's range (the program's own work per call varies between calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saving_low_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saving_high_s: Option<f64>,
+    /// The program's own work between the calls the change removes (in the saving).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_work: Option<OwnWork>,
     /// Other changes to calls this finding claimed first (not added to the savings).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
+    /// The share of the claimed calls the change keeps (1: as many calls, each
+    /// cheaper; 0: none left).
+    #[serde(skip)]
+    pub kept: f64,
     /// The sentence without its price, and the calls it would change.
     #[serde(skip)]
     pub what: String,
@@ -46,9 +60,10 @@ pub struct Finding {
 }
 
 /// Every finding of `p`, largest saving first, each call claimed by one finding only.
-/// `work` is the run's work here (seconds), which savings are compared with. One rule
-/// per method of [`Finder`].
-pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
+/// `budget` is the run's work here (seconds), which savings are compared with, and
+/// what prices the program's own work per call ([`own`]). One rule per method of
+/// [`Finder`].
+pub fn findings(p: &Profile, f: &Figures, budget: impl Into<Budget>) -> Vec<Finding> {
     let mut x = Finder {
         p,
         f,
@@ -73,7 +88,7 @@ pub fn findings(p: &Profile, f: &Figures, work: f64) -> Vec<Finding> {
     for rule in Finder::WHOLE_RUN {
         rule(&mut x);
     }
-    claims::settle(x.out, p, f, work)
+    claims::settle(x.out, p, f, budget.into())
 }
 
 /// The findings being made: the profile, the figures, the relays, and the list.
@@ -118,7 +133,7 @@ impl Finder<'_> {
         pid: i32,
         target: String,
         what: String,
-        (time, better): (Option<f64>, Option<f64>),
+        (time, better, kept): (Option<f64>, Option<f64>, f64),
         claims: Vec<Claim>,
     ) {
         self.out.push(Finding {
@@ -133,7 +148,11 @@ impl Finder<'_> {
             share: None,
             matters: false,
             saving_per_s: None,
+            saving_low_s: None,
+            saving_high_s: None,
+            own_work: None,
             alternatives: Vec::new(),
+            kept,
             what,
             claims,
         });
@@ -213,7 +232,7 @@ impl Finder<'_> {
                     thousands(calls_then),
                     secs(then)
                 ),
-                (Some(now), Some(then)),
+                (Some(now), Some(then), calls_then as f64 / s.calls as f64),
                 claims,
             );
         }
@@ -239,7 +258,7 @@ impl Finder<'_> {
                     thousands(s.after_lseek),
                     if reading { "pread" } else { "pwrite" }
                 ),
-                (per.map(|x| x * s.after_lseek as f64), per.map(|_| 0.0)),
+                (per.map(|x| x * s.after_lseek as f64), per.map(|_| 0.0), 0.0),
                 vec![Claim::Row(pid, t, Op::Call(Syscall::Lseek))],
             );
         }
@@ -261,7 +280,11 @@ impl Finder<'_> {
                     format_size(s.reread_bytes),
                     target.label()
                 ),
-                (rate.map(|r| s.reread_bytes as f64 / r), rate.map(|_| 0.0)),
+                (
+                    rate.map(|r| s.reread_bytes as f64 / r),
+                    rate.map(|_| 0.0),
+                    1.0 - s.reread_bytes as f64 / s.bytes.max(1) as f64,
+                ),
                 vec![Claim::Row(pid, t, op)],
             );
         }
@@ -294,7 +317,7 @@ impl Finder<'_> {
                     crate::units::format_gbps(l),
                     crate::units::format_gbps(d)
                 ),
-                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l)),
+                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l), 1.0),
                 vec![Claim::Row(pid, t, op)],
             );
         }
@@ -331,7 +354,7 @@ impl Finder<'_> {
                     crate::units::format_gbps(l),
                     crate::units::format_gbps(d)
                 ),
-                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l)),
+                (Some(s.bytes as f64 / d), Some(s.bytes as f64 / l), 1.0),
                 vec![Claim::Row(pid, t, op)],
             );
         }
@@ -351,7 +374,7 @@ impl Finder<'_> {
                         comm_of(p, *pid),
                         thousands(n)
                     ),
-                    (per.map(|x| x * n as f64), per),
+                    (per.map(|x| x * n as f64), per, 1.0 / n as f64),
                     vec![Claim::Path(*pid, path.clone(), "open")],
                 );
             }
@@ -372,7 +395,7 @@ impl Finder<'_> {
                         comm_of(p, *pid),
                         thousands(n)
                     ),
-                    (per.map(|x| x * n as f64), per),
+                    (per.map(|x| x * n as f64), per, 1.0 / n as f64),
                     vec![Claim::Path(*pid, path.clone(), "stat")],
                 );
             }
@@ -405,7 +428,7 @@ impl Finder<'_> {
                     s_t.name,
                     s_t.name
                 ),
-                (time, time.map(|_| 0.0)),
+                (time, time.map(|_| 0.0), 0.0),
                 [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
             );
         }
@@ -428,7 +451,11 @@ impl Finder<'_> {
                         format_size(y.bytes / y.syncs.max(1)),
                         fsync_source(f)
                     ),
-                    (f.fsync_s.map(|c| c * y.syncs as f64), f.fsync_s),
+                    (
+                        f.fsync_s.map(|c| c * y.syncs as f64),
+                        f.fsync_s,
+                        1.0 / y.syncs as f64,
+                    ),
                     rows_of(p, pid, t)
                         .filter(|&(op, _)| {
                             matches!(op.call(), Some(Syscall::Fsync | Syscall::Fdatasync))
@@ -486,7 +513,11 @@ impl Finder<'_> {
                         thousands(pairs),
                         format_size(size)
                     ),
-                    (through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w), better),
+                    (
+                        through.map(|(r, w)| bytes as f64 / r + bytes as f64 / w),
+                        better,
+                        0.0,
+                    ),
                     [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
                 );
             }

@@ -272,7 +272,12 @@ impl Finder<'_> {
                 *pid,
                 named(p, dsts, "destinations"),
                 what,
-                (Some(now), Some(then)),
+                (
+                    Some(now),
+                    Some(then),
+                    (reads.calls_then + writes.calls_then) as f64
+                        / (reads.calls + writes.calls).max(1) as f64,
+                ),
                 claims,
             );
         }

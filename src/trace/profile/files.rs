@@ -275,6 +275,7 @@ mod tests {
         // A child whose fork event comes after its own open of F as 3.
         let late = T + 2;
         let at = |tid: i32, sys: Syscall, args: [u64; 6], ret: i64, mem| Event::Call {
+            timing: None,
             tid,
             call: sys,
             args,

@@ -30,6 +30,7 @@ impl OpStats {
         self.eof += o.eof;
         self.reread_bytes += o.reread_bytes;
         self.after_lseek += o.after_lseek;
+        self.gaps.merge(&o.gaps);
     }
 }
 
@@ -122,6 +123,7 @@ mod tests {
             call: sys,
             args,
             ret,
+            timing: None,
             mem: Memory::Captured(parts, std::cell::Cell::new(false)),
         }
     }

@@ -14,6 +14,7 @@ mod data;
 mod fd;
 mod files;
 mod fold;
+mod gaps;
 mod mapped;
 mod memory;
 mod model;
@@ -21,12 +22,13 @@ mod op;
 mod tables;
 mod uring;
 
+pub use gaps::Gaps;
 pub use model::*;
 pub use op::{AioOp, Op, UringOp};
 
 use crate::names::Named;
-use crate::sys::trace::Event;
 use crate::sys::trace::calls::{Family, Syscall};
+use crate::sys::trace::{Event, Timing};
 
 impl Profile {
     /// After the last event: the note that says how many files were folded, if any.
@@ -55,9 +57,12 @@ impl Profile {
                 args,
                 ret,
                 ref mem,
+                timing,
             } => {
                 self.mem = mem.clone();
+                self.interval = self.time(tid, timing);
                 self.call(tid, call, args, ret);
+                self.interval = None; // a call no row counts keeps none
                 if self.mem.missed() {
                     self.uncopied.insert(call.name());
                 }
@@ -90,11 +95,27 @@ impl Profile {
             Event::Exit { tid } => {
                 let pid = self.tgid.remove(&tid);
                 self.last_read.remove(&tid);
+                self.ended_at.remove(&tid);
                 if pid == Some(tid) {
                     self.ended(tid);
                 }
             }
         }
+    }
+
+    /// At a timed pair's second call, the interval from the first's end to its own,
+    /// where the task was not switched out in between (it waited, or another task
+    /// ran). A first waits for its task's next call only.
+    fn time(&mut self, tid: i32, t: Option<Timing>) -> Option<u64> {
+        let first = self.ended_at.remove(&tid);
+        let t = t?;
+        if !t.second {
+            self.ended_at.insert(tid, t);
+            return None;
+        }
+        first
+            .filter(|f| f.switches == t.switches)
+            .map(|f| u64::from(t.ended_ns.wrapping_sub(f.ended_ns)))
     }
 
     pub(super) fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {
@@ -213,6 +234,7 @@ pub(super) mod testing {
             call: sys,
             args,
             ret,
+            timing: None,
             mem: Memory::Captured(parts, std::cell::Cell::new(false)),
         });
     }

@@ -93,11 +93,17 @@ pub struct OpStats {
     pub reread_bytes: u64,
     /// Calls right after an lseek on the same descriptor (lseek+read: pread would do).
     pub after_lseek: u64,
+    /// The time from the task's previous traced call's end to each call's end, where
+    /// the tracer times calls (eBPF): the call, the program's own work before it, and
+    /// the tracer's cost ([`Gaps`]).
+    #[serde(skip)]
+    pub gaps: super::gaps::Gaps,
 }
 
 impl OpStats {
     /// One call that asked to move `bytes`: its bucket in the histogram.
     pub fn record_size(&mut self, bytes: u64) {
+        self.gaps.sized(bytes);
         let b = bucket(bytes);
         *self.sizes.entry(b).or_default() += 1;
         *self.asked.entry(b).or_default() += bytes;
@@ -208,6 +214,10 @@ pub struct Profile {
     pub(super) read: IntMap<usize, Vec<(u64, u64)>>,
     /// Per task: the last read (source, bytes) when a copy may follow.
     pub(super) last_read: IntMap<i32, (usize, u64)>,
+    /// When each task's last timed call ended, and the interval to the call being
+    /// taken in, which the first row it counts in keeps ([`OpStats::gaps`]).
+    pub(super) ended_at: IntMap<i32, crate::sys::trace::Timing>,
+    pub(super) interval: Option<u64>,
     /// Per (pid, target): writes and bytes since the last fsync.
     pub(super) unsynced: IntMap<(i32, usize), (u64, u64)>,
     /// io_uring rings: (pid, descriptor) → layout and where they are mapped.

@@ -220,7 +220,11 @@ impl Profile {
     }
 
     pub(super) fn op(&mut self, pid: i32, target: usize, op: Op) -> &mut OpStats {
-        self.ops.entry((pid, target, op)).or_default()
+        let s = self.ops.entry((pid, target, op)).or_default();
+        if let Some(ns) = self.interval.take() {
+            s.gaps.add(ns);
+        }
+        s
     }
 
     /// `tid` started a new program (`comm`, 32-bit or not, what the tracer noted of it

@@ -44,6 +44,8 @@ pub(super) const XOR: u8 = 0xa0;
 pub(super) const LOOKUP: i32 = 1;
 pub(super) const UPDATE: i32 = 2;
 pub(super) const DELETE: i32 = 3;
+pub(super) const KTIME: i32 = 5;
+pub(super) const CURRENT_TASK: i32 = 158;
 pub(super) const PID_TGID: i32 = 14;
 pub(super) const COMM: i32 = 16;
 pub(super) const UNDER_CGROUP: i32 = 37;
@@ -52,9 +54,6 @@ pub(super) const READ_KERNEL: i32 = 113;
 pub(super) const READ_USER_STR: i32 = 114;
 pub(super) const RESERVE: i32 = 131;
 pub(super) const SUBMIT: i32 = 132;
-pub(super) const QUERY: i32 = 134;
-/// bpf_ringbuf_query's flag: the bytes not yet read.
-pub(super) const AVAIL_DATA: i32 = 0;
 /// bpf_ringbuf_submit's flags: wake no reader (calls: ioprobe reads on its own
 /// clock), or wake it now (a new task or program, whose descriptors and working
 /// directory ioprobe looks at while they are still there).
@@ -79,6 +78,10 @@ impl Asm {
     }
     pub(super) fn mov(&mut self, dst: u8, src: u8) {
         self.op(0x07 | 0xb0 | 0x08, dst, src, 0, 0);
+    }
+    /// dst = (u32) src: a pointer's low half as a number (privileged programs only).
+    pub(super) fn mov32(&mut self, dst: u8, src: u8) {
+        self.op(0x04 | 0xb0 | 0x08, dst, src, 0, 0);
     }
     pub(super) fn movi(&mut self, dst: u8, imm: i32) {
         self.op(0x07 | 0xb0, dst, 0, 0, imm);

@@ -168,9 +168,10 @@ pub(super) fn attach(point: Point, code: &[Insn]) -> io::Result<(OwnedFd, OwnedF
 pub(super) struct Maps {
     /// Task id → its state ([`TRACED`], [`WAITING`], [`COMPAT`]): the traced tree.
     pub(super) tasks: OwnedFd,
-    /// One bit per task id (word `id / 64`, bit `id % 64`), set while `tasks` holds the
-    /// task as [`TRACED`]: what `sys_exit` looks at first, inline, in place of a hash
-    /// lookup. A task id past its end goes to `tasks`.
+    /// Two bits per task id (word `id / 32`, bits `2 × (id % 32)` and the one above):
+    /// the first set while `tasks` holds the task as [`TRACED`], what `sys_exit` looks
+    /// at first, inline, in place of a hash lookup (a task id past the words goes to
+    /// `tasks`); the second set by a timed call, whose task's next call is timed too.
     pub(super) live: OwnedFd,
     /// Syscall number → [`wanted_value`] (0: not traced).
     pub(super) wanted: OwnedFd,
@@ -193,6 +194,9 @@ pub(super) struct TaskOffsets {
     pub(super) tgid: i32,
     /// `struct linux_binprm`'s `buf` (the program's first bytes).
     pub(super) binprm_buf: i32,
+    /// The task's voluntary and involuntary context switches.
+    pub(super) nvcsw: i32,
+    pub(super) nivcsw: i32,
 }
 
 /// What the programs need from the kernel's BTF.
@@ -232,6 +236,8 @@ pub(super) fn kernel_types() -> io::Result<KernelTypes> {
             pid: member(0, "task_struct", "pid")?,
             tgid: member(0, "task_struct", "tgid")?,
             binprm_buf: member(1, "linux_binprm", "buf")?,
+            nvcsw: member(0, "task_struct", "nvcsw")?,
+            nivcsw: member(0, "task_struct", "nivcsw")?,
         },
         sys_exit: found[2]
             .as_ref()

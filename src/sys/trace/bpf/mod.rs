@@ -5,29 +5,36 @@
 //! - `sys_exit` (typed by BTF, `tp_btf`): for a task of the traced tree and a traced
 //!   call, one record goes to a ring buffer: the call's number and arguments (still in
 //!   the saved user registers at exit), its result, and the memory its profile reads
-//!   (its path, iovec array, msghdr or io_uring parameters), copied there and then;
+//!   (its path, iovec array, msghdr or io_uring parameters), copied there and then; a
+//!   sample of pairs of calls (about one in 45 and its task's next call) also carry
+//!   when they ended and the task's context switches, for the program's own work
+//!   between calls;
 //! - `sched_process_fork`, `sched_process_exec`, `sched_process_exit`: the traced tree
 //!   is a map in the kernel, so a new task is traced from its first call (the command
 //!   itself from its exec: until then it is ioprobe's child waiting on a pipe).
 //!
-//! ioprobe reads the ring every few milliseconds, or when a program starts or the ring
-//! is half full, so the command's calls cost it one bit looked up inline (the `live`
-//! bitmap), its saved registers read through the tracepoint's typed pointer (no
-//! helper call), and a record each. A record the ring had no room for is counted
-//! ([`Ebpf::lost`]) and said, never silently dropped. Needs root (or CAP_BPF with
-//! CAP_PERFMON) and BTF (`/sys/kernel/btf/vmlinux`) for three offsets (`task_struct`'s
-//! `pid` and `tgid`, `linux_binprm`'s `buf`) and the typed `sys_exit` tracepoint's id.
-
+//! ioprobe reads the ring every few milliseconds, or when a program starts or each
+//! quarter of the ring fills, so the command's calls cost it one bit looked up inline
+//! (the `live` bitmap, whose second bit per task marks a timed pair), its saved registers
+//! read through the tracepoint's typed pointer (no helper call), and a record each. A
+//! record the ring had no room for is counted ([`Ebpf::lost`]) and said, never
+//! silently dropped. Needs root (or CAP_BPF with CAP_PERFMON) and BTF
+//! (`/sys/kernel/btf/vmlinux`) for five offsets (`task_struct`'s `pid`, `tgid`,
+//! `nvcsw` and `nivcsw`, `linux_binprm`'s `buf`) and the typed `sys_exit` tracepoint's
+//! id. `calibrate.rs` measures what tracing puts in a timed pair's interval here.
 //!
 //! `asm.rs` is the assembler, `programs.rs` the four programs, `kernel.rs` bpf(2),
 //! the maps and BTF, `ring.rs` the ring buffer read from user space.
 
 mod asm;
 mod attach;
+mod calibrate;
 mod kernel;
 mod programs;
 mod reader;
 mod ring;
+
+pub use calibrate::cost;
 
 use super::calls::Pointee;
 use super::ptrace::{Child, Maker, PASSED, c_args, child_error, makers, os, pipe};
@@ -53,9 +60,11 @@ pub(super) const KIND_CALL: i32 = 1;
 pub(super) const KIND_TASK: i32 = 2;
 pub(super) const KIND_EXEC: i32 = 3;
 pub(super) const KIND_EXIT: i32 = 4;
-/// A record without memory, and one with: header (80 bytes), 512 bytes of memory
-/// (a path, or iovecs), a 56-byte msghdr.
+/// A record without memory, and one with: header (80 bytes; a call's number is 32 bits
+/// at 16, the low 32 bits of its end, where timed, at [`AT`]), 512 bytes of memory (a
+/// path, or iovecs), a 56-byte msghdr.
 pub(super) const SMALL: i32 = 80;
+pub(super) const AT: i16 = 20;
 pub(super) const DATA: i16 = 80;
 pub(super) const DATA_LEN: i32 = 512;
 pub(super) const MSG: i16 = 592;
@@ -80,12 +89,12 @@ pub(super) const NUMBERS: u32 = 512;
 /// How often the ring is read while the command runs.
 pub(super) const READ_EVERY_MS: i32 = 4;
 
-/// The `live` bitmap's words: one bit for every task id below the kernel's
-/// `pid_max` (32,768 ids: 4 KiB), read when the maps are made. Ids past it (pid_max
+/// The `live` bitmap's words: two bits for every task id below the kernel's
+/// `pid_max` (32,768 ids: 8 KiB), read when the maps are made. Ids past it (pid_max
 /// raised while tracing) are looked up in `tasks`, as without the bitmap.
 fn live_words() -> u32 {
     let max = super::procfs::pid_max().unwrap_or(1 << 22);
-    max.clamp(64, 1 << 22).div_ceil(64)
+    max.clamp(32, 1 << 22).div_ceil(32)
 }
 
 /// The `wanted` value of a descriptor maker: its fds (two ints) copied from
@@ -237,7 +246,7 @@ impl Loaded {
             ("sched_process_exec", exec(&maps, types.offsets)),
             ("sched_process_exit", exit(&maps)),
         ];
-        let first = sys_exit(&maps);
+        let first = sys_exit(&maps, types.offsets);
         let (first, others) = std::thread::scope(|s| {
             let others = std::thread::Builder::new()
                 .name("ebpf-load".into())

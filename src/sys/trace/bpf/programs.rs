@@ -6,12 +6,10 @@ use super::kernel::{Maps, TaskOffsets};
 use super::*;
 
 /// Where a call's number and six arguments sit in `struct pt_regs` at sys_exit (the
-/// saved user registers; only the return register has changed): the window copied to
-/// the stack (offset, length), each argument's offset in it, the number's (and whether
-/// it is 32 bits wide).
+/// saved user registers; only the return register has changed): each argument's
+/// offset from `base`, the number's (and whether it is 32 bits wide).
 pub(super) struct Regs {
     pub(super) base: i32,
-    pub(super) len: i32,
     pub(super) args: [i16; 6],
     pub(super) nr: i16,
     nr32: bool,
@@ -20,7 +18,6 @@ pub(super) struct Regs {
 pub(super) const REGS: Regs = Regs {
     // r10 r9 r8 ax cx dx si di orig_ax, from offset 56
     base: 56,
-    len: 72,
     args: [56, 48, 40, 0, 16, 8],
     nr: 64,
     nr32: false,
@@ -30,7 +27,6 @@ pub(super) const REGS: Regs = Regs {
     // regs[31] sp pc pstate orig_x0 syscallno: x0 holds the result, orig_x0 the first
     // argument.
     base: 0,
-    len: 288,
     args: [272, 8, 16, 24, 32, 40],
     nr: 280,
     nr32: true,
@@ -43,7 +39,10 @@ pub(super) const RET: i16 = -16;
 pub(super) const PTR: i16 = -24;
 pub(super) const COUNT: i16 = -32;
 pub(super) const BIT: i16 = -36;
-pub(super) const WINDOW: i16 = -40 - REGS.len as i16;
+/// The call's ending (CLOCK_MONOTONIC, ns), and the task's context switches then (the
+/// low 32 bits).
+pub(super) const ENDED: i16 = -48;
+pub(super) const SWITCHES: i16 = -52;
 
 /// Looks the current task up in `tasks`; when it is not there (or, with `traced`,
 /// not there as [`TRACED`]), to `out`. Leaves pid_tgid in r9 and its state in r8.
@@ -105,22 +104,25 @@ pub(super) fn in_scope(a: &mut Asm, maps: &Maps) -> bool {
     true
 }
 
-/// Fills a call record's header at r6: the number in r7, pid_tgid in r9, the
-/// arguments from the register window and the result on the stack.
+/// Fills a call record's header at r6: the number at AUX, pid_tgid in r9, the
+/// arguments from the saved registers at r7, the result, its end and the task's
+/// context switches on the stack.
 pub(super) fn call_header(a: &mut Asm) {
     a.st(W, R6, 0, KIND_CALL);
     a.stx(W, R6, 4, R9);
-    a.mov(R1, R9);
-    a.alui(RSH, R1, 32);
+    a.ldx(W, R1, FP, SWITCHES);
     a.stx(W, R6, 8, R1);
     a.st(W, R6, 12, 0);
-    a.stx(DW, R6, 16, R7);
+    a.ldx(W, R1, FP, AUX);
+    a.stx(W, R6, 16, R1);
     for (i, off) in REGS.args.iter().enumerate() {
-        a.ldx(DW, R1, FP, WINDOW + off);
+        a.ldx(DW, R1, R7, (REGS.base + i32::from(*off)) as i16);
         a.stx(DW, R6, 24 + 8 * i as i16, R1);
     }
     a.ldx(DW, R1, FP, RET);
     a.stx(DW, R6, 72, R1);
+    a.ldx(W, R1, FP, ENDED);
+    a.stx(W, R6, AT, R1);
 }
 
 /// r2 = min(r2, 32) * 16: the bytes of at most 32 iovecs; to `done` when none.
@@ -216,23 +218,25 @@ pub(super) fn copy_memory(a: &mut Asm) {
 }
 
 /// r0 = the word of `live` holding the task id at `id` (to `none` past its end), r1 =
-/// the task's bit in it.
+/// the task's live bit in it (its timed-pair bit is the next one up).
 fn live_word(a: &mut Asm, maps: &Maps, id: i16, none: &str) {
     a.ldx(W, R1, FP, id);
-    a.alui(RSH, R1, 6);
+    a.alui(RSH, R1, 5);
     a.stx(W, FP, BIT, R1);
     a.map(R1, maps.live.as_raw_fd());
     a.stack(R2, BIT as i32);
     a.call(LOOKUP);
     a.jmpi(JEQ, R0, 0, none);
     a.ldx(W, R2, FP, id);
-    a.alui(AND, R2, 63);
+    a.alui(AND, R2, 31);
+    a.alui(LSH, R2, 1);
     a.movi(R1, 1);
     a.alu(LSH, R1, R2);
 }
 
-/// Sets the bit in `live` of the task id at `id` when the state at `state` is
-/// [`TRACED`], and clears it otherwise or without a state (`tag` names the labels).
+/// Sets the live bit of the task id at `id` when the state at `state` is [`TRACED`],
+/// and clears it (and its timed-pair bit: a new task may take the id) otherwise or
+/// without a state (`tag` names the labels).
 fn mark_live(a: &mut Asm, maps: &Maps, id: i16, state: Option<i16>, tag: &str) {
     let (set, done) = (format!("{tag}_set"), format!("{tag}_marked"));
     live_word(a, maps, id, &done);
@@ -240,8 +244,11 @@ fn mark_live(a: &mut Asm, maps: &Maps, id: i16, state: Option<i16>, tag: &str) {
         a.ldx(W, R3, FP, state);
         a.jmpi(JEQ, R3, TRACED, &set);
     }
-    a.alui(XOR, R1, -1);
-    a.atomic(AND, R0, 0, R1);
+    a.mov(R2, R1);
+    a.alui(LSH, R2, 1);
+    a.alu(OR, R2, R1);
+    a.alui(XOR, R2, -1);
+    a.atomic(AND, R0, 0, R2);
     if state.is_some() {
         a.ja(&done);
         a.label(&set);
@@ -253,35 +260,38 @@ fn mark_live(a: &mut Asm, maps: &Maps, id: i16, state: Option<i16>, tag: &str) {
 /// sys_exit(regs, ret), typed (BTF): a pending call's record, with its memory where
 /// it has some. The task's bit in `live` answers first; only a task id past its end,
 /// or attached, a task without it, is looked up in `tasks`.
-pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
+pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
     a.call(PID_TGID);
     a.mov(R9, R0);
     a.stx(W, FP, KEY, R0);
+    a.st(DW, FP, ENDED, 0);
+    a.st(W, FP, SWITCHES, 0);
     live_word(&mut a, maps, KEY, "look");
-    a.ldx(DW, R0, R0, 0);
-    a.alu(AND, R0, R1);
-    a.jmpi(JNE, R0, 0, "in_tree");
+    a.ldx(DW, R2, R0, 0);
+    a.mov(R3, R2);
+    a.alu(AND, R3, R1);
+    a.jmpi(JNE, R3, 0, "live");
     if maps.pids.is_none() && maps.cgroup.is_none() {
         a.ja("out");
     }
     a.label("look");
     tree_lookup(&mut a, maps, true);
+    a.ja("timed");
+    a.label("live");
+    second_of_pair(&mut a, t);
+    a.label("timed");
     a.ldx(DW, R1, R6, 8);
     a.stx(DW, FP, RET, R1);
-    // The saved registers: the call's arguments and number, read through the typed
-    // pointer (no helper call).
+    // The saved registers, read through the typed pointer (no helper call), kept in r7:
+    // the call's number now, its arguments straight into the record.
     a.ldx(DW, R7, R6, 0);
     a.jmpi(JEQ, R7, 0, "lost");
-    for off in REGS.args {
-        a.ldx(DW, R1, R7, (REGS.base + i32::from(off)) as i16);
-        a.stx(DW, FP, WINDOW + off, R1);
-    }
     let nr = (REGS.base + i32::from(REGS.nr)) as i16;
-    a.ldx(if REGS.nr32 { W } else { DW }, R7, R7, nr);
-    a.jmpi(JGT, R7, NUMBERS as i32 - 1, "out");
-    a.stx(W, FP, AUX, R7);
+    a.ldx(if REGS.nr32 { W } else { DW }, R1, R7, nr);
+    a.jmpi(JGT, R1, NUMBERS as i32 - 1, "out");
+    a.stx(W, FP, AUX, R1);
     a.map(R1, maps.wanted.as_raw_fd());
     a.stack(R2, AUX as i32);
     a.call(LOOKUP);
@@ -300,16 +310,19 @@ pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
         a.jmpi(JEQ, R0, 0, "lost");
         a.mov(R6, R0);
         call_header(&mut a);
+        first_of_pair(&mut a, maps, t, tag);
         if size == BIG {
             a.st(W, R6, 12, 0);
             copy_memory(&mut a);
         }
-        // Wake the reader only when the ring is half full.
-        a.map(R1, maps.ring.as_raw_fd());
-        a.movi(R2, AVAIL_DATA);
-        a.call(QUERY);
+        // Wake the reader once a quarter of the ring is filled: when the record ends
+        // past a multiple of a quarter of the ring's size in its address (no helper
+        // call asking how full it is).
+        a.mov32(R1, R6);
+        a.alui(ADD, R1, size);
+        a.alui(AND, R1, maps.ring_size as i32 / 4 - 1);
         a.movi(R2, NO_WAKEUP);
-        a.jmpi(JLE, R0, maps.ring_size as i32 / 2, &format!("{tag}_quiet"));
+        a.jmpi(JGT, R1, size - 1, &format!("{tag}_quiet"));
         a.movi(R2, WAKE_NOW);
         a.label(&format!("{tag}_quiet"));
         a.mov(R1, R6);
@@ -318,6 +331,67 @@ pub(super) fn sys_exit(maps: &Maps) -> Vec<Insn> {
     }
     epilogue(&mut a, maps, "out");
     a.finish()
+}
+
+/// Calls timed: one recorded call in about 45 (where its record falls in the first 128
+/// bytes of each 4 KiB of the ring) starts a pair, and its task's next call, whatever
+/// it is, ends it; both carry when they ended (the low 32 bits, ns) and the task's
+/// context switches then.
+/// Timing every call cost 58 ns here (`bpf_ktime_get_ns`) and reading the switches 17
+/// more; the pair's interval is the program's own work and the second call.
+const SAMPLE_SHIFT: i32 = 7;
+const SAMPLE_MASK: i32 = 31;
+/// The switches word: bit 30 marks a timed call, bit 31 the second of a pair.
+const TIMED: i32 = 1 << 30;
+const SECOND: i32 = i32::MIN;
+
+/// r1 = when the call ended (also at ENDED), r2 = the task's context switches (30
+/// bits) with [`TIMED`].
+fn now_and_switches(a: &mut Asm, t: TaskOffsets) {
+    a.call(KTIME);
+    a.stx(DW, FP, ENDED, R0);
+    a.call(CURRENT_TASK);
+    a.ldx(DW, R2, R0, t.nvcsw as i16);
+    a.ldx(DW, R3, R0, t.nivcsw as i16);
+    a.alu(ADD, R2, R3);
+    a.alui(AND, R2, TIMED - 1);
+    a.alui(OR, R2, TIMED);
+    a.ldx(DW, R1, FP, ENDED);
+}
+
+/// A live task (its `live` word at r0, its value in r2, its live bit in r1) whose
+/// previous call started a timed pair: its pair bit cleared, this call's end and
+/// switches on the stack (ENDED, SWITCHES with [`TIMED`] and [`SECOND`]).
+fn second_of_pair(a: &mut Asm, t: TaskOffsets) {
+    a.alui(LSH, R1, 1);
+    a.alu(AND, R2, R1);
+    a.jmpi(JEQ, R2, 0, "untimed");
+    a.alui(XOR, R1, -1);
+    a.atomic(AND, R0, 0, R1);
+    now_and_switches(a, t);
+    a.alui(OR, R2, SECOND);
+    a.stx(W, FP, SWITCHES, R2);
+    a.label("untimed");
+}
+
+/// The record at r6 starts a timed pair where it falls at the start of a 4 KiB stretch
+/// of the ring (and is not a pair's second): its end and switches written, its task's
+/// pair bit set.
+fn first_of_pair(a: &mut Asm, maps: &Maps, t: TaskOffsets, tag: &str) {
+    let done = format!("{tag}_paired");
+    a.ldx(W, R1, FP, SWITCHES);
+    a.jmpi(JNE, R1, 0, &done);
+    a.mov32(R1, R6);
+    a.alui(RSH, R1, SAMPLE_SHIFT);
+    a.alui(AND, R1, SAMPLE_MASK);
+    a.jmpi(JNE, R1, 0, &done);
+    now_and_switches(a, t);
+    a.stx(W, R6, AT, R1);
+    a.stx(W, R6, 8, R2);
+    live_word(a, maps, KEY, &done);
+    a.alui(LSH, R1, 1);
+    a.atomic(OR, R0, 0, R1);
+    a.label(&done);
 }
 
 /// tasks[the id at AUX] = the state at PTR; to `lost` when the map is full.

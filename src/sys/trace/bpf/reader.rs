@@ -6,10 +6,11 @@
 
 use super::super::calls::{Pointee, Syscall};
 use super::super::ptrace::{Maker, made, makers};
-use super::super::{Event, Memory, Seen};
+use super::super::{Event, Memory, Seen, Timing};
 use super::ring::Ring;
 use super::{
-    COMPAT, DATA, KIND_CALL, KIND_EXEC, KIND_EXIT, KIND_TASK, MSG, NUMBERS, READ_EVERY_MS, SMALL,
+    AT, COMPAT, DATA, KIND_CALL, KIND_EXEC, KIND_EXIT, KIND_TASK, MSG, NUMBERS, READ_EVERY_MS,
+    SMALL,
 };
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc::SyncSender;
@@ -116,7 +117,7 @@ impl Reader {
         let tid = i32_at(4);
         match i32_at(0) {
             KIND_CALL => {
-                let nr = u64_at(16);
+                let nr = i32_at(16) as u32;
                 let args: [u64; 6] = std::array::from_fn(|i| u64_at(24 + 8 * i));
                 let ret = u64_at(72) as i64;
                 let Some(call) = self.calls.get(nr as usize).copied().flatten() else {
@@ -134,6 +135,7 @@ impl Reader {
                     args,
                     ret,
                     mem,
+                    timing: timing(i32_at(AT as usize) as u32, i32_at(8) as u32),
                 });
             }
             KIND_TASK => out.push(Event::Task {
@@ -166,6 +168,16 @@ impl Reader {
             _ => {}
         }
     }
+}
+
+/// A call record's timing: its end and its switches word, whose bit 30 marks a timed
+/// call and bit 31 a pair's second.
+pub(super) fn timing(ended_ns: u32, switches: u32) -> Option<Timing> {
+    (switches & 1 << 30 != 0).then_some(Timing {
+        ended_ns,
+        switches: switches & ((1 << 30) - 1),
+        second: switches >> 31 == 1,
+    })
 }
 
 /// The memory a call record carries, as [`Memory::Captured`].

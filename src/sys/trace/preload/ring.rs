@@ -339,6 +339,7 @@ impl Preload {
                     call,
                     args,
                     ret,
+                    timing: None,
                     mem,
                 });
                 self.calls_read += 1;
@@ -397,6 +398,7 @@ impl Preload {
             call,
             args,
             ret,
+            timing: None,
             mem: Memory::Captured(parts, std::cell::Cell::new(false)),
         })
     }

@@ -469,6 +469,7 @@ impl Ptrace {
                     call,
                     args,
                     ret,
+                    timing: None,
                     mem: super::Memory::Live(tid),
                 }));
             }

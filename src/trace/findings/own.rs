@@ -1,0 +1,245 @@
+//! The program's own work per call: what it does between one call and the next (an
+//! interpreter's loop, libc's wrapper, tar's record handling), which goes away with
+//! the calls a finding would remove.
+//!
+//! Where the tracer times each call's end (eBPF), a row's calls have the time from the
+//! same task's previous timed call's end ([`Gaps`]): the program's work before the
+//! call, the call itself and what tracing added to it. Less the call's price here (the
+//! row's priced time over its calls) and the tracer's cost per call (calibrated,
+//! [`crate::trace::overhead::tracer_cost`]), the median is the row's own work per call,
+//! and the quartiles its range. docs/trace.md has the rule and the figures behind it.
+
+use crate::trace::figures::Figures;
+use crate::trace::price::time_here;
+use crate::trace::profile::{Gaps, Op, Profile};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Timed calls a row needs for its own work to be estimated.
+pub const MIN_TIMED: u64 = 16;
+
+/// What a run's findings are priced against: its work here, the part of it that is its
+/// processes' user CPU (what own work is part of), and the tracer's cost per timed call
+/// (None: the calls were not timed, or that cost is not known here).
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub work_s: f64,
+    pub user_cpu_s: f64,
+    pub tracer_s: Option<f64>,
+}
+
+impl From<f64> for Budget {
+    /// A run's work with no call timed.
+    fn from(work_s: f64) -> Budget {
+        Budget {
+            work_s,
+            user_cpu_s: work_s,
+            tracer_s: None,
+        }
+    }
+}
+
+/// The program's own work behind a finding's calls and what the change saves of it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct OwnWork {
+    /// The claimed rows' calls now, and how many the change removes.
+    pub calls: u64,
+    pub calls_removed: u64,
+    /// Own work per call (the claimed rows' median, weighted by their calls).
+    pub per_call_s: f64,
+    /// What the change saves of it, with its range (the gaps' quartiles).
+    pub saving_s: f64,
+    pub low_s: f64,
+    pub high_s: f64,
+}
+
+/// A row's own work per call (s): the (median, lower quartile, upper quartile) of its
+/// gaps less its call's price and the tracer's cost, floored at zero; where its calls'
+/// sizes vary, less too the work that grows with the bytes (it stays when the calls
+/// go): the gaps' growth per byte beyond the call's own (at most its price per byte),
+/// at the row's typical `size`.
+pub fn per_call(gaps: &Gaps, call_s: f64, tracer_s: f64, size: u64) -> Option<(f64, f64, f64)> {
+    if gaps.len() < MIN_TIMED {
+        return None;
+    }
+    let per_byte = gaps.per_byte_ns().map_or(0.0, |b| {
+        let call = call_s * 1e9 / size.max(1) as f64;
+        (b - call).max(0.0) * 1e-9
+    });
+    let scaled = per_byte * size as f64;
+    let at = |q: f64| {
+        gaps.quantile(q)
+            .map(|ns| with_calls((ns * 1e-9 - call_s - tracer_s - scaled).max(0.0), call_s))
+    };
+    // A gap past one call's cost counts for less (`with_calls`): the range is the
+    // least and the most of the three.
+    let (m, a, b) = (at(0.5)?, at(0.25)?, at(0.75)?);
+    Some((m, m.min(a).min(b), m.max(a).max(b)))
+}
+
+/// Of a gap of `gap` seconds between calls that each cost `call_s`, the part that goes
+/// with the calls. A loop issuing a call (libc's wrapper, an interpreter's dispatch and
+/// the object it returns) costs at most about the call itself; a gap of more is work on
+/// the bytes the calls moved (hashing, compressing), which stays when they are moved in
+/// fewer calls. So up to one call's cost the whole gap goes, from two calls' cost none
+/// of it, and in between a share falling from all to nothing (docs/trace.md, with the
+/// cases it was decided on).
+pub fn with_calls(gap: f64, call_s: f64) -> f64 {
+    if gap <= call_s {
+        gap
+    } else {
+        (call_s * (2.0 - gap / call_s)).max(0.0)
+    }
+}
+
+/// Row `key`'s own work per call ([`per_call`]), its call priced here: None where it
+/// is not timed or not priced.
+pub fn of_row(
+    p: &Profile,
+    f: &Figures,
+    (pid, t, op): (i32, usize, Op),
+    tracer_s: f64,
+) -> Option<(f64, f64, f64)> {
+    let s = p.ops.get(&(pid, t, op))?;
+    let large = p.pipe_sizes.contains_key(&t);
+    let call = time_here(f, &p.targets[t], op, s, large)? / s.calls.max(1) as f64;
+    per_call(&s.gaps, call, tracer_s, s.typical_size().unwrap_or(1))
+}
+
+/// The own work of every timed row of `p` (s): the program's work between its calls,
+/// measured.
+pub fn total(p: &Profile, f: &Figures, tracer_s: f64) -> f64 {
+    p.ops
+        .iter()
+        .filter_map(|(&key, s)| Some(of_row(p, f, key, tracer_s)?.0 * s.calls as f64))
+        .sum()
+}
+
+/// The own work behind `rows` when a change keeps `kept` of their calls (0–1): the
+/// rows of one operation taken together (tar's 512 B reads of 200 files: a few timed
+/// calls each, thousands in all), each group's calls priced here. None where a group
+/// is not timed enough or not priced, or the change keeps every call.
+pub fn of_rows(
+    rows: &[(i32, usize, Op)],
+    kept: f64,
+    p: &Profile,
+    f: &Figures,
+    tracer_s: Option<f64>,
+) -> Option<OwnWork> {
+    let tracer_s = tracer_s?;
+    let gone = (1.0 - kept).clamp(0.0, 1.0);
+    if rows.is_empty() || gone == 0.0 {
+        return None;
+    }
+    // Per operation: the rows' gaps, calls, priced time and bytes asked.
+    let mut groups: BTreeMap<Op, (Gaps, u64, f64, u64)> = BTreeMap::new();
+    for &(pid, t, op) in rows {
+        let s = p.ops.get(&(pid, t, op))?;
+        let large = p.pipe_sizes.contains_key(&t);
+        let time = time_here(f, &p.targets[t], op, s, large)?;
+        let g = groups.entry(op).or_default();
+        g.0.merge(&s.gaps);
+        g.1 += s.calls;
+        g.2 += time;
+        g.3 += s.typical_size().unwrap_or(1) * s.calls;
+    }
+    let (mut calls, mut mid, mut low, mut high) = (0u64, 0.0, 0.0, 0.0);
+    for (gaps, n, time, asked) in groups.values() {
+        let per = n.max(&1);
+        let (m, l, h) = per_call(gaps, time / *per as f64, tracer_s, asked / per)?;
+        let n = *n as f64;
+        calls += *per;
+        (mid, low, high) = (mid + n * m, low + n * l, high + n * h);
+    }
+    Some(OwnWork {
+        calls,
+        calls_removed: (calls as f64 * gone).round() as u64,
+        per_call_s: mid / calls.max(1) as f64,
+        saving_s: mid * gone,
+        low_s: low * gone,
+        high_s: high * gone,
+    })
+}
+
+impl OwnWork {
+    /// Scaled by `k` (0–1): the run's own-work savings cut to its user CPU.
+    pub fn scaled(self, k: f64) -> OwnWork {
+        OwnWork {
+            per_call_s: self.per_call_s * k,
+            saving_s: self.saving_s * k,
+            low_s: self.low_s * k,
+            high_s: self.high_s * k,
+            ..self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(ns: impl IntoIterator<Item = u64>) -> Gaps {
+        let mut g = Gaps::default();
+        for x in ns {
+            g.add(x);
+        }
+        g
+    }
+
+    #[test]
+    fn a_tight_loop_has_its_gap_less_the_call_and_the_tracer() {
+        // 1,000 calls 900 ns apart: 500 ns the call, 200 ns the tracer, 200 ns of loop.
+        let g = gaps(std::iter::repeat_n(900, 1000));
+        let (m, l, h) = per_call(&g, 500e-9, 200e-9, 4096).unwrap();
+        assert!((m - 200e-9).abs() < 60e-9, "{m}");
+        assert!(l <= m && m <= h && h - l < 100e-9, "{l} {m} {h}");
+    }
+
+    #[test]
+    fn a_gap_longer_than_the_call_is_work_on_the_bytes() {
+        assert_eq!(with_calls(100e-9, 300e-9), 100e-9);
+        assert!((with_calls(450e-9, 300e-9) - 150e-9).abs() < 1e-12);
+        assert_eq!(with_calls(50e-6, 3e-6), 0.0);
+        // md5sum's 32 KiB reads: 50 µs of hashing between 3 µs calls go nowhere.
+        let g = gaps(std::iter::repeat_n(53_000, 1000));
+        assert_eq!(per_call(&g, 3e-6, 0.0, 32 << 10).unwrap().0, 0.0);
+    }
+
+    #[test]
+    fn outliers_move_the_range_not_the_median() {
+        // A loop of 2 µs gaps where one call in ten waited 5 ms.
+        let g = gaps((0..1000).map(|i| if i % 10 == 0 { 5_000_000 } else { 2_000 }));
+        let (m, l, _) = per_call(&g, 1.6e-6, 0.0, 4096).unwrap();
+        assert!((m - 0.4e-6).abs() < 0.1e-6, "{m}");
+        assert!((l - 0.4e-6).abs() < 0.1e-6, "{l}");
+    }
+
+    #[test]
+    fn a_loop_whose_work_grows_with_its_bytes_keeps_that_part() {
+        // 300 ns of loop and 0.25 ns a byte of the program's own (a checksum, say), the
+        // call 100 ns and 0.05 ns a byte: sizes 1–64 KiB.
+        let mut g = Gaps::default();
+        for i in 0..640u64 {
+            let bytes = 1024 * (1 + i % 64);
+            g.add(300 + 100 + bytes * 30 / 100);
+            g.sized(bytes);
+        }
+        let size = 32 * 1024;
+        let call = (100.0 + 0.05 * size as f64) * 1e-9;
+        let (m, _, _) = per_call(&g, call, 0.0, size).unwrap();
+        // The median gap is about 10 µs, nearly all of it the bytes' work: what goes
+        // with the calls is the loop's (within the histogram's 9% buckets of 10 µs).
+        assert!(m < 1e-6, "{m}");
+        assert!(g.quantile(0.5).unwrap() > 9_000.0);
+    }
+
+    #[test]
+    fn gaps_that_vary_give_a_wide_range_and_few_give_none() {
+        let g = gaps((0..1000u64).map(|i| 21_000 + 10 * i));
+        let (m, l, h) = per_call(&g, 20e-6, 0.0, 4096).unwrap();
+        assert!(l < 0.8 * m && h > 1.2 * m, "{l} {m} {h}");
+        assert_eq!(per_call(&gaps([1000; 15]), 0.0, 0.0, 1), None);
+        // A call dearer than its gap (it waited): no negative work.
+        assert_eq!(per_call(&gaps([1000; 20]), 5e-6, 0.0, 1).unwrap().0, 0.0);
+    }
+}
