@@ -11,7 +11,11 @@
  *        verifier) in place of the hash map (ioprobe since 27 Nov 2026);
  *   5  level 4 with the registers read through the tracepoint's typed pointer (a
  *        BTF-typed raw tracepoint, tp_btf) in place of the copying helper (ioprobe's
- *        steps since 27 Nov 2026).
+ *        steps since 27 Nov 2026);
+ *   6  + the call's end (bpf_ktime_get_ns) written into the record (for the program's
+ *        own work between calls, since 29 Nov 2026);
+ *   7  + the task's context switches (bpf_get_current_task_btf, two loads) written
+ *        into the record (a gap the task was switched out in is not the program's work).
  * Prints "LEVEL bare_ns traced_ns". Needs root (or CAP_BPF and CAP_PERFMON).
  * Build: gcc -O2 -pthread -o bpf_floor bpf_floor.c */
 #define _GNU_SOURCE
@@ -98,8 +102,9 @@ static void map_set(int fd, const void *key, const void *value) {
         die("BPF_MAP_UPDATE_ELEM");
 }
 
-/* The id of the typedef `name` in the kernel's BTF (0: not found). */
-static unsigned btf_typedef(const char *name) {
+/* The id of the typedef `name` in the kernel's BTF (0: not found); with `member`, the
+ * byte offset of that member of struct `name` (-1: not found). */
+static long btf_find(const char *name, const char *member) {
     FILE *f = fopen("/sys/kernel/btf/vmlinux", "r");
     if (!f)
         die("/sys/kernel/btf/vmlinux");
@@ -119,8 +124,18 @@ static unsigned btf_typedef(const char *name) {
         memcpy(&name_off, b + at, 4);
         memcpy(&info, b + at + 4, 4);
         unsigned kind = (info >> 24) & 0x1f, vlen = info & 0xffff;
-        if (kind == 8 && strcmp((char *)b + strings + name_off, name) == 0)
+        if (!member && kind == 8 && strcmp((char *)b + strings + name_off, name) == 0)
             return id;
+        if (member && kind == 4 && strcmp((char *)b + strings + name_off, name) == 0) {
+            for (unsigned i = 0; i < vlen; i++) {
+                unsigned m_name, m_off;
+                memcpy(&m_name, b + at + 12 + 12 * i, 4);
+                memcpy(&m_off, b + at + 12 + 12 * i + 8, 4);
+                if (strcmp((char *)b + strings + m_name, member) == 0)
+                    return (info >> 31 ? m_off & 0xffffff : m_off) / 8;
+            }
+            return -1;
+        }
         at += 12;
         if (kind == 1 || kind == 14 || kind == 17)
             at += 4;
@@ -131,7 +146,7 @@ static unsigned btf_typedef(const char *name) {
         else if (kind == 6 || kind == 13)
             at += 8 * vlen;
     }
-    return 0;
+    return member ? -1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -209,15 +224,39 @@ int main(int argc, char **argv) {
         insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, 56);
         call(BPF_FUNC_probe_read_kernel);
     }
+    if (level >= 6) {
+        call(BPF_FUNC_ktime_get_ns);
+        insn(BPF_STX | BPF_MEM | BPF_DW, 10, 0, -88, 0);
+    }
+    if (level >= 7) {
+        long nv = btf_find("task_struct", "nvcsw"), niv = btf_find("task_struct", "nivcsw");
+        if (nv < 0 || niv < 0)
+            die("task_struct's nvcsw and nivcsw in the kernel's BTF");
+        call(BPF_FUNC_get_current_task_btf);
+        insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, nv, 0);
+        insn(BPF_LDX | BPF_MEM | BPF_DW, 2, 0, niv, 0);
+        insn(BPF_ALU64 | BPF_ADD | BPF_X, 1, 2, 0, 0);
+        insn(BPF_STX | BPF_MEM | BPF_W, 10, 1, -92, 0);
+    }
     if (level >= 2) {
         map(1, ring);
-        insn(BPF_ALU64 | BPF_MOV | BPF_K, 2, 0, 0, 80);
+        insn(BPF_ALU64 | BPF_MOV | BPF_K, 2, 0, 0, level >= 6 ? 88 : 80);
         insn(BPF_ALU64 | BPF_MOV | BPF_K, 3, 0, 0, 0);
         call(BPF_FUNC_ringbuf_reserve);
-        insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3, 0);
+        int full = len;
+        insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0); /* ring full: out (patched) */
+        if (level >= 6) {
+            insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 10, -88, 0);
+            insn(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 80, 0);
+        }
+        if (level >= 7) {
+            insn(BPF_LDX | BPF_MEM | BPF_W, 1, 10, -92, 0);
+            insn(BPF_STX | BPF_MEM | BPF_W, 0, 1, 8, 0);
+        }
         insn(BPF_ALU64 | BPF_MOV | BPF_X, 1, 0, 0, 0);
         insn(BPF_ALU64 | BPF_MOV | BPF_K, 2, 0, 0, BPF_RB_NO_WAKEUP);
         call(BPF_FUNC_ringbuf_submit);
+        prog[full].off = len - full - 1;
     }
     if (skip >= 0)
         prog[skip].off = len - skip - 1;
@@ -231,7 +270,7 @@ int main(int argc, char **argv) {
     if (level >= 5) {
         a.prog_type = BPF_PROG_TYPE_TRACING;
         a.expected_attach_type = BPF_TRACE_RAW_TP;
-        a.attach_btf_id = btf_typedef("btf_trace_sys_exit");
+        a.attach_btf_id = btf_find("btf_trace_sys_exit", NULL);
         if (!a.attach_btf_id)
             die("btf_trace_sys_exit in the kernel's BTF");
     }

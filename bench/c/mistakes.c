@@ -15,6 +15,9 @@
  *   mistakes map-once FILE N       map FILE once (mmap), go over the mapping N times
  *   mistakes fan-out FILE N        read FILE in N-byte records, each written to out0..out3
  *                                  (one source into many destinations; the fix: larger N)
+ *   mistakes stdio-lines FILE N    200,000 lines of 40 bytes with fprintf into FILE through a
+ *                                  stdio buffer of N bytes (setvbuf; N = 0: unbuffered, a
+ *                                  write per fprintf; the fix: a larger N)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +51,17 @@ int main(int argc, char **argv) {
     static unsigned char buf[1 << 20];
     unsigned long s = 0;
     struct stat st;
+    if (!strcmp(mode, "stdio-lines")) {
+        FILE *f = fopen(path, "w");
+        if (!f) die("fopen");
+        static char vbuf[1 << 20];
+        if (n > (long)sizeof vbuf || setvbuf(f, n ? vbuf : NULL, n ? _IOFBF : _IONBF, n))
+            die("setvbuf");
+        for (long i = 0; i < 200000; i++)
+            if (fprintf(f, "line %08ld of the log, some text here\n", i) < 0) die("fprintf");
+        if (fclose(f)) die("fclose");
+        return 0;
+    }
     if (!strcmp(mode, "fsync-each") || !strcmp(mode, "fsync-once")) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd < 0) die("open");
