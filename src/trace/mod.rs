@@ -78,7 +78,7 @@ pub fn run(opts: &Options, settings: &Settings) -> Result<i32> {
     let budget = findings::Budget {
         work_s: work.estimate_s,
         user_cpu_s: work.user_cpu_s.max(work.own_work_s),
-        tracer_s: work.tracer_cost.map(|c| c.per_call_s),
+        own: own_known(&prof, &work),
     };
     let mut found = findings::findings(&prof, &figures, budget);
     if let Some(w) = subject.window() {
@@ -175,6 +175,24 @@ fn follow(
         measured,
         detaching,
     })
+}
+
+/// How the run's own work per call is known: timed pairs (eBPF, with tracing's part
+/// measured), or its user CPU split over its traced calls (ptrace and preload, which
+/// do not time calls).
+fn own_known(prof: &profile::Profile, work: &Work) -> findings::Own {
+    let calls: u64 = prof.ops.values().map(|s| s.calls).sum();
+    match work.tracer_cost {
+        Some(c) => findings::Own::Timed {
+            tracer_s: c.per_call_s,
+        },
+        None if work.tracer.path != crate::sys::trace::Tracer::Ebpf && calls > 0 => {
+            findings::Own::Split {
+                per_call_s: work.user_cpu_s / calls as f64,
+            }
+        }
+        None => findings::Own::Unknown,
+    }
 }
 
 /// The tracer's cost per timed call (eBPF), where enough calls were timed for the

@@ -6,7 +6,7 @@
 //! to at most its work.
 
 use super::Finding;
-use super::own::{Budget, of_rows};
+use super::own::{Budget, Method, of_rows};
 use crate::trace::figures::Figures;
 use crate::trace::price::time_here;
 use crate::trace::profile::{Op, Profile};
@@ -89,7 +89,7 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> V
                 Claim::Path(..) => None,
             })
             .collect();
-        x.own_work = of_rows(&rows, x.kept, p, f, b.tracer_s);
+        x.own_work = of_rows(&rows, x.kept, p, f, b.own);
         for c in &x.claims {
             owner.insert(c.clone(), kept.len());
         }
@@ -197,13 +197,23 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
 fn parts(x: &Finding, s: f64) -> String {
     match (x.own_work, x.saving_low_s, x.saving_high_s) {
         (Some(o), Some(lo), Some(hi)) if o.saving_s > 0.0 => format!(
-            " ({} in system calls, {} of the program's own work per call: ≈{} a call, {} calls fewer; ≈{}–{} as its gaps between calls vary)",
+            " ({} in system calls, {} of the program's own work per call: ≈{} a call{}, {} calls fewer; ≈{}–{} {})",
             secs(s - o.saving_s),
             secs(o.saving_s),
             secs(o.per_call_s),
+            match o.method {
+                Method::Timed => "",
+                Method::UserCpuSplit => {
+                    " (its user CPU over its calls: this tracer does not time them)"
+                }
+            },
             crate::units::thousands(o.calls_removed),
             secs(lo),
             secs(hi),
+            match o.method {
+                Method::Timed => "as its gaps between calls vary",
+                Method::UserCpuSplit => "as that work is the calls' or not",
+            },
         ),
         _ if x.kept < 1.0 && x.own_work.is_none() => {
             " (in system calls only: the program's own work between them was not measured)".into()

@@ -13,7 +13,7 @@ use crate::probes::syscalls::Case;
 use crate::sys::trace::calls::Syscall;
 use crate::units::{format_secs as secs, format_size, thousands};
 pub use claims::{Alternative, Claim, per_second};
-pub use own::{Budget, MIN_TIMED, OwnWork, total as own_work_total};
+pub use own::{Budget, MIN_TIMED, Own, OwnWork, total as own_work_total};
 use relays::{Relays, relayed_writes};
 use serde::Serialize;
 

@@ -19,13 +19,25 @@ use std::collections::BTreeMap;
 pub const MIN_TIMED: u64 = 16;
 
 /// What a run's findings are priced against: its work here, the part of it that is its
-/// processes' user CPU (what own work is part of), and the tracer's cost per timed call
-/// (None: the calls were not timed, or that cost is not known here).
+/// processes' user CPU (what own work is part of), and how its own work per call is
+/// known.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
     pub work_s: f64,
     pub user_cpu_s: f64,
-    pub tracer_s: Option<f64>,
+    pub own: Own,
+}
+
+/// How a run's own work per call is known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Own {
+    /// Calls timed in pairs (eBPF): what tracing puts in a pair's interval (s).
+    Timed { tracer_s: f64 },
+    /// Calls not timed (ptrace, preload): the run's user CPU over its traced calls (s).
+    Split { per_call_s: f64 },
+    /// Not known (eBPF whose calls were too few to time, or whose cost here could not
+    /// be measured).
+    Unknown,
 }
 
 impl From<f64> for Budget {
@@ -34,14 +46,26 @@ impl From<f64> for Budget {
         Budget {
             work_s,
             user_cpu_s: work_s,
-            tracer_s: None,
+            own: Own::Unknown,
         }
     }
+}
+
+/// How a finding's own work is known: from timed pairs of calls (eBPF), or the run's
+/// user CPU split over its traced calls (ptrace, preload). JSON: "timed",
+/// "user_cpu_split".
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    Timed,
+    UserCpuSplit,
 }
 
 /// The program's own work behind a finding's calls and what the change saves of it.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct OwnWork {
+    /// How it is known.
+    pub method: Method,
     /// The claimed rows' calls now, and how many the change removes.
     pub calls: u64,
     pub calls_removed: u64,
@@ -124,11 +148,10 @@ pub fn of_rows(
     kept: f64,
     p: &Profile,
     f: &Figures,
-    tracer_s: Option<f64>,
+    own: Own,
 ) -> Option<OwnWork> {
-    let tracer_s = tracer_s?;
     let gone = (1.0 - kept).clamp(0.0, 1.0);
-    if rows.is_empty() || gone == 0.0 {
+    if rows.is_empty() || gone == 0.0 || own == Own::Unknown {
         return None;
     }
     // Per operation: the rows' gaps, calls, priced time and bytes asked.
@@ -146,12 +169,26 @@ pub fn of_rows(
     let (mut calls, mut mid, mut low, mut high) = (0u64, 0.0, 0.0, 0.0);
     for (gaps, n, time, asked) in groups.values() {
         let per = n.max(&1);
-        let (m, l, h) = per_call(gaps, time / *per as f64, tracer_s, asked / per)?;
+        let call = time / *per as f64;
+        let (m, l, h) = match own {
+            Own::Timed { tracer_s } => per_call(gaps, call, tracer_s, asked / per)?,
+            // Its share of the user CPU, but no more than a loop issuing the call would
+            // take ([`with_calls`]); from none of it to that.
+            Own::Split { per_call_s } => {
+                let v = with_calls(per_call_s, call);
+                (v, 0.0, v)
+            }
+            Own::Unknown => return None,
+        };
         let n = *n as f64;
         calls += *per;
         (mid, low, high) = (mid + n * m, low + n * l, high + n * h);
     }
     Some(OwnWork {
+        method: match own {
+            Own::Timed { .. } => Method::Timed,
+            _ => Method::UserCpuSplit,
+        },
         calls,
         calls_removed: (calls as f64 * gone).round() as u64,
         per_call_s: mid / calls.max(1) as f64,
