@@ -30,7 +30,7 @@ store="$work/store.db"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now() { date +%s%N; }
 for r in $(seq "$ROUNDS"); do
-    for level in 0 1 2 3 4 5 6 7; do
+    for level in 0 1 2 3 4 5 6 7 8; do
         "$work/floor" "$level" "$N" > "$work/out"
         read -r _ bare traced < "$work/out"
         echo "$bare" >> "$work/bare"
@@ -61,8 +61,9 @@ echo "|---|---:|---:|---:|"
 prev=$bare
 names=("nothing" "+ traced-tree lookup (hash map)" "+ ring record (80 B)" "+ registers' copy (72 B)"
     "the same, a bitmap looked up inline for the hash" "the same, registers read through the typed pointer"
-    "+ the call's end (bpf_ktime_get_ns)" "+ the task's context switches (task pointer, 2 loads)")
-for level in 0 1 2 3 4 5 6 7; do
+    "+ the call's end (bpf_ktime_get_ns)" "+ the task's context switches (task pointer, 2 loads)"
+    "level 5 with the record in a per-CPU array slot, no ring")
+for level in 0 1 2 3 4 5 6 7 8; do
     t=$(median < "$work/l$level")
     awk -v n="${names[$level]}" -v t="$t" -v b="$bare" -v p="$prev" \
         'BEGIN { printf "| %s | %.1f | %+.1f | %+.1f |\n", n, t, t - b, t - p }'

@@ -29,8 +29,8 @@ pub struct Work {
     pub estimate_s: f64,
     /// The tracer that ran.
     pub tracer: Tracing,
-    /// What the tracer adds to each call it times (eBPF), which the program's own work
-    /// per call is found without ([`overhead::tracer_cost`]).
+    /// What tracing puts in a timed pair's interval (eBPF), which the program's own
+    /// work per call is found without ([`overhead::tracer_cost`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tracer_cost: Option<overhead::TracerCost>,
 }

@@ -159,7 +159,7 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
     let tail = match (x.saving_s, x.share) {
         (Some(s), Some(sh)) => {
             let pct = crate::units::sig3(sh * 100.0);
-            let parts = parts(x, s);
+            let parts = parts(x, s, w.unwrap_or(1.0));
             match w {
                 Some(w) => format!(
                     ": saves ≈{} per second of its run{parts} (≈{} in the {} window, {pct}% of its work){matters}",
@@ -193,13 +193,13 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
 
 /// What a saving `s` is made of: its system calls and the program's own work per call
 /// (with its range), or that the own work was not measured where the change removes
-/// calls.
-fn parts(x: &Finding, s: f64) -> String {
+/// calls. Amounts per `per` seconds (attached: of the window; else 1).
+fn parts(x: &Finding, s: f64, per: f64) -> String {
     match (x.own_work, x.saving_low_s, x.saving_high_s) {
         (Some(o), Some(lo), Some(hi)) if o.saving_s > 0.0 => format!(
             " ({} in system calls, {} of the program's own work per call: ≈{} a call{}, {} calls fewer; ≈{}–{} {})",
-            secs(s - o.saving_s),
-            secs(o.saving_s),
+            secs((s - o.saving_s) / per),
+            secs(o.saving_s / per),
             secs(o.per_call_s),
             match o.method {
                 Method::Timed => "",
@@ -208,8 +208,8 @@ fn parts(x: &Finding, s: f64) -> String {
                 }
             },
             crate::units::thousands(o.calls_removed),
-            secs(lo),
-            secs(hi),
+            secs(lo / per),
+            secs(hi / per),
             match o.method {
                 Method::Timed => "as its gaps between calls vary",
                 Method::UserCpuSplit => "as that work is the calls' or not",

@@ -214,6 +214,111 @@ impl OwnWork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::trace::calls::Syscall;
+    use crate::sys::trace::{Event, Memory, Timing};
+    use crate::trace::figures::Curve;
+    use crate::trace::profile::testing::{F, T, open, profile};
+
+    /// A profile of `n` reads of `size` bytes on F (fd 3), as eBPF feeds it: one call in
+    /// 40 starts a timed pair ending at the next, `gap(i, size)` ns later, with `switched`
+    /// pairs (a context switch between) left as they come.
+    fn stream(n: u64, size: impl Fn(u64) -> u64, gap: impl Fn(u64, u64) -> u64) -> Profile {
+        let mut p = profile();
+        open(&mut p, F, 3);
+        let mut t = 1_000_000u32;
+        for i in 0..n {
+            let bytes = size(i);
+            let timing = match i % 40 {
+                0 => Some(Timing {
+                    ended_ns: t,
+                    switches: 7,
+                    second: false,
+                }),
+                1 => {
+                    t = t.wrapping_add(gap(i, bytes) as u32);
+                    Some(Timing {
+                        ended_ns: t,
+                        switches: if i % 400 == 1 { 8 } else { 7 },
+                        second: true,
+                    })
+                }
+                _ => None,
+            };
+            if i % 40 != 0 {
+                t = t.wrapping_add(5_000);
+            }
+            p.add(&Event::Call {
+                tid: T,
+                call: Syscall::Read,
+                args: [3, 0x9000, bytes, 0, 0, 0],
+                ret: bytes as i64,
+                mem: Memory::default(),
+                timing,
+            });
+        }
+        p
+    }
+
+    /// Reads at 1 GB/s whatever their size (1 ns a byte).
+    fn figures() -> Figures {
+        Figures {
+            read: Curve(vec![(512, 1e9), (1 << 20, 1e9)]),
+            ..Figures::default()
+        }
+    }
+
+    fn read_row(p: &Profile) -> (i32, usize, Op) {
+        *p.ops
+            .keys()
+            .find(|k| k.2 == Op::Call(Syscall::Read))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_tight_loops_stream_gives_its_loop() {
+        // 512 B reads (512 ns each here), 900 ns between a pair's ends, tracing 200 ns:
+        // 188 ns of loop. A pair with a switch between is left out (its 50 µs).
+        let p = stream(
+            8_000,
+            |_| 512,
+            |i, _| if i % 400 == 1 { 50_000 } else { 900 },
+        );
+        let key = read_row(&p);
+        assert_eq!(p.ops[&key].gaps.len(), 180);
+        let (m, l, h) = of_row(&p, &figures(), key, 200e-9).unwrap();
+        // Within the histogram's bucket (about 64 ns wide at 900 ns).
+        assert!((m - 188e-9).abs() < 64e-9, "{m}");
+        assert!(l <= m && m <= h);
+    }
+
+    #[test]
+    fn a_stream_whose_work_grows_with_its_bytes_keeps_that_work() {
+        // 300 ns of loop and 2 ns a byte of the program's own (a checksum) on reads of
+        // 1–64 KiB that cost 1 ns a byte: what goes with the calls is about the loop.
+        let size = |i: u64| 1024 * (1 + (i / 40) % 64);
+        let p = stream(40 * 2_000, size, |_, b| 300 + 3 * b);
+        let key = read_row(&p);
+        let s = &p.ops[&key];
+        let (m, _, _) = of_row(&p, &figures(), key, 0.0).unwrap();
+        // The median gap is tens of µs, nearly all of it the bytes' work.
+        assert!(s.gaps.quantile(0.5).unwrap() > 30_000.0);
+        assert!(m < 5e-6, "{m}");
+    }
+
+    #[test]
+    fn outliers_in_a_stream_move_its_range_not_its_median() {
+        // One pair in ten took 20 µs more (an interrupt, a page fault).
+        let p = stream(
+            40 * 1_000,
+            |_| 512,
+            |i, _| if i % 400 == 41 { 20_900 } else { 900 },
+        );
+        let key = read_row(&p);
+        let (m, _, h) = of_row(&p, &figures(), key, 200e-9).unwrap();
+        // Within the histogram's bucket (about 64 ns wide at 900 ns).
+        assert!((m - 188e-9).abs() < 64e-9, "{m}");
+        assert!(h >= m);
+    }
 
     fn gaps(ns: impl IntoIterator<Item = u64>) -> Gaps {
         let mut g = Gaps::default();

@@ -39,8 +39,8 @@ pub(super) const RET: i16 = -16;
 pub(super) const PTR: i16 = -24;
 pub(super) const COUNT: i16 = -32;
 pub(super) const BIT: i16 = -36;
-/// The call's ending (CLOCK_MONOTONIC, ns), and the task's context switches then (the
-/// low 32 bits).
+/// A timed call's end (CLOCK_MONOTONIC, ns), and the word of its task's context
+/// switches then with the timed-pair flags ([`TIMED`], [`SECOND`]; 0: not timed).
 pub(super) const ENDED: i16 = -48;
 pub(super) const SWITCHES: i16 = -52;
 
@@ -337,8 +337,9 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
 /// bytes of each 4 KiB of the ring) starts a pair, and its task's next call, whatever
 /// it is, ends it; both carry when they ended (the low 32 bits, ns) and the task's
 /// context switches then.
-/// Timing every call cost 58 ns here (`bpf_ktime_get_ns`) and reading the switches 17
-/// more; the pair's interval is the program's own work and the second call.
+/// Timing every call cost 58–76 ns here (`bpf_ktime_get_ns`) and reading the switches
+/// 11–28 more; the pair's interval is the program's own work, the second call and
+/// tracing's part (`calibrate.rs`).
 const SAMPLE_SHIFT: i32 = 7;
 const SAMPLE_MASK: i32 = 31;
 /// The switches word: bit 30 marks a timed call, bit 31 the second of a pair.
