@@ -1,8 +1,10 @@
-//! The time from one traced call's end to the same task's next traced call's end, per
+//! The intervals of a row's timed pairs of calls (eBPF: from one call's end to its
+//! task's very next call's end, where the task was not switched out in between), per
 //! (process, target, operation) row: the row's call with the program's own work before
-//! it (an interpreter's loop, libc's wrapper, tar's record handling), and the tracer's
-//! cost. A histogram of eight buckets per power of two (9% wide, interpolated inside)
-//! from 16 ns to 17 s, made at the row's first timed call.
+//! it (an interpreter's loop, libc's wrapper, tar's record handling), and tracing's
+//! part. A histogram of eight buckets per power of two (6–12% wide, interpolated
+//! inside) from 16 ns to 17 s, made at the row's first timed call, and a least-squares
+//! line of interval against the call's size.
 
 /// Buckets per power of two.
 const STEPS: u32 = 8;

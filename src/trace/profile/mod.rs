@@ -107,6 +107,9 @@ impl Profile {
     /// where the task was not switched out in between (it waited, or another task
     /// ran). A first waits for its task's next call only.
     fn time(&mut self, tid: i32, t: Option<Timing>) -> Option<u64> {
+        if t.is_none() && self.ended_at.is_empty() {
+            return None; // most calls: no pair open, none timed
+        }
         let first = self.ended_at.remove(&tid);
         let t = t?;
         if !t.second {

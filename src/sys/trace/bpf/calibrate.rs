@@ -11,7 +11,7 @@ use super::ring::Ring;
 use super::{AT, Loaded, Scope, TRACED};
 use std::io::{self, Seek, SeekFrom};
 
-/// Calls per timed block: about 0.3 ms untraced here, and records (96 bytes each)
+/// Calls per timed block: about 0.3 ms untraced here, and records (88 bytes each)
 /// well inside the ring.
 const BLOCK: u64 = 2_000;
 
