@@ -124,6 +124,35 @@ fn placement() -> String {
     format!("cpus{}", cpus.min(2))
 }
 
+/// Calibration `name` of `host`, pooled in `store` with the earlier ones: while the
+/// pool holds less than `enough`, `measure` is run and its (amount, total) added (and
+/// saved, best effort: a store that cannot take it loses only the pooling). The pool,
+/// and this run's amount (0: none made).
+fn pooled(
+    store: Option<&mut crate::results::store::Store>,
+    (host, name): (&str, &str),
+    enough: f64,
+    measure: impl FnOnce() -> Option<(f64, f64)>,
+) -> (crate::results::store::Pooled, u64) {
+    let mut store = store;
+    let mut pool = store
+        .as_ref()
+        .and_then(|s| s.calibration(host, name).ok())
+        .unwrap_or_default();
+    if pool.amount >= enough {
+        return (pool, 0);
+    }
+    let Some((amount, total)) = measure() else {
+        return (pool, 0);
+    };
+    pool.amount += amount;
+    pool.total += total;
+    if let Some(s) = store.as_mut() {
+        let _ = s.add_calibration(host, name, amount, total);
+    }
+    (pool, amount as u64)
+}
+
 /// The command's user CPU time without tracing, estimated from `user_traced` (s) and
 /// its `calls` traced calls, with the calibrations pooled in `store` (this one's added
 /// to it when it can be written).
@@ -142,24 +171,11 @@ pub fn correct(
     if calls < MIN_CALLS {
         return (user_traced, c);
     }
-    let name = pool_name();
-    let mut store = store;
-    let mut pool = store
-        .as_ref()
-        .and_then(|s| s.calibration(host, &name).ok())
-        .unwrap_or_default();
-    if pool.amount < ENOUGH_POOLED {
-        let k = calls.min(MAX_CALLS);
-        if let Some(extra) = extra_user(k) {
-            c.calibration_calls = k;
-            pool.amount += k as f64;
-            pool.total += extra;
-            if let Some(s) = store.as_mut() {
-                // Best effort: a store that cannot take it loses only the pooling.
-                let _ = s.add_calibration(host, &name, k as f64, extra);
-            }
-        }
-    }
+    let k = calls.min(MAX_CALLS);
+    let (pool, made) = pooled(store, (host, &pool_name()), ENOUGH_POOLED, || {
+        extra_user(k).map(|extra| (k as f64, extra))
+    });
+    c.calibration_calls = made;
     if pool.amount > 0.0 {
         c.per_call_user_s = (pool.total / pool.amount).max(0.0);
         c.pooled_calls = pool.amount as u64;
@@ -198,27 +214,16 @@ pub fn tracer_cost(
     before: impl FnOnce(),
 ) -> Option<TracerCost> {
     let name = format!("trace.ebpf_per_call.{PROGRAMS}.{}", placement());
-    let mut store = store;
-    let mut pool = store
-        .as_ref()
-        .and_then(|s| s.calibration(host, &name).ok())
-        .unwrap_or_default();
-    let mut made = 0;
-    if pool.amount < ENOUGH_TRACER {
+    let (pool, made) = pooled(store, (host, &name), ENOUGH_TRACER, || {
         before();
-        if let Ok(c) = crate::sys::trace::bpf::cost(calls.min(MAX_CALLS)) {
-            // What a timed pair's interval holds besides the call and the loop's own
-            // (a few ns: counted as tracing).
-            let extra = (c.pair_ns - c.bare_ns) * 1e-9 * c.calls as f64;
-            made = c.calls;
-            pool.amount += c.calls as f64;
-            pool.total += extra;
-            if let Some(s) = store.as_mut() {
-                // Best effort, as the user-time calibration's.
-                let _ = s.add_calibration(host, &name, c.calls as f64, extra);
-            }
-        }
-    }
+        let c = crate::sys::trace::bpf::cost(calls.min(MAX_CALLS)).ok()?;
+        // What a timed pair's interval holds besides the call and the loop's own (a
+        // few ns: counted as tracing).
+        Some((
+            c.calls as f64,
+            (c.pair_ns - c.bare_ns) * 1e-9 * c.calls as f64,
+        ))
+    });
     (pool.amount > 0.0).then(|| TracerCost {
         per_call_s: (pool.total / pool.amount).max(0.0),
         calibration_calls: made,

@@ -253,11 +253,8 @@ pub enum WindowEnd {
 pub struct Calibration {
     /// The call untraced.
     pub bare_ns: f64,
-    /// The call traced (its blocks' median).
-    pub traced_ns: f64,
     /// A timed pair's interval (the median), which holds the call and tracing's part.
     pub pair_ns: f64,
-    /// Calls made with the programs attached, and timed pairs among them.
+    /// Calls made with the programs attached.
     pub calls: u64,
-    pub pairs: u64,
 }

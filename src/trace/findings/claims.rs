@@ -196,25 +196,24 @@ fn finish(x: &mut Finding, work: f64, window: Option<f64>) {
 /// calls. Amounts per `per` seconds (attached: of the window; else 1).
 fn parts(x: &Finding, s: f64, per: f64) -> String {
     match (x.own_work, x.saving_low_s, x.saving_high_s) {
-        (Some(o), Some(lo), Some(hi)) if o.saving_s > 0.0 => format!(
-            " ({} in system calls, {} of the program's own work per call: ≈{} a call{}, {} calls fewer; ≈{}–{} {})",
-            secs((s - o.saving_s) / per),
-            secs(o.saving_s / per),
-            secs(o.per_call_s),
-            match o.method {
-                Method::Timed => "",
-                Method::UserCpuSplit => {
-                    " (its user CPU over its calls: this tracer does not time them)"
-                }
-            },
-            crate::units::thousands(o.calls_removed),
-            secs(lo / per),
-            secs(hi / per),
-            match o.method {
-                Method::Timed => "as its gaps between calls vary",
-                Method::UserCpuSplit => "as that work is the calls' or not",
-            },
-        ),
+        (Some(o), Some(lo), Some(hi)) if o.saving_s > 0.0 => {
+            let (how, range) = match o.method {
+                Method::Timed => ("", "as its gaps between calls vary"),
+                Method::UserCpuSplit => (
+                    " (its user CPU over its calls: this tracer does not time them)",
+                    "as that work is the calls' or not",
+                ),
+            };
+            format!(
+                " ({} in system calls, {} of the program's own work per call: ≈{} a call{how}, {} calls fewer; ≈{}–{} {range})",
+                secs((s - o.saving_s) / per),
+                secs(o.saving_s / per),
+                secs(o.per_call_s),
+                crate::units::thousands(o.calls_removed),
+                secs(lo / per),
+                secs(hi / per),
+            )
+        }
         _ if x.kept < 1.0 && x.own_work.is_none() => {
             " (in system calls only: the program's own work between them was not measured)".into()
         }

@@ -2,12 +2,13 @@
 //! interpreter's loop, libc's wrapper, tar's record handling), which goes away with
 //! the calls a finding would remove.
 //!
-//! Where the tracer times each call's end (eBPF), a row's calls have the time from the
-//! same task's previous timed call's end ([`Gaps`]): the program's work before the
-//! call, the call itself and what tracing added to it. Less the call's price here (the
-//! row's priced time over its calls) and the tracer's cost per call (calibrated,
-//! [`crate::trace::overhead::tracer_cost`]), the median is the row's own work per call,
-//! and the quartiles its range. docs/trace.md has the rule and the figures behind it.
+//! Where the tracer times calls (eBPF: a sample of pairs, [`Gaps`]), a pair's interval
+//! holds the program's work before its second call, that call, and what tracing added.
+//! Less the call's price here (the row's priced time over its calls) and tracing's part
+//! (calibrated, [`crate::trace::overhead::tracer_cost`]), the median is the row's own
+//! work per call, and the quartiles its range. Where calls are not timed (ptrace,
+//! preload), the run's user CPU over its calls stands for it. docs/trace.md has the
+//! rule and the figures behind it.
 
 use crate::trace::figures::Figures;
 use crate::trace::price::time_here;
@@ -124,10 +125,24 @@ pub fn of_row(
     (pid, t, op): (i32, usize, Op),
     tracer_s: f64,
 ) -> Option<(f64, f64, f64)> {
+    let (s, time) = priced((pid, t, op), p, f)?;
+    per_call(
+        &s.gaps,
+        time / s.calls.max(1) as f64,
+        tracer_s,
+        s.typical_size().unwrap_or(1),
+    )
+}
+
+/// Row `key`'s stats and what its calls take here.
+fn priced<'a>(
+    (pid, t, op): (i32, usize, Op),
+    p: &'a Profile,
+    f: &Figures,
+) -> Option<(&'a crate::trace::profile::OpStats, f64)> {
     let s = p.ops.get(&(pid, t, op))?;
     let large = p.pipe_sizes.contains_key(&t);
-    let call = time_here(f, &p.targets[t], op, s, large)? / s.calls.max(1) as f64;
-    per_call(&s.gaps, call, tracer_s, s.typical_size().unwrap_or(1))
+    Some((s, time_here(f, &p.targets[t], op, s, large)?))
 }
 
 /// The own work of every timed row of `p` (s): the program's work between its calls,
@@ -156,11 +171,9 @@ pub fn of_rows(
     }
     // Per operation: the rows' gaps, calls, priced time and bytes asked.
     let mut groups: BTreeMap<Op, (Gaps, u64, f64, u64)> = BTreeMap::new();
-    for &(pid, t, op) in rows {
-        let s = p.ops.get(&(pid, t, op))?;
-        let large = p.pipe_sizes.contains_key(&t);
-        let time = time_here(f, &p.targets[t], op, s, large)?;
-        let g = groups.entry(op).or_default();
+    for &key in rows {
+        let (s, time) = priced(key, p, f)?;
+        let g = groups.entry(key.2).or_default();
         g.0.merge(&s.gaps);
         g.1 += s.calls;
         g.2 += time;
