@@ -22,7 +22,7 @@ pub use config::MIN_ROUND_SAMPLES;
 pub use limit::TimeLimit;
 pub use overhead::{Overhead, measure_overhead};
 pub use rounds::measure_rounds;
-pub use sampler::{Sample, Sampled, Steady, measure};
+pub use sampler::{Sample, Sampled, Setup, Steady, measure};
 pub use stats::{Summary, summarize};
 
 /// Something the harness can time.

@@ -15,7 +15,7 @@
 //! rounds.
 
 use super::Workload;
-use super::clock::now;
+use super::clock::{now, ns_between};
 use super::config::Config;
 use super::sampler::{Sampled, timed};
 use crate::interrupt;
@@ -39,30 +39,32 @@ pub fn fit_pass(target: Duration, elapsed_ns: u64, iters: u64, (lo, hi): (u64, u
 }
 
 /// Runs `w`'s warm-up: one pass, or for a fitted case passes until one lasts at least
-/// half the target (or the range is exhausted). Returns (iterations run, pass size).
-fn warm_up(w: &mut dyn Workload, cfg: &Config) -> Result<(u64, u64)> {
+/// half the target (or the range is exhausted). Returns (iterations run, pass size,
+/// the passes' own time in ns).
+fn warm_up(w: &mut dyn Workload, cfg: &Config) -> Result<(u64, u64, u64)> {
     let Some(range) = w.pass_range() else {
         if !w.warm_up() {
-            return Ok((0, 1));
+            return Ok((0, 1, 0));
         }
-        timed(w, 1)?;
-        return Ok((1, 1));
+        let s = timed(w, 1)?;
+        return Ok((1, 1, s.elapsed_ns));
     };
     let (lo, hi) = (range.0.max(1), range.1.max(range.0).max(1));
     let mut iters = lo;
-    let mut run = 0;
+    let (mut run, mut ns) = (0, 0);
     for n in 1..=MAX_FITTING_PASSES {
         interrupt::check()?;
         let s = timed(w, iters)?;
         run += iters;
+        ns += s.elapsed_ns;
         let next = fit_pass(cfg.pass_time, s.elapsed_ns, iters, (lo, hi));
         let long_enough = s.elapsed_ns as u128 * 2 >= cfg.pass_time.as_nanos();
         if long_enough || next <= iters || n == MAX_FITTING_PASSES {
-            return Ok((run, next));
+            return Ok((run, next, ns));
         }
         iters = next;
     }
-    Ok((run, iters))
+    Ok((run, iters, ns))
 }
 
 /// Samples in a row whose rate must hold steady for a settling case's samples to start
@@ -144,8 +146,11 @@ pub fn measure_rounds(
             warmup_iters: 0,
             converged: false,
             steady: None,
+            setup: None,
         })
         .collect();
+    // Wall time outside each case's passes: what its set-up before each pass costs.
+    let mut outside = vec![super::Setup::default(); cases.len()];
     let mut pass = vec![1u64; cases.len()];
     let mut ramp: Vec<Ramp> = cases
         .iter()
@@ -160,7 +165,9 @@ pub fn measure_rounds(
     for (i, w) in cases.iter_mut().enumerate() {
         interrupt::check()?;
         on_sample(i, 0);
-        let (run, size) = warm_up(&mut **w, cfg)?;
+        let t = now();
+        let (run, size, ns) = warm_up(&mut **w, cfg)?;
+        outside[i].first_ns = ns_between(t, now()).saturating_sub(ns);
         out[i].warmup_iters = run;
         pass[i] = size;
     }
@@ -185,7 +192,10 @@ pub fn measure_rounds(
             active += 1;
             interrupt::check()?;
             on_sample(i, round);
+            let t = now();
             let s = timed(&mut **w, pass[i])?;
+            outside[i].later_ns += ns_between(t, now()).saturating_sub(s.elapsed_ns);
+            outside[i].later += 1;
             let o = &mut out[i];
             o.samples.push(s);
             ramp[i] = ramp[i].advance(&o.ns_per_iter());
@@ -204,8 +214,9 @@ pub fn measure_rounds(
             break;
         }
     }
-    for (o, r) in out.iter_mut().zip(ramp) {
+    for ((o, r), setup) in out.iter_mut().zip(ramp).zip(outside) {
         leave_out_ramp(o, r, min);
+        o.setup = Some(setup);
     }
     Ok(out)
 }
@@ -376,6 +387,38 @@ mod tests {
         assert_eq!(left, MIN_ROUND_SAMPLES.max(c.min_samples));
         assert!(other > left, "{other}");
         assert_eq!(counts(true), (other, other));
+    }
+
+    /// A case that sleeps before each pass: 20 ms before its first (its processes and
+    /// connection), 2 ms before each later one; its passes take no time.
+    struct SetsUp {
+        passes: usize,
+    }
+
+    impl Workload for SetsUp {
+        fn run(&mut self, _iters: u64) -> Result<()> {
+            Ok(())
+        }
+
+        fn before_sample(&mut self) -> Result<()> {
+            let ms = if self.passes == 0 { 20 } else { 2 };
+            std::thread::sleep(Duration::from_millis(ms));
+            self.passes += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_case_s_set_up_is_told_apart_from_its_passes() {
+        let mut w = SetsUp { passes: 0 };
+        let out = measure_rounds(&mut [&mut w], &cfg(), |_, _| {}).unwrap();
+        let s = out[0].setup.expect("a round-robin case's set-up");
+        assert_eq!(s.later, out[0].samples.len());
+        assert_eq!(w.passes, 1 + s.later);
+        // Sleeps last at least as long as asked (longer on a loaded machine): the
+        // first at least 20 ms, each later one at least 2 ms.
+        assert!(s.first_ns >= 20_000_000, "{s:?}");
+        assert!(s.later_ns >= 2_000_000 * s.later as u64, "{s:?}");
     }
 
     /// A pass whose iterations each spin a fixed time; it may have `range` iterations.

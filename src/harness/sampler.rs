@@ -41,6 +41,24 @@ pub struct Sampled {
     /// first samples were left out as its ramp (their iterations are in
     /// `warmup_iters`), and whether its rate was then steady. None: not asked.
     pub steady: Option<Steady>,
+    /// For a round-robin case: the wall time the harness spent on it outside its
+    /// passes' own times, which a time estimate adds to its passes. None: a
+    /// calibrated case.
+    pub setup: Option<Setup>,
+}
+
+/// A round-robin case's wall time outside its passes' own times: its set-up before
+/// each pass (processes, connections, a verification pass) and what timing a pass
+/// adds around it (a transfer's messages to its processes).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Setup {
+    /// Before and around its warm-up (the first pass: where a case opens what its
+    /// passes keep, and checks its bytes).
+    pub first_ns: u64,
+    /// Before and around its timed passes after the warm-up, all of them.
+    pub later_ns: u64,
+    /// How many timed passes `later_ns` covers.
+    pub later: usize,
 }
 
 /// Where a settling case's samples start (see [`crate::harness::rounds`]).
@@ -230,6 +248,7 @@ pub fn measure(w: &mut dyn Workload, cfg: &Config) -> Result<Sampled> {
         warmup_iters,
         converged: false,
         steady: None,
+        setup: None,
     };
     loop {
         interrupt::check()?;

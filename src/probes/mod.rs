@@ -248,11 +248,12 @@ pub trait Probe {
     fn pass_bytes(&self) -> Vec<Option<(u64, u64)>> {
         vec![None; self.case_count()]
     }
-    /// Seconds each case spends once before its passes, outside them, in
-    /// `case_names` order (a socket byte stream's connection warm-up). Used for the
-    /// time estimate.
-    fn setup_seconds(&self) -> Vec<f64> {
-        vec![0.0; self.case_count()]
+    /// What each case is expected to spend outside its passes, in `case_names` order:
+    /// once before its first (a socket byte stream's processes, connection and
+    /// warm-up) and before each later one. A guess, for the time estimate of a case
+    /// no saved run has measured (saved rows carry what theirs took: JSON `setup`).
+    fn setup_guesses(&self) -> Vec<crate::results::SetupTime> {
+        vec![crate::results::SetupTime::NONE; self.case_count()]
     }
     /// How long its options may take when no `--time-limit` is given (the options'
     /// `time_limit`, set per scale by `Options::for_scale`).

@@ -69,6 +69,11 @@ pub struct Measurement {
     /// Timed iterations across all samples (warm-up excluded).
     pub iterations: u64,
     pub warmup_iterations: u64,
+    /// Where a row sampled a pass at a time spent wall time outside its passes: its
+    /// set-up (processes, connections, a verification pass). The next time estimate
+    /// of this case adds it. Absent for a calibrated row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<SetupTime>,
     /// Share of the samples' wall time in which the measuring thread was runnable but
     /// waited for a CPU another task held: left out of every figure. Absent where
     /// nothing is left out: a transfer between two processes (each side also waits
@@ -84,6 +89,50 @@ pub struct Measurement {
     pub warnings: Vec<String>,
     /// Every sample's value in `unit`, in the order taken.
     pub raw: Vec<f64>,
+}
+
+/// A row's wall time outside its passes (JSON `setup`), in seconds: before and around
+/// its first pass (the warm-up, where a row opens what its passes keep and checks its
+/// bytes), and on average before and around each later one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SetupTime {
+    pub first_s: f64,
+    pub per_pass_s: f64,
+    /// The later passes `per_pass_s` averages over.
+    pub passes: usize,
+}
+
+impl SetupTime {
+    /// No time outside the passes.
+    pub const NONE: SetupTime = SetupTime {
+        first_s: 0.0,
+        per_pass_s: 0.0,
+        passes: 0,
+    };
+
+    fn of(s: crate::harness::Setup) -> SetupTime {
+        SetupTime {
+            first_s: s.first_ns as f64 / 1e9,
+            per_pass_s: s.later_ns as f64 / 1e9 / s.later.max(1) as f64,
+            passes: s.later,
+        }
+    }
+
+    /// This row's set-up and that of its case measured again (a first pass each).
+    fn pooled(self, o: SetupTime) -> SetupTime {
+        let passes = self.passes + o.passes;
+        SetupTime {
+            first_s: (self.first_s + o.first_s) / 2.0,
+            per_pass_s: (self.per_pass_s * self.passes as f64 + o.per_pass_s * o.passes as f64)
+                / passes.max(1) as f64,
+            passes,
+        }
+    }
+
+    /// Seconds outside the passes for a row of `passes` timed passes after its first.
+    pub fn seconds(&self, passes: usize) -> f64 {
+        self.first_s + self.per_pass_s * passes as f64
+    }
 }
 
 /// A typed params (or derived) struct as the JSON object rows carry, keys in field
@@ -249,6 +298,7 @@ impl Measurement {
             samples: s.n,
             iterations,
             warmup_iterations: sampled.warmup_iters,
+            setup: sampled.setup.map(SetupTime::of),
             cpu_wait: sampled.cpu_wait(),
             rusage,
             derived: Map::new(),
@@ -309,6 +359,7 @@ impl Measurement {
             samples: 0,
             iterations: 0,
             warmup_iterations: 0,
+            setup: None,
             cpu_wait: None,
             rusage: Rusage {
                 normalised: RusageDelta::default().per(1.0, "op"),
@@ -442,6 +493,10 @@ impl Measurement {
         self.raw.extend(again.raw);
         self.iterations += again.iterations;
         self.warmup_iterations += again.warmup_iterations;
+        self.setup = match (self.setup, again.setup) {
+            (Some(a), Some(b)) => Some(a.pooled(b)),
+            (a, b) => a.or(b),
+        };
         self.converged &= again.converged;
         for w in again.warnings {
             if !self.warnings.contains(&w) {

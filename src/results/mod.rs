@@ -7,7 +7,7 @@ pub mod runref;
 pub mod store;
 pub mod time;
 
-pub use measurement::{Measurement, Metric, Status, Unit};
+pub use measurement::{Measurement, Metric, SetupTime, Status, Unit};
 
 use crate::harness::Overhead;
 use crate::sys::machine::Environment;

@@ -3,75 +3,144 @@
 //! command's time limit and how it is named, and the estimate printed first.
 
 use crate::probes::Probe;
-use crate::results::Unit;
+use crate::results::{SetupTime, Status, Unit};
 use crate::settings::{Scale, Settings};
 use crate::sys::machine::Environment;
+use std::collections::HashMap;
 
 /// Throughput assumed for a whole-pass case nothing saved has measured: a guess, said so
 /// (copies with eviction and fsync run at about this here; warm ones faster).
 const GUESSED_RATE: f64 = 1e9;
 
-/// Each case's figures in the newest saved run on this host that has it, by case name:
-/// its median (bytes/s) and how many samples it took; and the newest such run.
-type Prior = (std::collections::HashMap<String, (f64, usize)>, Option<i64>);
+/// A case's figures in the newest saved run on this host that has it: its median
+/// (bytes/s), how many samples it took, and its time outside its passes (its set-up;
+/// None where that run did not save it).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Saved {
+    rate: f64,
+    samples: usize,
+    setup: Option<SetupTime>,
+}
+
+/// What the saved runs say about the cases to come: each case's [`Saved`] figures by
+/// case name, the cases whose newest saved row could not run here (unsupported, or
+/// skipped on this filesystem: they take no time), each probe's median set-up over
+/// its saved rows (for its rows nothing saved has run), and the newest run they came
+/// from.
+#[derive(Debug, Default)]
+pub(super) struct Prior {
+    cases: HashMap<String, Saved>,
+    unrun: std::collections::HashSet<String>,
+    setups: HashMap<String, SetupTime>,
+    run: Option<i64>,
+}
+
+impl Prior {
+    /// A case's set-up in seconds for `passes` timed passes after its warm-up: at its
+    /// own saved [`SetupTime`], else its probe's saved rows' median, else the probe's
+    /// own guess (`guess`).
+    fn setup(&self, (probe, case): (&str, &str), passes: usize, guess: SetupTime) -> f64 {
+        self.cases
+            .get(case)
+            .and_then(|s| s.setup)
+            .or_else(|| self.setups.get(probe).copied())
+            .unwrap_or(guess)
+            .seconds(passes)
+    }
+
+    fn rate(&self, case: &str) -> Option<f64> {
+        self.cases.get(case).map(|s| s.rate)
+    }
+}
 
 /// The [`Prior`] figures; empty when nothing is saved.
 fn prior_rates(settings: &Settings, host: &str) -> Prior {
-    let mut rates = std::collections::HashMap::new();
+    let mut prior = Prior::default();
     let store = settings.store_path().ok().and_then(|p| {
         crate::results::store::Store::open_read_only_if_any(&p)
             .ok()
             .flatten()
     });
     let Some(store) = store else {
-        return (rates, None);
+        return prior;
     };
-    let mut newest = None;
     let evidence = crate::results::store::Evidence::of(host, &[], 20);
+    let mut setups: HashMap<String, Vec<SetupTime>> = HashMap::new();
     for r in store.newest_with(&evidence).unwrap_or_default() {
         let Ok(run) = store.load(r.id) else { continue };
-        for m in run
-            .measurements
-            .iter()
-            .filter(|m| m.is_ok() && m.unit == Unit::BytesPerSec)
-        {
-            if !rates.contains_key(&m.case) {
-                rates.insert(m.case.clone(), (m.median, m.samples));
-                newest.get_or_insert(r.id);
+        for m in &run.measurements {
+            if prior.cases.contains_key(&m.case) || prior.unrun.contains(&m.case) {
+                continue;
             }
+            if matches!(m.status, Status::Unsupported | Status::Skipped) {
+                prior.unrun.insert(m.case.clone());
+                continue;
+            }
+            if !m.is_ok() || m.unit != Unit::BytesPerSec {
+                continue;
+            }
+            let saved = Saved {
+                rate: m.median,
+                samples: m.samples,
+                setup: m.setup,
+            };
+            prior.cases.insert(m.case.clone(), saved);
+            if let Some(s) = m.setup {
+                setups.entry(m.probe.clone()).or_default().push(s);
+            }
+            prior.run.get_or_insert(r.id);
         }
     }
-    (rates, newest)
+    prior.setups = setups
+        .into_iter()
+        .map(|(p, v)| (p, median_setup(&v)))
+        .collect();
+    prior
+}
+
+/// The median of each part of `v`'s set-ups (not empty).
+fn median_setup(v: &[SetupTime]) -> SetupTime {
+    let median = |f: &dyn Fn(&SetupTime) -> f64| {
+        let mut x: Vec<f64> = v.iter().map(f).collect();
+        x.sort_by(f64::total_cmp);
+        x[x.len() / 2]
+    };
+    SetupTime {
+        first_s: median(&|s| s.first_s),
+        per_pass_s: median(&|s| s.per_pass_s),
+        passes: v.iter().map(|s| s.passes).sum(),
+    }
 }
 
 /// How long `probes` should take, in seconds, and where the figures came from: each
 /// whole-pass case runs a warm-up and as many samples as it took last time (at least
 /// the minimum) at its saved throughput, or the minimum at a guessed one; each
 /// calibrated case its warm-up and half its budget.
-fn estimate(
-    probes: &[Box<dyn Probe>],
-    h: &crate::harness::Config,
-    (rates, run): &Prior,
-) -> (f64, String) {
+fn estimate(probes: &[Box<dyn Probe>], h: &crate::harness::Config, prior: &Prior) -> (f64, String) {
     let min = h.round_min();
     let mut guessed = false;
     let mut total = 0.0;
     for p in probes {
-        total += p.setup_seconds().iter().sum::<f64>();
-        for (name, bytes) in p.case_names().iter().zip(p.pass_bytes()) {
+        let probe = p.kind().name();
+        let guesses = p.setup_guesses();
+        for (i, (name, bytes)) in p.case_names().iter().zip(p.pass_bytes()).enumerate() {
+            if prior.unrun.contains(name) {
+                continue;
+            }
+            let guess = guesses.get(i).copied().unwrap_or(SetupTime::NONE);
             total += match bytes {
                 Some((lo, hi)) => {
-                    let saved = rates.get(name).copied();
+                    let saved = prior.cases.get(name).copied();
                     guessed |= saved.is_none();
-                    let samples = saved.map_or(min, |s| s.1);
-                    let pass = pass_seconds(h, (lo, hi), saved.map(|s| s.0));
-                    (1 + samples.max(min)) as f64 * pass
+                    let samples = saved.map_or(min, |s| s.samples).max(min);
+                    let pass = pass_seconds(h, (lo, hi), saved.map(|s| s.rate));
+                    (1 + samples) as f64 * pass + prior.setup((probe, name), samples, guess)
                 }
                 None => (h.warmup + h.budget / 2).as_secs_f64(),
             };
         }
     }
-    let from = match (run, guessed) {
+    let from = match (prior.run, guessed) {
         (Some(id), false) => format!("from run {id}'s figures"),
         (Some(id), true) => format!("from run {id}'s figures, the rest guessed at 1 GB/s"),
         (None, _) => "a guess: nothing measured here is saved yet".into(),
@@ -81,17 +150,18 @@ fn estimate(
 
 /// Each case's minimum cost in seconds, keyed as the time limit keys them: a whole-pass
 /// case's warm-up and minimum rounds of passes, each pass as long as at its saved
-/// throughput in `rates` (see [`pass_seconds`]), plus its set-up; a calibrated case
-/// its warm-up and minimum samples. The time limit shares itself out in proportion
-/// (given no rates), and their sum is the least a run of `probes` can take.
+/// throughput in `prior` (see [`pass_seconds`]), plus its set-up (saved, else
+/// guessed: see [`Prior::setup`]); a calibrated case its warm-up and minimum samples.
+/// The time limit shares itself out in proportion (given no prior), and their sum is
+/// the least a run of `probes` can take.
 pub(super) fn min_costs(
     probes: &[Box<dyn Probe>],
     h: &crate::harness::Config,
-    rates: &std::collections::HashMap<String, (f64, usize)>,
+    prior: &Prior,
 ) -> Vec<(String, f64)> {
     probes
         .iter()
-        .flat_map(|p| case_costs(p.as_ref(), h, rates))
+        .flat_map(|p| case_costs(p.as_ref(), h, prior))
         .collect()
 }
 
@@ -99,18 +169,22 @@ pub(super) fn min_costs(
 pub(super) fn case_costs(
     p: &dyn Probe,
     h: &crate::harness::Config,
-    rates: &std::collections::HashMap<String, (f64, usize)>,
+    prior: &Prior,
 ) -> Vec<(String, f64)> {
     let min = h.round_min();
     let name = p.kind().name();
-    let setup = p.setup_seconds();
+    let setup = p.setup_guesses();
     let mut out = Vec::new();
     for (i, (case, bytes)) in p.case_names().iter().zip(p.pass_bytes()).enumerate() {
-        let cost = setup.get(i).copied().unwrap_or(0.0)
-            + match bytes {
-                Some(b) => (1 + min) as f64 * pass_seconds(h, b, rates.get(case).map(|r| r.0)),
-                None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
-            };
+        let guess = setup.get(i).copied().unwrap_or(SetupTime::NONE);
+        let cost = match bytes {
+            _ if prior.unrun.contains(case) => 0.0,
+            Some(b) => {
+                (1 + min) as f64 * pass_seconds(h, b, prior.rate(case))
+                    + prior.setup((name, case), min, guess)
+            }
+            None => (h.warmup + h.sample_time * h.min_samples as u32).as_secs_f64(),
+        };
         out.push((crate::harness::TimeLimit::key(name, case), cost));
     }
     out
@@ -130,12 +204,8 @@ fn pass_seconds(h: &crate::harness::Config, (lo, hi): (u64, u64), rate: Option<f
 
 /// The least `probes` can take, whatever their limit, in seconds: their
 /// [`min_costs`] at the saved rates.
-fn least_seconds(
-    probes: &[Box<dyn Probe>],
-    h: &crate::harness::Config,
-    rates: &std::collections::HashMap<String, (f64, usize)>,
-) -> f64 {
-    min_costs(probes, h, rates).iter().map(|c| c.1).sum()
+fn least_seconds(probes: &[Box<dyn Probe>], h: &crate::harness::Config, prior: &Prior) -> f64 {
+    min_costs(probes, h, prior).iter().map(|c| c.1).sum()
 }
 
 /// `run --precise --quick`'s share of its probes' time limits (rows sampled to ±1%):
@@ -236,10 +306,17 @@ fn expected(
     let prior = prior_rates(settings, host);
     let (mut seconds, mut from) = estimate(probes, h, &prior);
     if let Some(l) = limit {
-        let least = least_seconds(probes, h, &prior.0);
+        let least = least_seconds(probes, h, &prior);
         seconds = l.as_secs_f64().max(least);
-        from = "its time limit: rows sample until their interval is narrow or their share is spent"
-            .into();
+        from = match least > l.as_secs_f64() {
+            true => format!(
+                "each row's set-up and fewest samples, past its time limit of {}",
+                crate::units::format_minutes(l.as_secs_f64())
+            ),
+            false => "its time limit: rows sample until their interval is narrow or their share \
+                      is spent"
+                .into(),
+        };
     }
     (seconds, from)
 }
@@ -248,7 +325,7 @@ fn expected(
 /// minimum samples; see [`least_seconds`]): as a time limit, the shortest run of them.
 pub fn least_seconds_of(settings: &Settings, probes: &[Box<dyn Probe>]) -> f64 {
     let host = crate::sys::machine::hostname();
-    least_seconds(probes, &settings.harness, &prior_rates(settings, &host).0)
+    least_seconds(probes, &settings.harness, &prior_rates(settings, &host))
 }
 
 /// How long measuring `probes` at `scale` should take here, in seconds, as a run of
@@ -287,14 +364,22 @@ mod tests {
         let probes: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(opts))];
         let rows = probes[0].case_count();
         let passes = (1 + h.round_min()) as f64;
-        let (guess, from) = estimate(&probes, &h, &(HashMap::new(), None));
+        let (guess, from) = estimate(&probes, &h, &Prior::default());
         assert!((guess - rows as f64 * passes * total / GUESSED_RATE).abs() < 1e-6);
         assert!(from.starts_with("a guess"), "{from}");
         let names = probes[0].case_names();
         // Twice the guessed throughput, and fewer samples than the minimum last time.
-        let rates: HashMap<String, (f64, usize)> =
-            names.iter().map(|n| (n.clone(), (2e9, 2))).collect();
-        let (saved, from) = estimate(&probes, &h, &(rates, Some(7)));
+        let saved = |rate, samples| Saved {
+            rate,
+            samples,
+            setup: None,
+        };
+        let prior = Prior {
+            cases: names.iter().map(|n| (n.clone(), saved(2e9, 2))).collect(),
+            run: Some(7),
+            ..Prior::default()
+        };
+        let (saved, from) = estimate(&probes, &h, &prior);
         assert!((saved - guess / 2.0).abs() < 1e-6, "{saved} vs {guess}");
         assert_eq!(from, "from run 7's figures");
         // Fitted passes last the pass time, at any throughput that keeps them between
@@ -303,7 +388,7 @@ mod tests {
             chunk_sizes: vec![4096, 65536],
             ..pipe::Options::for_scale(Scale::Default)
         }))];
-        let (fit, _) = estimate(&fitted, &h, &(HashMap::new(), None));
+        let (fit, _) = estimate(&fitted, &h, &Prior::default());
         let want = rows as f64 * passes * h.pass_time.as_secs_f64();
         assert!((fit - want).abs() < 1e-6, "{fit} vs {want}");
         assert_eq!(crate::units::format_minutes(40.0), "40 s");
@@ -324,20 +409,78 @@ mod tests {
         }))];
         let passes = (1 + h.round_min()) as f64;
         let rows = probes[0].case_count() as f64;
-        let least = least_seconds(&probes, &h, &HashMap::new());
+        let least = least_seconds(&probes, &h, &Prior::default());
         let want = rows * passes * total as f64 / GUESSED_RATE;
         assert!((least - want).abs() < 1e-9, "{least} vs {want}");
         // The time limit's shares are the same costs, case by case.
-        let costs = min_costs(&probes, &h, &HashMap::new());
+        let costs = min_costs(&probes, &h, &Prior::default());
         assert_eq!(costs.len(), rows as usize);
         assert!((costs.iter().map(|c| c.1).sum::<f64>() - least).abs() < 1e-9);
         // A saved rate four times the guess: a quarter of the time.
-        let rates = probes[0]
-            .case_names()
-            .into_iter()
-            .map(|n| (n, (4.0 * GUESSED_RATE, 6)))
-            .collect();
-        let fast = least_seconds(&probes, &h, &rates);
+        let saved = |setup| Saved {
+            rate: 4.0 * GUESSED_RATE,
+            samples: 6,
+            setup,
+        };
+        let names = probes[0].case_names();
+        let prior = Prior {
+            cases: names.iter().map(|n| (n.clone(), saved(None))).collect(),
+            ..Prior::default()
+        };
+        let fast = least_seconds(&probes, &h, &prior);
         assert!((fast - want / 4.0).abs() < 1e-9, "{fast}");
+    }
+
+    #[test]
+    fn a_saved_set_up_counts_once_and_per_pass_at_the_passes_to_come() {
+        let h = crate::harness::Config::quick();
+        let probes: Vec<Box<dyn Probe>> = vec![Box::new(pipe::PipeProbe::new(pipe::Options {
+            chunk_sizes: vec![4096, 65536],
+            total: 16 << 20,
+            fit: false,
+            ..pipe::Options::for_scale(Scale::Quick)
+        }))];
+        let names = probes[0].case_names();
+        let bare = least_seconds(&probes, &h, &Prior::default());
+        let setup = SetupTime {
+            first_s: 0.08,
+            per_pass_s: 0.01,
+            passes: 200,
+        };
+        // The first row saved with its set-up; the second row not saved: its probe's
+        // saved rows' median stands in for it.
+        let saved = Saved {
+            rate: GUESSED_RATE,
+            samples: 200,
+            setup: Some(setup),
+        };
+        let mut prior = Prior {
+            cases: HashMap::from([(names[0].clone(), saved)]),
+            setups: HashMap::from([("pipe".to_string(), setup)]),
+            run: Some(1),
+            ..Prior::default()
+        };
+        let min = h.round_min() as f64;
+        let rows = names.len() as f64;
+        let least = least_seconds(&probes, &h, &prior);
+        let want = bare + rows * (0.08 + 0.01 * min);
+        assert!((least - want).abs() < 1e-9, "{least} vs {want}");
+        // The estimate without a limit: the first row at the 200 samples it took.
+        let (all, _) = estimate(&probes, &h, &prior);
+        let pass = (16u64 << 20) as f64 / GUESSED_RATE;
+        let first = 201.0 * pass + 0.08 + 0.01 * 200.0;
+        let other = (1.0 + min) * pass + 0.08 + 0.01 * min;
+        let rest = (rows - 1.0) * other;
+        assert!(
+            (all - first - rest).abs() < 1e-9,
+            "{all} vs {}",
+            first + rest
+        );
+        // A case saved as unsupported here takes no time.
+        prior.unrun.insert(names[1].clone());
+        let (less, _) = estimate(&probes, &h, &prior);
+        assert!((all - less - other).abs() < 1e-9, "{less} vs {all}");
+        let costs = min_costs(&probes, &h, &prior);
+        assert_eq!(costs[1].1, 0.0);
     }
 }

@@ -21,7 +21,7 @@ use crate::harness::{External, Workload};
 use crate::interrupt;
 use crate::names::{Named, named_enum};
 use crate::present::{Grid, Plot, Style};
-use crate::results::{Measurement, Metric, Run, Unit, measurement::to_map};
+use crate::results::{Measurement, Metric, Run, SetupTime, Unit, measurement::to_map};
 use crate::sys::machine::Environment;
 use crate::sys::scratch::Scratch;
 use crate::sys::sockets;
@@ -593,18 +593,8 @@ impl Probe for SocketProbe {
             .collect()
     }
 
-    fn setup_seconds(&self) -> Vec<f64> {
-        self.opts
-            .cases()
-            .iter()
-            .map(|c| {
-                if c.family.datagram() {
-                    0.0
-                } else {
-                    transfer::TYPICAL_WARM_S
-                }
-            })
-            .collect()
+    fn setup_guesses(&self) -> Vec<SetupTime> {
+        self.opts.cases().iter().map(transfer::setup_guess).collect()
     }
 
     fn validate(&self, env: &Environment, _scratch: &Scratch) -> Result<()> {
