@@ -1,6 +1,11 @@
 //! Pricing a profile with this machine's measured figures ([`Figures`]): a traced
 //! operation's time here, the curve it is priced on, and the words the findings
-//! share. Traced durations are never used: tracing inflates them.
+//! share. Traced durations are not used (tracing inflates them), but for a call that
+//! waits by its nature: an fsync's own time in this run, where the tracer timed enough
+//! of them (tracing's part, a fraction of a microsecond, against the disk's tens or
+//! hundreds): a write probe's fsync rewrites allocated blocks, where a program's
+//! fsync after appending commits the file's new size and blocks too (277 µs against
+//! 87 here, 29 Nov 2026).
 
 use super::figures::{Curve, Figures};
 use super::profile::{Kind, Op, OpStats, Profile, Target};
@@ -48,9 +53,37 @@ pub(super) fn pipe_relay(
     Some((time, rows.iter().filter(relay).map(|r| r.2.calls).sum()))
 }
 
-/// Where the fsync price comes from, said with it: one measurement of this disk, at
-/// that time (a disk busy with another process's writes costs several times more).
-pub(super) fn fsync_source(f: &Figures) -> String {
+/// What one of `pid`'s fsyncs of target `t` costs, and where that comes from, said
+/// with it: the median of those the tracer timed in this run (see
+/// [`OpStats::timed_median_s`]), else the write probe's figure ([`fsync_source`]).
+pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Option<f64>, String) {
+    let mut timed = OpStats::default();
+    for (_, s) in rows_of(p, pid, t).filter(|&(op, _)| is_fsync(op)) {
+        timed.gaps.merge(&s.gaps);
+        timed.waited.merge(&s.waited);
+    }
+    match timed.timed_median_s() {
+        Some((c, n)) => (
+            Some(c),
+            format!(
+                " (an fsync priced at {}, the median of {} of these fsyncs timed in this run)",
+                format_ns(c * 1e9),
+                crate::units::thousands(n)
+            ),
+        ),
+        None => (f.fsync_s, fsync_source(f)),
+    }
+}
+
+/// An fsync or fdatasync row.
+pub(super) fn is_fsync(op: Op) -> bool {
+    matches!(op.call(), Some(Syscall::Fsync | Syscall::Fdatasync))
+}
+
+/// Where the write probe's fsync price comes from, said with it: one measurement of
+/// this disk, at that time (a disk busy with another process's writes costs several
+/// times more).
+fn fsync_source(f: &Figures) -> String {
     match (f.fsync_s, f.sources.iter().find(|(p, _)| p == "write")) {
         (Some(c), Some((_, id))) => format!(
             " (an fsync priced at {}, as write run {id} measured this disk{}: a disk busy with other writes costs more; --figures picks another run)",
@@ -110,7 +143,7 @@ pub fn time_here(f: &Figures, t: &Target, op: Op, s: &OpStats, large_pipe: bool)
         Some(Syscall::Close) => Some(0.0),
         Some(Syscall::Stat) => f.ns(Case::Stat).map(|n| n * 1e-9),
         Some(Syscall::Fstat) => f.ns(Case::Fstat).map(|n| n * 1e-9),
-        Some(Syscall::Fsync | Syscall::Fdatasync) => f.fsync_s,
+        Some(Syscall::Fsync | Syscall::Fdatasync) => s.timed_median_s().map(|m| m.0).or(f.fsync_s),
         _ => f.ns(Case::Null).map(|n| n * 1e-9),
     }?;
     Some(s.calls as f64 * per_call)

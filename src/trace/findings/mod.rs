@@ -7,7 +7,7 @@ mod own;
 mod relays;
 
 use super::figures::Figures;
-use super::price::{comm_of, curve_for, fsync_source, pipe_relay, rows_of};
+use super::price::{comm_of, curve_for, fsync_price, is_fsync, pipe_relay, rows_of};
 use super::profile::{Kind, Op, OpStats, Profile};
 use crate::probes::syscalls::Case;
 use crate::sys::trace::calls::Syscall;
@@ -438,6 +438,7 @@ impl Finder<'_> {
         let (p, f) = (self.p, self.f);
         for (&(pid, t), y) in &p.syncs {
             if y.syncs >= 10 && y.writes <= 8 * y.syncs && y.bytes / y.syncs.max(1) < 64 * 1024 {
+                let (price, source) = fsync_price(p, f, pid, t);
                 self.push(
                     "fsync_per_write",
                     pid,
@@ -449,17 +450,11 @@ impl Finder<'_> {
                         thousands(y.syncs),
                         crate::units::sig3(y.writes as f64 / y.syncs as f64),
                         format_size(y.bytes / y.syncs.max(1)),
-                        fsync_source(f)
+                        source
                     ),
-                    (
-                        f.fsync_s.map(|c| c * y.syncs as f64),
-                        f.fsync_s,
-                        1.0 / y.syncs as f64,
-                    ),
+                    (price.map(|c| c * y.syncs as f64), price, 1.0 / y.syncs as f64),
                     rows_of(p, pid, t)
-                        .filter(|&(op, _)| {
-                            matches!(op.call(), Some(Syscall::Fsync | Syscall::Fdatasync))
-                        })
+                        .filter(|&(op, _)| is_fsync(op))
                         .map(|(op, _)| Claim::Row(pid, t, op))
                         .collect(),
                 );

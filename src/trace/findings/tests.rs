@@ -496,3 +496,73 @@ fn without_figures_a_finding_says_it_is_not_priced() {
     );
     assert!(!found[0].matters);
 }
+
+/// A program that appends 4 KiB and fsyncs it, `n` times, as the eBPF tracer feeds it:
+/// every 5th write starts a timed pair that its fsync ends, `fsync_ns` later, the task
+/// switched out in between (it waited for the disk).
+fn appending_fsyncs(n: u64, fsync_ns: u32) -> Profile {
+    use crate::sys::trace::{Event, Memory, Timing};
+    use crate::trace::profile::testing::{F, T, open, profile};
+    let mut p = profile();
+    open(&mut p, F, 3);
+    let mut t = 1_000_000u32;
+    for i in 0..n {
+        let timed = i % 5 == 0;
+        for (call, args, ret, second) in [
+            (Syscall::Write, [3, 0x9000, 4096, 0, 0, 0], 4096, false),
+            (Syscall::Fsync, [3, 0, 0, 0, 0, 0], 0, true),
+        ] {
+            let switches = if second { 8 } else { 7 };
+            t = t.wrapping_add(if second { fsync_ns } else { 2_000 });
+            p.add(&Event::Call {
+                tid: T,
+                call,
+                args,
+                ret,
+                mem: Memory::default(),
+                timing: timed.then_some(Timing {
+                    ended_ns: t,
+                    switches,
+                    second,
+                }),
+            });
+        }
+    }
+    p
+}
+
+#[test]
+fn fsyncs_the_tracer_timed_are_priced_at_their_own_time() {
+    // 300 µs each (an append's fsync commits the file's size and blocks), against the
+    // write probe's 100 µs for a rewrite in place.
+    let p = appending_fsyncs(100, 300_000);
+    let f = figures();
+    let found = findings(&p, &f, 1.0);
+    let sync = found.iter().find(|x| x.kind == "fsync_per_write").unwrap();
+    // 99 of 100 fsyncs go, at the median of the 20 timed (within its bucket's 6–12%).
+    let per = sync.saving_s.unwrap() / 99.0;
+    assert!((per - 300e-6).abs() < 0.12 * 300e-6, "{per}");
+    assert!(
+        sync.text.contains("(an fsync priced at 3")
+            && sync
+                .text
+                .contains("the median of 20 of these fsyncs timed in this run)"),
+        "{}",
+        sync.text
+    );
+    // The table prices the row the same way.
+    let (&(pid, t, op), s) = p
+        .ops
+        .iter()
+        .find(|(k, _)| k.2 == Op::Call(Syscall::Fsync))
+        .unwrap();
+    assert_eq!((s.waited.len(), s.gaps.len()), (20, 0));
+    let row = time_here(&f, &p.targets[t], op, s, false).unwrap();
+    assert!((row / 100.0 - per).abs() < 1e-12, "{row} {pid}");
+    // Too few timed (7): the write probe's figure, said so.
+    let few = appending_fsyncs(35, 300_000);
+    let sync = findings(&few, &f, 1.0);
+    let sync = sync.iter().find(|x| x.kind == "fsync_per_write").unwrap();
+    assert!((sync.saving_s.unwrap() - 34.0 * 100e-6).abs() < 1e-12);
+    assert!(!sync.text.contains("timed in this run"), "{}", sync.text);
+}

@@ -31,6 +31,7 @@ impl OpStats {
         self.reread_bytes += o.reread_bytes;
         self.after_lseek += o.after_lseek;
         self.gaps.merge(&o.gaps);
+        self.waited.merge(&o.waited);
     }
 }
 

@@ -104,9 +104,9 @@ impl Profile {
     }
 
     /// At a timed pair's second call, the interval from the first's end to its own,
-    /// where the task was not switched out in between (it waited, or another task
+    /// and whether the task was switched out in between (it waited, or another task
     /// ran). A first waits for its task's next call only.
-    fn time(&mut self, tid: i32, t: Option<Timing>) -> Option<u64> {
+    fn time(&mut self, tid: i32, t: Option<Timing>) -> Option<Interval> {
         if t.is_none() && self.ended_at.is_empty() {
             return None; // most calls: no pair open, none timed
         }
@@ -116,9 +116,10 @@ impl Profile {
             self.ended_at.insert(tid, t);
             return None;
         }
-        first
-            .filter(|f| f.switches == t.switches)
-            .map(|f| u64::from(t.ended_ns.wrapping_sub(f.ended_ns)))
+        first.map(|f| Interval {
+            ns: u64::from(t.ended_ns.wrapping_sub(f.ended_ns)),
+            switched: f.switches != t.switches,
+        })
     }
 
     pub(super) fn call(&mut self, tid: i32, sys: Syscall, a: [u64; 6], ret: i64) {

@@ -98,9 +98,37 @@ pub struct OpStats {
     /// the tracer's cost ([`Gaps`]).
     #[serde(skip)]
     pub gaps: super::gaps::Gaps,
+    /// The same intervals where the task was switched out in between: the call waited
+    /// (an fsync for the disk, a read for data) or another task took the CPU. Apart
+    /// from [`OpStats::gaps`]: they price only calls that wait by their nature.
+    #[serde(skip)]
+    pub waited: super::gaps::Gaps,
 }
 
+/// A timed pair's interval (ns) from the first call's end to the second's, and
+/// whether the task was switched out in between.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub ns: u64,
+    pub switched: bool,
+}
+
+/// Fewest timed calls from which a row's calls are priced by their own time.
+pub const TIMED_ENOUGH: u64 = 8;
+
 impl OpStats {
+    /// Where the tracer timed at least [`TIMED_ENOUGH`] of this row's calls, the
+    /// median of their intervals, whether they waited or not, in seconds, and how
+    /// many: what a call that waits by its nature (an fsync, for the disk) took in
+    /// this very run, the program's own work before it and tracing's part included
+    /// (microseconds against the disk's tens or hundreds).
+    pub fn timed_median_s(&self) -> Option<(f64, u64)> {
+        let mut all = self.gaps.clone();
+        all.merge(&self.waited);
+        let n = all.len();
+        (n >= TIMED_ENOUGH).then(|| Some((all.quantile(0.5)? * 1e-9, n)))?
+    }
+
     /// One call that asked to move `bytes`: its bucket in the histogram.
     pub fn record_size(&mut self, bytes: u64) {
         self.gaps.sized(bytes);
@@ -217,7 +245,7 @@ pub struct Profile {
     /// When each task's last timed call ended, and the interval to the call being
     /// taken in, which the first row it counts in keeps ([`OpStats::gaps`]).
     pub(super) ended_at: IntMap<i32, crate::sys::trace::Timing>,
-    pub(super) interval: Option<u64>,
+    pub(super) interval: Option<Interval>,
     /// Per (pid, target): writes and bytes since the last fsync.
     pub(super) unsynced: IntMap<(i32, usize), (u64, u64)>,
     /// io_uring rings: (pid, descriptor) → layout and where they are mapped.

@@ -4,7 +4,7 @@
 use super::OpStats;
 use super::fd::Fd;
 use super::model::IntMap;
-use super::model::{Kind, Process, Profile, TARGETS, Target};
+use super::model::{Interval, Kind, Process, Profile, TARGETS, Target};
 use super::op::Op;
 use crate::sys::trace::procfs;
 
@@ -221,8 +221,13 @@ impl Profile {
 
     pub(super) fn op(&mut self, pid: i32, target: usize, op: Op) -> &mut OpStats {
         let s = self.ops.entry((pid, target, op)).or_default();
-        if let Some(ns) = self.interval.take() {
-            s.gaps.add(ns);
+        match self.interval.take() {
+            Some(Interval {
+                ns,
+                switched: false,
+            }) => s.gaps.add(ns),
+            Some(Interval { ns, switched: true }) => s.waited.add(ns),
+            None => {}
         }
         s
     }
