@@ -6,7 +6,7 @@
 
 use crate::advice::Recommendation;
 use crate::harness::TimeLimit;
-use crate::harness::race::{self, Visit};
+use crate::harness::race::{self, Assessed, Visit};
 use crate::probes::{Context, Probe};
 use crate::results::{Measurement, Schedule, TopicSpend};
 use anyhow::Result;
@@ -43,6 +43,38 @@ fn rows_of(rec: &Recommendation) -> BTreeMap<String, BTreeSet<String>> {
             .insert(r.case.clone());
     }
     out
+}
+
+/// The rows a visit of answer `id` measures again: those it rests on, and where it
+/// waits for a second draw of a regime row, those of every other answer of the same
+/// probes that waits for one too (one visit then draws them all: the files, processes
+/// and connections it makes, and its shortest budget, serve them together, where
+/// `run --quick`'s 3 s of visits left 6–8 of 10 such answers at one draw, a visit each).
+fn wanted_by(
+    recs: &[Recommendation],
+    id: &str,
+    rows: &[Measurement],
+) -> BTreeMap<String, BTreeSet<String>> {
+    let Some(rec) = recs.iter().find(|r| r.id == id) else {
+        return BTreeMap::new();
+    };
+    let mut wanted = rows_of(rec);
+    if !one_draw(rec, rows) {
+        return wanted;
+    }
+    let probes: BTreeSet<String> = wanted.keys().cloned().collect();
+    let waiting = recs
+        .iter()
+        .filter(|r| r.id != id && one_draw(r, rows))
+        .filter(|r| agreement(r, rows).is_some_and(|a| a < TARGET));
+    for r in waiting {
+        for (probe, cases) in rows_of(r) {
+            if probes.contains(&probe) {
+                wanted.entry(probe).or_default().extend(cases);
+            }
+        }
+    }
+    wanted
 }
 
 /// Samples the rows of `wanted` again with `budget` (shared among the configurations
@@ -128,18 +160,18 @@ pub fn decide(
             let now = (inputs.assess)(&rows);
             let out = now
                 .iter()
-                .map(|r| (r.id.clone(), agreement(r, &rows)))
+                .map(|r| Assessed {
+                    id: r.id.clone(),
+                    agreement: agreement(r, &rows),
+                    expected_s: Some(first_pass_seconds(r, &rows, (&first, inputs.first_pass)))
+                        .filter(|&s| s > 0.0),
+                })
                 .collect();
             *recs.borrow_mut() = now;
             out
         },
         |id, b| -> Result<Visit> {
-            let wanted = recs
-                .borrow()
-                .iter()
-                .find(|r| r.id == id)
-                .map(rows_of)
-                .unwrap_or_default();
+            let wanted = wanted_by(&recs.borrow(), id, &cell.borrow());
             let start = Instant::now();
             let samples = visit(inputs, ctx, &wanted, b, &mut cell.borrow_mut())?;
             Ok(Visit {
@@ -197,14 +229,13 @@ fn one_draw(r: &Recommendation, rows: &[Measurement]) -> bool {
 
 /// One answer's time: its rows' share of their probes' first pass (by samples), and
 /// its visits.
-fn spend(
+/// What the rows an answer rests on took in the first pass: each probe's first-pass
+/// seconds shared by the samples its rows took then.
+fn first_pass_seconds(
     rec: &Recommendation,
-    outcome: &race::Outcome,
     rows: &[Measurement],
     (first, first_pass): (&FirstSamples, &BTreeMap<String, f64>),
-) -> TopicSpend {
-    let wanted = rows_of(rec);
-    let mine = |m: &&Measurement| wanted.get(&m.probe).is_some_and(|c| c.contains(&m.case));
+) -> f64 {
     let first_of = |m: &Measurement| {
         first
             .get(&(m.probe.clone(), m.case.clone()))
@@ -212,7 +243,7 @@ fn spend(
             .unwrap_or(0)
     };
     let mut seconds = 0.0;
-    for (probe, cases) in &wanted {
+    for (probe, cases) in &rows_of(rec) {
         let all: usize = rows
             .iter()
             .filter(|m| &m.probe == probe)
@@ -226,6 +257,18 @@ fn spend(
         let probe_s = first_pass.get(probe).copied().unwrap_or(0.0);
         seconds += probe_s * these as f64 / all.max(1) as f64;
     }
+    seconds
+}
+
+fn spend(
+    rec: &Recommendation,
+    outcome: &race::Outcome,
+    rows: &[Measurement],
+    (first, first_pass): (&FirstSamples, &BTreeMap<String, f64>),
+) -> TopicSpend {
+    let wanted = rows_of(rec);
+    let mine = |m: &&Measurement| wanted.get(&m.probe).is_some_and(|c| c.contains(&m.case));
+    let seconds = first_pass_seconds(rec, rows, (first, first_pass));
     let raced = outcome.topics.iter().find(|(t, _)| t.id == rec.id);
     let (visits, visit_s) = raced.map_or((0, 0.0), |(t, _)| (t.visits, t.seconds));
     let agreement = rec.confidence.agreement;
@@ -437,5 +480,55 @@ mod tests {
             (s.ended.as_str(), s.topics[0].stopped.as_str()),
             ("limit", "stalled")
         );
+    }
+
+    /// An answer of `probe` with id `id` resting on `cases`, at `agreement`.
+    fn resting_on(id: &str, probe: &str, cases: &[&str], agreement: f64) -> Recommendation {
+        let rows: Vec<serde_json::Value> = cases
+            .iter()
+            .map(|c| serde_json::json!({"probe": probe, "case": c, "role": "choice", "unit": "bytes/s", "median": 1.0, "ci95": [1.0, 1.0]}))
+            .collect();
+        let rec = serde_json::json!({
+            "id": id, "topic": "t", "scope": "", "action": "a",
+            "choice": {"kind": "method", "name": "x", "tied": []},
+            "effect": "", "caveats": [],
+            "evidence": {"runs": [], "rows": rows},
+            "confidence": {"level": "high", "reasons": [], "agreement": agreement}
+        });
+        serde_json::from_value(rec).expect("a recommendation")
+    }
+
+    #[test]
+    fn a_visit_for_a_second_draw_draws_every_answer_of_its_probe_waiting_for_one() {
+        // Pipe rows (a regime: each pass a draw), all measured once; "b" has had its
+        // second draw. Answers: "x" and "y" wait for a second draw, "z" rests on "b"
+        // only (drawn twice), "w" is of another probe.
+        let mut rows = vec![
+            row("pipe", "a", 1e9),
+            row("pipe", "b", 1e9),
+            row("pipe", "c", 1e9),
+            row("socket", "s", 1e9),
+        ];
+        let again = row("pipe", "b", 1.1e9);
+        rows[1].pool(again, true);
+        let recs = vec![
+            resting_on("x", "pipe", &["a", "b"], 0.99),
+            resting_on("y", "pipe", &["c"], 0.99),
+            resting_on("z", "pipe", &["b"], 0.9),
+            resting_on("w", "socket", &["s"], 0.99),
+        ];
+        let cases = |w: &BTreeMap<String, BTreeSet<String>>| -> Vec<String> {
+            w.iter()
+                .flat_map(|(p, c)| c.iter().map(move |c| format!("{p}/{c}")))
+                .collect()
+        };
+        // "x"'s visit draws "y"'s row too, not the socket's.
+        assert_eq!(
+            cases(&wanted_by(&recs, "x", &rows)),
+            ["pipe/a", "pipe/b", "pipe/c"]
+        );
+        // "z" waits for no draw: its visit measures its own rows only.
+        assert_eq!(cases(&wanted_by(&recs, "z", &rows)), ["pipe/b"]);
+        assert!(wanted_by(&recs, "nothing", &rows).is_empty());
     }
 }
