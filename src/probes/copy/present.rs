@@ -14,6 +14,18 @@ use crate::present::{Grid, Plot, distinct, plot, with_params};
 use crate::results::Measurement;
 use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
+
+/// How far a rerun moves a copy between two files in the page cache, against its
+/// method sweep: memory-bound, as the read rows are, and one method more (io_uring's
+/// completions, O_DIRECT's bypass of the cache it copies from). Over 25 idle twin
+/// pairs of `ioprobe run` and `run --quick` (29 Nov 2026, 64 MiB, warm), a row's move
+/// less its sweep's median move was within 7.7% in 90% of rows and 11% in 95% (37% at
+/// most): io_uring/qd4 21.5% in 90% (its draws 4.1–5.4 GB/s, read-write's 4.4–4.9),
+/// where [`advice::RERUN_NOISE_PASS`]'s 5% let "use io-uring/qd4", 18% ahead in one
+/// draw of 2 samples, come out high and its twin answer "read-write/1MiB, or 2 others".
+/// Replayed on 17 of those pairs (`bench/repeatability.sh` REPLAY=), high answers
+/// changed between twins 4 times in 201 at 11%, 7 in 205 at 5%.
+pub const RERUN_NOISE_PAGE_CACHE_COPY: f64 = 0.11;
 use anyhow::Result;
 
 type Typed<'a> = (&'a Measurement, Params);
@@ -416,10 +428,10 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
                 Words {
                     id: advice::id(&["method", id, &size_id, cache_id]),
                     topic,
-                    rerun_noise: if dur == Durability::None {
-                        advice::RERUN_NOISE_PASS
-                    } else {
-                        advice::RERUN_NOISE_DISK
+                    rerun_noise: match (dur, cache) {
+                        (Durability::None, Cache::Warm) => RERUN_NOISE_PAGE_CACHE_COPY,
+                        (Durability::None, Cache::Cold) => advice::RERUN_NOISE_PASS,
+                        _ => advice::RERUN_NOISE_DISK,
                     },
                     scope: scope.clone(),
                     operation: (n == 0).then_some(operation),
