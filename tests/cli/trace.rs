@@ -1109,7 +1109,11 @@ fn findings_of_one_kind_on_many_targets_are_grouped() {
         .iter()
         .filter(|f| f["kind"] == "small_requests")
         .count();
-    assert_eq!(small, 30);
+    assert_eq!(
+        small, 30,
+        "notes {} · findings {}",
+        doc["notes"], doc["findings"]
+    );
 }
 
 /// A file named through `/proc/self` (or `/dev/fd`, `/dev/stdin`) is the traced
