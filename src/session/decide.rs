@@ -160,11 +160,14 @@ pub fn decide(
             let now = (inputs.assess)(&rows);
             let out = now
                 .iter()
-                .map(|r| Assessed {
-                    id: r.id.clone(),
-                    agreement: agreement(r, &rows),
-                    expected_s: Some(first_pass_seconds(r, &rows, (&first, inputs.first_pass)))
-                        .filter(|&s| s > 0.0),
+                .map(|r| {
+                    let visited = wanted_by(&now, &r.id, &rows);
+                    let first_s = first_pass_seconds(&visited, &rows, (&first, inputs.first_pass));
+                    Assessed {
+                        id: r.id.clone(),
+                        agreement: agreement(r, &rows),
+                        expected_s: Some(first_s).filter(|&s| s > 0.0),
+                    }
                 })
                 .collect();
             *recs.borrow_mut() = now;
@@ -229,10 +232,10 @@ fn one_draw(r: &Recommendation, rows: &[Measurement]) -> bool {
 
 /// One answer's time: its rows' share of their probes' first pass (by samples), and
 /// its visits.
-/// What the rows an answer rests on took in the first pass: each probe's first-pass
-/// seconds shared by the samples its rows took then.
+/// What the rows of `wanted` took in the first pass: each probe's first-pass seconds
+/// shared by the samples its rows took then.
 fn first_pass_seconds(
-    rec: &Recommendation,
+    wanted: &BTreeMap<String, BTreeSet<String>>,
     rows: &[Measurement],
     (first, first_pass): (&FirstSamples, &BTreeMap<String, f64>),
 ) -> f64 {
@@ -243,7 +246,7 @@ fn first_pass_seconds(
             .unwrap_or(0)
     };
     let mut seconds = 0.0;
-    for (probe, cases) in &rows_of(rec) {
+    for (probe, cases) in wanted {
         let all: usize = rows
             .iter()
             .filter(|m| &m.probe == probe)
@@ -268,7 +271,7 @@ fn spend(
 ) -> TopicSpend {
     let wanted = rows_of(rec);
     let mine = |m: &&Measurement| wanted.get(&m.probe).is_some_and(|c| c.contains(&m.case));
-    let seconds = first_pass_seconds(rec, rows, (first, first_pass));
+    let seconds = first_pass_seconds(&wanted, rows, (first, first_pass));
     let raced = outcome.topics.iter().find(|(t, _)| t.id == rec.id);
     let (visits, visit_s) = raced.map_or((0, 0.0), |(t, _)| (t.visits, t.seconds));
     let agreement = rec.confidence.agreement;
