@@ -106,9 +106,8 @@ impl Topic {
     /// seconds), less for each visit already made, so that a topic a visit did not
     /// settle leaves room to the others before it is visited again. An answer whose
     /// rows are cheap goes first: `run --quick`'s 3.6–3.9 s of visits went first to
-    /// the socket answers (last in the list, where ties fall; 1.7–2.3 s a visit of
-    /// their rows), leaving read, write and pipe answers whose rows took 0.15–0.5 s
-    /// undecided.
+    /// the answers last in the list, where ties fall (1.7–2.3 s a visit of their
+    /// rows), leaving answers whose rows took 0.15–0.5 s undecided.
     fn worth(&self, target: f64, typical: f64) -> f64 {
         let lack = target - self.agreement.unwrap_or(1.0);
         lack / self.visit_cost(typical).max(1e-3) / (1 + self.visits) as f64
@@ -116,7 +115,7 @@ impl Topic {
 
     /// What a visit of it is expected to take (seconds): its visits' mean, else what
     /// its rows took in the first pass, at least `typical` (a visit's rows sample
-    /// within its budget, [`MIN_VISIT`] at least: read rows of 0.15 s in the first pass
+    /// within its budget, [`MIN_VISIT`] at least: rows of 0.15 s in the first pass
     /// took 0.4 s a visit).
     fn visit_cost(&self, typical: f64) -> f64 {
         if self.visits > 0 {
@@ -146,8 +145,8 @@ pub struct Outcome {
 
 /// The next topic to visit: the undecided one worth most (see [`Topic::worth`]), a
 /// stalled one only when every undecided topic is, among those whose visit is expected
-/// to fit in the `left_s` seconds left (a visit of `run --quick`'s socket answers, 2 s,
-/// begun with 0.5 s left, ended its run at 15.1 s of a 14.5 s limit).
+/// to fit in the `left_s` seconds left (a visit of 2 s begun with 0.5 s left ended a
+/// `run --quick` at 15.1 s of its 14.5 s limit).
 pub fn next(topics: &[Topic], target: f64, left_s: f64) -> Option<usize> {
     let typical = MIN_VISIT.as_secs_f64();
     topics
@@ -348,39 +347,39 @@ mod tests {
 
     #[test]
     fn of_two_topics_as_unsettled_the_cheaper_to_visit_goes_first() {
-        // Both need one more visit; "socket"'s rows took 1.2 s in the first pass,
-        // "read"'s 0.15 s, and they are listed socket last (the order the race breaks
-        // ties in): the budget, one visit, goes to "read".
-        let expected = |id: &str| Some(if id == "read" { 0.15 } else { 1.2 });
-        let (o, order) = run_expecting(&["read", "socket"], 0.5, (0.45, &expected), |_, n| {
+        // Both need one more visit; "dear"'s rows took 1.2 s in the first pass,
+        // "cheap"'s 0.15 s, and they are listed dear last (the order the race breaks
+        // ties in): the budget, one visit, goes to "cheap".
+        let expected = |id: &str| Some(if id == "cheap" { 0.15 } else { 1.2 });
+        let (o, order) = run_expecting(&["cheap", "dear"], 0.5, (0.45, &expected), |_, n| {
             if n == 0 { 0.5 } else { 0.99 }
         });
-        assert_eq!(order, ["read"]);
-        assert_eq!(stop_of(&o, "read"), (Stop::Decided, 1));
-        assert_eq!(stop_of(&o, "socket"), (Stop::Limit, 0));
+        assert_eq!(order, ["cheap"]);
+        assert_eq!(stop_of(&o, "cheap"), (Stop::Decided, 1));
+        assert_eq!(stop_of(&o, "dear"), (Stop::Limit, 0));
         // Not known: each as a typical visit, the tie broken by the list.
-        let (_, order) = run(&["read", "socket"], 0.5, 0.45, |_, n| {
+        let (_, order) = run(&["cheap", "dear"], 0.5, 0.45, |_, n| {
             if n == 0 { 0.5 } else { 0.99 }
         });
-        assert_eq!(order, ["socket"]);
+        assert_eq!(order, ["dear"]);
     }
 
     #[test]
     fn a_visit_expected_to_outlast_the_time_left_is_not_begun() {
-        // "socket"'s visit is expected to take 2 s, "read"'s 0.15 s; with 1 s of budget
-        // the socket answer, though worth more, is never visited.
-        let expected = |id: &str| Some(if id == "read" { 0.15 } else { 2.0 });
+        // "dear"'s visit is expected to take 2 s, "cheap"'s 0.15 s; with 1 s of budget
+        // the dear one, though worth more, is never visited.
+        let expected = |id: &str| Some(if id == "cheap" { 0.15 } else { 2.0 });
         let (o, order) = run_expecting(
-            &["read", "socket"],
+            &["cheap", "dear"],
             1.0,
             (0.15, &expected),
             |id, n| match id {
-                "read" => [0.8, 0.9, 0.99][n.min(2)],
+                "cheap" => [0.8, 0.9, 0.99][n.min(2)],
                 _ => 0.1,
             },
         );
-        assert_eq!(order, ["read", "read"]);
-        assert_eq!(stop_of(&o, "socket"), (Stop::Limit, 0));
+        assert_eq!(order, ["cheap", "cheap"]);
+        assert_eq!(stop_of(&o, "dear"), (Stop::Limit, 0));
         assert!(!o.all_decided);
     }
 

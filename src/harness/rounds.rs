@@ -140,18 +140,7 @@ pub fn measure_rounds(
     mut on_sample: impl FnMut(usize, usize),
 ) -> Result<Vec<Sampled>> {
     let start = now();
-    let mut out: Vec<Sampled> = (0..cases.len())
-        .map(|_| Sampled {
-            samples: Vec::new(),
-            warmup_iters: 0,
-            converged: false,
-            steady: None,
-            setup: None,
-        })
-        .collect();
-    // Wall time outside each case's passes: what its set-up before each pass costs.
-    let mut outside = vec![super::Setup::default(); cases.len()];
-    let mut pass = vec![1u64; cases.len()];
+    let (mut out, pass) = warm_all(cases, cfg, &mut on_sample)?;
     let mut ramp: Vec<Ramp> = cases
         .iter()
         .map(|w| {
@@ -162,15 +151,6 @@ pub fn measure_rounds(
             }
         })
         .collect();
-    for (i, w) in cases.iter_mut().enumerate() {
-        interrupt::check()?;
-        on_sample(i, 0);
-        let t = now();
-        let (run, size, ns) = warm_up(&mut **w, cfg)?;
-        outside[i].first_ns = ns_between(t, now()).saturating_sub(ns);
-        out[i].warmup_iters = run;
-        pass[i] = size;
-    }
     let budget = cfg.budget.saturating_mul(cases.len().max(1) as u32);
     let min = cfg.round_min();
     // Every case has its minimum: the budget may end the rotation. A settling case that
@@ -192,20 +172,7 @@ pub fn measure_rounds(
             active += 1;
             interrupt::check()?;
             on_sample(i, round);
-            let t = now();
-            let s = timed(&mut **w, pass[i])?;
-            outside[i].later_ns += ns_between(t, now()).saturating_sub(s.elapsed_ns);
-            outside[i].later += 1;
-            let o = &mut out[i];
-            o.samples.push(s);
-            ramp[i] = ramp[i].advance(&o.ns_per_iter());
-            let from = ramp[i].start();
-            if ramp[i].has(o.samples.len(), min)
-                && super::stats::summarize(&o.ns_per_iter()[from..])
-                    .is_some_and(|s| s.rel_ci_halfwidth() <= cfg.target_rel_ci)
-            {
-                o.converged = true;
-            }
+            sample(&mut **w, (&mut out[i], &mut ramp[i]), pass[i], cfg)?;
         }
         if active == 0 || round >= cfg.max_samples.max(min + MAX_RAMP) {
             break;
@@ -214,11 +181,65 @@ pub fn measure_rounds(
             break;
         }
     }
-    for ((o, r), setup) in out.iter_mut().zip(ramp).zip(outside) {
+    for (o, r) in out.iter_mut().zip(ramp) {
         leave_out_ramp(o, r, min);
-        o.setup = Some(setup);
     }
     Ok(out)
+}
+
+/// Every case's warm-up, in turn: its outcome so far (the warm-up's iterations, and
+/// its set-up's first part: the wall time outside the warm-up's passes) and the pass
+/// size it fitted.
+fn warm_all(
+    cases: &mut [&mut dyn Workload],
+    cfg: &Config,
+    on_sample: &mut impl FnMut(usize, usize),
+) -> Result<(Vec<Sampled>, Vec<u64>)> {
+    let (mut out, mut pass) = (Vec::new(), Vec::new());
+    for (i, w) in cases.iter_mut().enumerate() {
+        interrupt::check()?;
+        on_sample(i, 0);
+        let t = now();
+        let (run, size, ns) = warm_up(&mut **w, cfg)?;
+        out.push(Sampled {
+            samples: Vec::new(),
+            warmup_iters: run,
+            converged: false,
+            steady: None,
+            setup: Some(super::Setup {
+                first_ns: ns_between(t, now()).saturating_sub(ns),
+                ..Default::default()
+            }),
+        });
+        pass.push(size);
+    }
+    Ok((out, pass))
+}
+
+/// One timed pass of `iters` for a case: its sample kept, the wall time outside the
+/// pass added to its set-up, its ramp advanced, and whether its CI now meets the target.
+fn sample(
+    w: &mut dyn Workload,
+    (o, ramp): (&mut Sampled, &mut Ramp),
+    iters: u64,
+    cfg: &Config,
+) -> Result<()> {
+    let t = now();
+    let s = timed(w, iters)?;
+    if let Some(setup) = &mut o.setup {
+        setup.later_ns += ns_between(t, now()).saturating_sub(s.elapsed_ns);
+        setup.later += 1;
+    }
+    o.samples.push(s);
+    *ramp = ramp.advance(&o.ns_per_iter());
+    let from = ramp.start();
+    if ramp.has(o.samples.len(), cfg.round_min())
+        && super::stats::summarize(&o.ns_per_iter()[from..])
+            .is_some_and(|s| s.rel_ci_halfwidth() <= cfg.target_rel_ci)
+    {
+        o.converged = true;
+    }
+    Ok(())
 }
 
 /// Moves a settling case's ramp out of its samples, into its warm-up, when at least
