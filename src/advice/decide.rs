@@ -34,6 +34,10 @@ pub struct Opt<'a> {
     /// The work the option does by construction; [`Work::SAME`] when options differ
     /// only in size.
     pub work: Work,
+    /// Its own rerun floor, where its figure moves between runs more than its answer's
+    /// other options do ([`Words::rerun_noise`] otherwise): a row drawing one of two
+    /// regimes beside rows that do not.
+    pub floor: Option<f64>,
 }
 
 impl<'a> Opt<'a> {
@@ -43,7 +47,13 @@ impl<'a> Opt<'a> {
             m,
             cost,
             work: Work::SAME,
+            floor: None,
         }
+    }
+
+    /// Its rerun floor in an answer whose floor is `answer`.
+    pub fn floor_in(&self, answer: f64) -> f64 {
+        self.floor.unwrap_or(answer)
     }
 }
 
@@ -159,8 +169,14 @@ pub struct Ranking {
     /// Indices tied with the best (the best included), in input order.
     pub tied: Vec<usize>,
     /// Among the tied options, the one doing the least [`Work`]; of those, the cheapest
-    /// whose median is within [`PICK_MARGIN`] of the best's.
+    /// whose median is within [`PICK_MARGIN`] of the anchor's.
     pub pick: usize,
+    /// Where "near the best" is judged from: the best, or where the best draws one of
+    /// two regimes (an [`Opt::floor`] of its own), the best of the tied options that
+    /// do not. io_uring's page-cache copy led read-write/1MiB by ×1.15 in its fast
+    /// regime and trailed it by ×0.83 in its slow one: judged from its fast draws, the
+    /// pick moved with the draw.
+    pub anchor: usize,
 }
 
 /// Whether `m`'s interval reaches within [`MARGIN`] of `best`'s.
@@ -241,9 +257,18 @@ pub(super) fn rank_within(options: &[Opt], margin: f64, near: Near) -> Option<Ra
     // it is kept from the pick unless the option surely does less of the best's work
     // (copy_file_range makes fewer calls than read-write, yet on a file system without
     // reflink it may copy slower every time).
+    let anchor = match options[best].floor {
+        Some(_) => tied
+            .iter()
+            .copied()
+            .filter(|&i| options[i].floor.is_none())
+            .reduce(|b, i| if better(i, b) { i } else { b })
+            .unwrap_or(best),
+        None => best,
+    };
     let far = |i: usize| match near {
-        Near::Median => !close(options[i].m, options[best].m, margin),
-        Near::Interval => !reaches(options[i].m, options[best].m, margin),
+        Near::Median => !close(options[i].m, options[anchor].m, margin),
+        Near::Interval => !reaches(options[i].m, options[anchor].m, margin),
     };
     let pick = tied
         .iter()
@@ -255,8 +280,13 @@ pub(super) fn rank_within(options: &[Opt], margin: f64, near: Near) -> Option<Ra
                 .cmp(&options[b].work)
                 .then(options[a].cost.total_cmp(&options[b].cost))
         })
-        .unwrap_or(best);
-    Some(Ranking { best, tied, pick })
+        .unwrap_or(anchor);
+    Some(Ranking {
+        best,
+        tied,
+        pick,
+        anchor,
+    })
 }
 
 /// The evidence row for `m`.

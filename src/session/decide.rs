@@ -59,22 +59,32 @@ fn wanted_by(
         return BTreeMap::new();
     };
     let mut wanted = rows_of(rec);
-    if !one_draw(rec, rows) {
-        return wanted;
-    }
-    let probes: BTreeSet<String> = wanted.keys().cloned().collect();
-    let waiting = recs
-        .iter()
-        .filter(|r| r.id != id && one_draw(r, rows))
-        .filter(|r| agreement(r, rows).is_some_and(|a| a < TARGET));
-    for r in waiting {
+    for r in drawn_with(recs, rec, rows) {
         for (probe, cases) in rows_of(r) {
-            if probes.contains(&probe) {
+            if wanted.contains_key(&probe) {
                 wanted.entry(probe).or_default().extend(cases);
             }
         }
     }
     wanted
+}
+
+/// The other answers whose second draw a visit of `rec` takes with its own (see
+/// [`wanted_by`]): undecided, waiting for one, resting on rows of `rec`'s probes.
+fn drawn_with<'a>(
+    recs: &'a [Recommendation],
+    rec: &Recommendation,
+    rows: &[Measurement],
+) -> Vec<&'a Recommendation> {
+    if !one_draw(rec, rows) {
+        return Vec::new();
+    }
+    let probes: BTreeSet<String> = rows_of(rec).into_keys().collect();
+    recs.iter()
+        .filter(|r| r.id != rec.id && one_draw(r, rows))
+        .filter(|r| agreement(r, rows).is_some_and(|a| a < TARGET))
+        .filter(|r| rows_of(r).keys().any(|p| probes.contains(p)))
+        .collect()
 }
 
 /// Samples the rows of `wanted` again with `budget` (shared among the configurations
@@ -163,10 +173,16 @@ pub fn decide(
                 .map(|r| {
                     let visited = wanted_by(&now, &r.id, &rows);
                     let first_s = first_pass_seconds(&visited, &rows, (&first, inputs.first_pass));
+                    let also = drawn_with(&now, r, &rows)
+                        .into_iter()
+                        .filter_map(|o| agreement(o, &rows))
+                        .map(|a| TARGET - a)
+                        .sum();
                     Assessed {
                         id: r.id.clone(),
                         agreement: agreement(r, &rows),
                         expected_s: Some(first_s).filter(|&s| s > 0.0),
+                        also,
                     }
                 })
                 .collect();
@@ -530,8 +546,15 @@ mod tests {
             cases(&wanted_by(&recs, "x", &rows)),
             ["pipe/a", "pipe/b", "pipe/c"]
         );
+        // What "x"'s visit also settles: "y" (its agreement held at one draw's 0.5).
+        let also: Vec<&str> = drawn_with(&recs, &recs[0], &rows)
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(also, ["y"]);
         // "z" waits for no draw: its visit measures its own rows only.
         assert_eq!(cases(&wanted_by(&recs, "z", &rows)), ["pipe/b"]);
+        assert!(drawn_with(&recs, &recs[2], &rows).is_empty());
         assert!(wanted_by(&recs, "nothing", &rows).is_empty());
     }
 }

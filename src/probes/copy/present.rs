@@ -16,16 +16,25 @@ use crate::sys::machine::Environment;
 use crate::units::{format_gbps, format_ns, format_size, sig3};
 
 /// How far a rerun moves a copy between two files in the page cache, against its
-/// method sweep: memory-bound, as the read rows are, and one method more (io_uring's
-/// completions, O_DIRECT's bypass of the cache it copies from). Over 25 idle twin
-/// pairs of `ioprobe run` and `run --quick` (29 Nov 2026, 64 MiB, warm), a row's move
-/// less its sweep's median move was within 7.7% in 90% of rows and 11% in 95% (37% at
-/// most): io_uring/qd4 21.5% in 90% (its draws 4.1–5.4 GB/s, read-write's 4.4–4.9),
-/// where [`advice::RERUN_NOISE_PASS`]'s 5% let "use io-uring/qd4", 18% ahead in one
-/// draw of 2 samples, come out high and its twin answer "read-write/1MiB, or 2 others".
-/// Replayed on 17 of those pairs (`bench/repeatability.sh` REPLAY=), high answers
-/// changed between twins 4 times in 201 at 11%, 7 in 205 at 5%.
-pub const RERUN_NOISE_PAGE_CACHE_COPY: f64 = 0.11;
+/// method sweep: memory-bound, as the read rows are, but the whole sweep moves
+/// together (the machine's memory regime), so that against each other the methods move
+/// less. Over 64 idle runs of `ioprobe run` and `run --quick` (27–29 Nov 2026, 64 MiB,
+/// warm), the read-write, pread-pwrite, fadvise, sendfile, splice and copy_file_range
+/// rows' move against their sweep's median was within 4.3% in 90% of rows and 5.3% in
+/// 95% (14% at most): copy_file_range 13–15% behind read-write/1MiB in every run. An
+/// 11% floor for every row (here before 29 Nov) tied them all, and the tie set's
+/// edge, and so its pick, moved from run to run.
+pub const RERUN_NOISE_PAGE_CACHE_COPY: f64 = 0.055;
+
+/// io_uring's page-cache copy draws one of two regimes: its kernel workers (io-wq)
+/// running beside the submitting thread on another CPU, or not. Here qd4 drew
+/// 5.4–5.7 GB/s (×1.15 read-write/1MiB) or 3.9–4.2 (×0.83), passes of one run in
+/// either, and 4.4 with the measuring thread pinned (`--cpu 0`); its move against its
+/// sweep was within 17% in 90% of 64 runs and 25% in 95%. Its floor stays one
+/// draw's, however many passes `run` pools: the answer never rests on which regime its
+/// draws caught ([`advice::Ranking::anchor`]: near the best is judged from the best of
+/// the others).
+pub const RERUN_NOISE_IO_URING_COPY: f64 = 0.22;
 use anyhow::Result;
 
 type Typed<'a> = (&'a Measurement, Params);
@@ -420,7 +429,9 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
         for (dur, id, topic, operation, caveat) in METHOD_TOPICS {
             let options: Vec<(String, Opt)> = here(dur)
                 .map(|t| {
-                    let o = Opt { m: t.0, cost: cost(&t.1), work: t.1.work() };
+                    let floor = (t.1.method == Method::IoUring && (dur, cache) == (Durability::None, Cache::Warm))
+                        .then_some(RERUN_NOISE_IO_URING_COPY);
+                    let o = Opt { m: t.0, cost: cost(&t.1), work: t.1.work(), floor };
                     (t.1.variant.clone(), o)
                 })
                 .collect();

@@ -83,7 +83,7 @@ pub fn recommend(rows: &[&Measurement]) -> Vec<Recommendation> {
                 let m = find(rows, case.name())?;
                 // Every case chosen between moves the same bytes once.
                 let work = Work::exact(case.calls(), "operation");
-                Some((label.to_string(), Opt { m, cost: 0.0, work }))
+                Some((label.to_string(), Opt { m, cost: 0.0, work, floor: None }))
             })
             .collect();
         if opts.len() < 2 {
