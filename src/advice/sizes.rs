@@ -142,9 +142,38 @@ fn by_fit(
 }
 
 /// Which sizes may be a plateau's reference: those whose noise (rerun floor `floor`)
-/// is within the tolerance `within`.
+/// is within the tolerance `within`; every size, where one that is not is surely
+/// better than each that is (its median moved back by its whole noise still ahead): a
+/// unix stream's 256 KiB–4 MiB rows drew 5.9–7.9 GB/s, too noisy to be references,
+/// and "use 64 KiB chunks or larger" (6.4 GB/s, the best steady row) stood on a
+/// plateau 18% below them.
 fn steady(pts: &[(u64, &Measurement)], floor: f64, within: f64) -> Vec<bool> {
-    pts.iter().map(|(_, m)| noise(m, floor) <= within).collect()
+    let noises: Vec<f64> = pts.iter().map(|(_, m)| noise(m, floor)).collect();
+    let flags: Vec<bool> = noises.iter().map(|&n| n <= within).collect();
+    let Some(first) = pts.first() else {
+        return flags;
+    };
+    let higher = higher_is_better(first.1);
+    let ahead = |a: f64, b: f64| if higher { a > b } else { a < b };
+    let best_steady = pts
+        .iter()
+        .zip(&flags)
+        .filter(|(_, s)| **s)
+        .map(|(p, _)| p.1.median)
+        .reduce(|b, x| if ahead(x, b) { x } else { b });
+    let surely_ahead = |(p, n): (&(u64, &Measurement), &f64)| {
+        let moved = if higher {
+            p.1.median * (1.0 - n)
+        } else {
+            p.1.median * (1.0 + n)
+        };
+        best_steady.is_some_and(|b| ahead(moved, b))
+    };
+    if pts.iter().zip(&noises).any(surely_ahead) {
+        vec![true; pts.len()]
+    } else {
+        flags
+    }
 }
 
 /// The confidence a size sweep allows before the figures are looked at: too few sizes,
@@ -386,6 +415,13 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     if k.pick > 0 {
         rows.push(row(pts[k.pick - 1].1, "next"));
     }
+    // A plateau that closes below the largest size rests on the size past it too: a
+    // run measured 256 KiB reads 8% below 64 KiB in one draw of its file ("use 64 KiB
+    // buffers"), and its twin, 256 KiB at 27.3 GB/s against 64 KiB's 24.3, answered
+    // "use 256 KiB buffers (up to 1 MiB)".
+    if let Some(&(_, past)) = pts.get(k.to + 1) {
+        rows.push(row(past, "past"));
+    }
     let base = pts
         .iter()
         .find(|p| p.0 == baseline)
@@ -536,6 +572,76 @@ mod tests {
             r.confidence.reasons[0].contains("keeps the knee (64 KiB) inside the plateau"),
             "{:?}",
             r.confidence
+        );
+        // The plateau closes at 4 MiB: the size past it is evidence too (`run` draws it
+        // again before the answer is decided).
+        let roles: Vec<(&str, &str)> = r
+            .evidence
+            .rows
+            .iter()
+            .map(|x| (x.role.as_str(), x.case.as_str()))
+            .collect();
+        assert!(roles.contains(&("past", "16 MiB")), "{roles:?}");
+    }
+
+    #[test]
+    fn an_interval_of_few_samples_is_read_at_95_percent() {
+        // Two samples 3.35 and 4.52 GB/s: their range covers the median with 50%; read
+        // as a 95% interval it is ×2.91 as wide.
+        let mut two = m("read-write", 3.935e9, 0.0);
+        two.ci95 = [3.35e9, 4.52e9];
+        two.raw = vec![3.35e9, 4.52e9];
+        two.ci_level = 0.5;
+        let half = (4.52 - 3.35) / 2.0 / 3.935;
+        assert!(
+            (noise(&two, 0.05) - half * 2.906).abs() < 0.01,
+            "{}",
+            noise(&two, 0.05)
+        );
+        // At 95% or more, as it is.
+        two.ci_level = 0.969;
+        assert!((noise(&two, 0.05) - half).abs() < 1e-9);
+    }
+
+    #[test]
+    fn noisy_sizes_surely_ahead_of_every_steady_one_are_references_too() {
+        // A unix stream as one run drew it: 4–64 KiB steady, 256 KiB–4 MiB moving ±12%
+        // between draws but surely ahead of 64 KiB. The plateau is theirs, not 64 KiB's.
+        let owned: Vec<(u64, Measurement)> = [
+            (4096u64, 1.68, 0.01),
+            (16 << 10, 4.76, 0.01),
+            (64 << 10, 6.43, 0.01),
+            (256 << 10, 7.78, 0.12),
+            (1 << 20, 7.93, 0.12),
+            (4 << 20, 7.55, 0.12),
+        ]
+        .iter()
+        .map(|&(b, g, spread)| (b, m(&format_size(b), g * 1e9, spread)))
+        .collect();
+        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+        let flags = steady(&pts, 0.05, 0.05);
+        assert_eq!(flags, [true; 6]);
+        let w = Words {
+            rerun_noise: 0.05,
+            ..words()
+        };
+        let r = sizes(w, &pts, 4096).unwrap();
+        assert!(knee_of(&r) >= 256 << 10, "{}", r.action);
+        // Not surely ahead (7% above with ±12%): the steady rows alone are references.
+        let near: Vec<(u64, Measurement)> = owned
+            .iter()
+            .map(|(b, x)| {
+                let mut x = x.clone();
+                if *b >= 256 << 10 {
+                    x.median = 6.9e9;
+                }
+                (*b, x)
+            })
+            .collect();
+        let pts: Vec<(u64, &Measurement)> = near.iter().map(|(b, x)| (*b, x)).collect();
+        assert_eq!(
+            steady(&pts, 0.05, 0.05),
+            [true, true, true, false, false, false]
         );
     }
 

@@ -51,6 +51,25 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
     (2.0 * normal_sf(z)).min(1.0)
 }
 
+/// The z whose two-sided standard normal interval covers `coverage` (0.95 → 1.96),
+/// by bisection on [`normal_sf`]; 0 for a coverage of 0 or less.
+pub fn z_for_coverage(coverage: f64) -> f64 {
+    if coverage <= 0.0 {
+        return 0.0;
+    }
+    let tail = (1.0 - coverage.min(1.0 - 1e-12)) / 2.0;
+    let (mut lo, mut hi) = (0.0f64, 40.0f64);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if normal_sf(mid) > tail {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
 /// Upper tail of the standard normal distribution, P(Z > z).
 fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
@@ -158,6 +177,13 @@ mod tests {
         let b = [6.0, 7.0, 8.0, 9.0, 10.0];
         let p = mann_whitney_p(&a, &b);
         assert!((p - 0.0122).abs() < 0.0005, "p = {p}");
+    }
+
+    #[test]
+    fn z_for_coverage_inverts_the_normal_interval() {
+        assert!((z_for_coverage(0.95) - 1.959_964).abs() < 1e-4);
+        assert!((z_for_coverage(0.5) - 0.674_49).abs() < 1e-4);
+        assert_eq!(z_for_coverage(0.0), 0.0);
     }
 
     #[test]
