@@ -429,8 +429,8 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
         for (dur, id, topic, operation, caveat) in METHOD_TOPICS {
             let options: Vec<(String, Opt)> = here(dur)
                 .map(|t| {
-                    let floor = (t.1.method == Method::IoUring && (dur, cache) == (Durability::None, Cache::Warm))
-                        .then_some(RERUN_NOISE_IO_URING_COPY);
+                    let draws = t.1.method == Method::IoUring && dur == Durability::None;
+                    let floor = (draws && cache == Cache::Warm).then_some(RERUN_NOISE_IO_URING_COPY);
                     let o = Opt { m: t.0, cost: cost(&t.1), work: t.1.work(), floor };
                     (t.1.variant.clone(), o)
                 })
