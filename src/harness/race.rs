@@ -116,7 +116,7 @@ impl Topic {
     /// the answers last in the list, where ties fall (1.7–2.3 s a visit of their
     /// rows), leaving answers whose rows took 0.15–0.5 s undecided. A visit that
     /// samples the rows of other undecided topics too (their second draws taken with
-    /// its own) is worth what they lack as well: four socket answers waiting for a
+    /// its own) is worth what they lack as well: four answers of one probe waiting for a
     /// second draw, settled by one visit of 2 s, went after answers of 0.4 s a visit
     /// lacking less than any of them.
     fn worth(&self, target: f64, typical: f64) -> f64 {
