@@ -405,33 +405,10 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         higher,
         within,
     );
-    let (pick_b, pick) = pts[k.pick];
+    let pick_b = pts[k.pick].0;
     let mut conf = sweep_confidence(&pts, &k, last);
-    let mut rows = vec![row(pick, "choice")];
-    if k.best != k.pick {
-        rows.push(row(pts[k.best].1, "best"));
-    }
     let repeat = plateau_confidence(&mut conf, &pts, &k, w.rerun_noise, higher);
-    if k.pick > 0 {
-        rows.push(row(pts[k.pick - 1].1, "next"));
-    }
-    // A plateau that closes below the largest size rests on the size past it too: a
-    // run measured 256 KiB reads 8% below 64 KiB in one draw of its file ("use 64 KiB
-    // buffers"), and its twin, 256 KiB at 27.3 GB/s against 64 KiB's 24.3, answered
-    // "use 256 KiB buffers (up to 1 MiB)".
-    if let Some(&(_, past)) = pts.get(k.to + 1) {
-        rows.push(row(past, "past"));
-    }
-    let base = pts
-        .iter()
-        .find(|p| p.0 == baseline)
-        .or(pts.first())
-        .copied();
-    if let Some((_, bm)) = base
-        && !rows.iter().any(|r| r.case == bm.case)
-    {
-        rows.push(row(bm, "baseline"));
-    }
+    let (rows, base) = sweep_rows(&pts, &k, baseline);
     let plateau = Plateau {
         from: pts[k.from].0,
         to: pts[k.to].0,
@@ -467,6 +444,41 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     let mut rec = finish(w, action, choice, effect, rows, conf, support);
     rec.plateau = Some(plateau);
     Some(rec)
+}
+
+/// A size answer's evidence: the choice, the best if another, the next size below the
+/// knee, the size past a plateau that closes below the largest, and the baseline (the
+/// size `baseline`, else the smallest), which it returns too.
+fn sweep_rows<'a>(
+    pts: &[(u64, &'a Measurement)],
+    k: &Knee,
+    baseline: u64,
+) -> (Vec<Row>, Option<(u64, &'a Measurement)>) {
+    let mut rows = vec![row(pts[k.pick].1, "choice")];
+    if k.best != k.pick {
+        rows.push(row(pts[k.best].1, "best"));
+    }
+    if k.pick > 0 {
+        rows.push(row(pts[k.pick - 1].1, "next"));
+    }
+    // A plateau that closes below the largest size rests on the size past it too: a
+    // run measured 256 KiB reads 8% below 64 KiB in one draw of its file ("use 64 KiB
+    // buffers"), and its twin, 256 KiB at 27.3 GB/s against 64 KiB's 24.3, answered
+    // "use 256 KiB buffers (up to 1 MiB)".
+    if let Some(&(_, past)) = pts.get(k.to + 1) {
+        rows.push(row(past, "past"));
+    }
+    let base = pts
+        .iter()
+        .find(|p| p.0 == baseline)
+        .or(pts.first())
+        .copied();
+    if let Some((_, bm)) = base
+        && !rows.iter().any(|r| r.case == bm.case)
+    {
+        rows.push(row(bm, "baseline"));
+    }
+    (rows, base)
 }
 
 /// Lowers `conf` by the share of simulated reruns (each moving every size of `pts`
