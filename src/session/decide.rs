@@ -58,11 +58,20 @@ fn wanted_by(
     let Some(rec) = recs.iter().find(|r| r.id == id) else {
         return BTreeMap::new();
     };
+    with_draws_of(rec, &drawn_with(recs, rec, rows))
+}
+
+/// The rows `rec` rests on, with those of `others` (answers whose second draw its visit
+/// takes, [`drawn_with`]) in its probes.
+fn with_draws_of(
+    rec: &Recommendation,
+    others: &[&Recommendation],
+) -> BTreeMap<String, BTreeSet<String>> {
     let mut wanted = rows_of(rec);
-    for r in drawn_with(recs, rec, rows) {
+    for r in others {
         for (probe, cases) in rows_of(r) {
-            if wanted.contains_key(&probe) {
-                wanted.entry(probe).or_default().extend(cases);
+            if let Some(mine) = wanted.get_mut(&probe) {
+                mine.extend(cases);
             }
         }
     }
@@ -171,10 +180,11 @@ pub fn decide(
             let out = now
                 .iter()
                 .map(|r| {
-                    let visited = wanted_by(&now, &r.id, &rows);
+                    let others = drawn_with(&now, r, &rows);
+                    let visited = with_draws_of(r, &others);
                     let first_s = first_pass_seconds(&visited, &rows, (&first, inputs.first_pass));
-                    let also = drawn_with(&now, r, &rows)
-                        .into_iter()
+                    let also = others
+                        .iter()
                         .filter_map(|o| agreement(o, &rows))
                         .map(|a| TARGET - a)
                         .sum();
