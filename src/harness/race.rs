@@ -10,8 +10,12 @@
 
 use std::time::Duration;
 
-/// The shortest visit: a pass or two of a few rows, a connection's warm-up.
+/// The shortest visit after a topic's first: a pass or two of a few rows, a
+/// connection's warm-up.
 pub const MIN_VISIT: Duration = Duration::from_millis(400);
+/// The shortest first visit: a first visit draws its rows again with what they took in
+/// the first pass ([`Topic::budget`]), at least this.
+pub const SHORTEST_VISIT: Duration = Duration::from_millis(150);
 /// The longest visit: time for other topics between two visits of one.
 pub const MAX_VISIT: Duration = Duration::from_millis(2500);
 
@@ -43,8 +47,8 @@ pub struct Topic {
     /// What a visit is expected to take before the first (seconds): what its rows
     /// took in the first pass (None: not known, a typical visit's).
     pub expected_s: Option<f64>,
-    /// What the other topics a visit of it samples too lack ([`Assessed::also`]).
-    pub also: f64,
+    /// The other topics a visit of it samples too ([`Assessed::with`]).
+    pub with: Vec<String>,
     /// Visits after the first pass, and their seconds and samples.
     pub visits: usize,
     pub seconds: f64,
@@ -62,10 +66,9 @@ pub struct Assessed {
     pub id: String,
     pub agreement: Option<f64>,
     pub expected_s: Option<f64>,
-    /// What the agreements of the other undecided topics that a visit of it samples
-    /// too lack (each one's shortfall from the target, summed; 0 when it samples only
-    /// its own rows).
-    pub also: f64,
+    /// The other topics whose rows a visit of it samples too (their second draws taken
+    /// with its own; none when it samples only its own rows).
+    pub with: Vec<String>,
 }
 
 /// The rise in agreement that counts as progress.
@@ -80,7 +83,7 @@ impl Topic {
             id,
             agreement,
             expected_s: None,
-            also: 0.0,
+            with: Vec::new(),
             visits: 0,
             seconds: 0.0,
             samples: 0,
@@ -108,31 +111,58 @@ impl Topic {
         self.agreement.is_none_or(|a| a >= target)
     }
 
-    /// How much a visit is worth: what the agreement lacks, over what a visit costs
+    /// What its agreement lacks from the target (0 when decided).
+    fn lack(&self, target: f64) -> f64 {
+        (target - self.agreement.unwrap_or(1.0)).max(0.0)
+    }
+
+    /// What a visit is expected to gain: what its agreement lacks and, where it samples
+    /// the rows of other topics too, what theirs lack (those of `covered` excepted:
+    /// settled by a visit counted before it), less for each visit already made, so that
+    /// a topic a visit did not settle leaves room to the others before it is visited
+    /// again. Four answers of one probe waiting for a second draw, settled by one visit
+    /// of 2 s, went after answers of 0.4 s a visit lacking less than any of them.
+    fn gain(&self, topics: &[Topic], target: f64, covered: &[&str]) -> f64 {
+        let also: f64 = topics
+            .iter()
+            .filter(|t| self.with.contains(&t.id) && !covered.contains(&t.id.as_str()))
+            .map(|t| t.lack(target))
+            .sum();
+        (self.lack(target) + also) / (1 + self.visits) as f64
+    }
+
+    /// How much a visit is worth for its time: its [`Topic::gain`] over what it costs
     /// (before the first: what its rows took in the first pass, else `typical`
-    /// seconds), less for each visit already made, so that a topic a visit did not
-    /// settle leaves room to the others before it is visited again. An answer whose
-    /// rows are cheap goes first: `run --quick`'s 3.6–3.9 s of visits went first to
-    /// the answers last in the list, where ties fall (1.7–2.3 s a visit of their
-    /// rows), leaving answers whose rows took 0.15–0.5 s undecided. A visit that
-    /// samples the rows of other undecided topics too (their second draws taken with
-    /// its own) is worth what they lack as well: four answers of one probe waiting for a
-    /// second draw, settled by one visit of 2 s, went after answers of 0.4 s a visit
-    /// lacking less than any of them.
-    fn worth(&self, target: f64, typical: f64) -> f64 {
-        let lack = target - self.agreement.unwrap_or(1.0) + self.also;
-        lack / self.visit_cost(typical).max(1e-3) / (1 + self.visits) as f64
+    /// seconds). An answer whose rows are cheap goes first: `run --quick`'s 3.6–3.9 s
+    /// of visits went first to the answers last in the list, where ties fall (1.7–2.3 s
+    /// a visit of their rows), leaving answers whose rows took 0.15–0.5 s undecided.
+    fn worth(&self, topics: &[Topic], target: f64, typical: f64) -> f64 {
+        self.gain(topics, target, &[]) / self.visit_cost(typical).max(1e-3)
     }
 
     /// What a visit of it is expected to take (seconds): its visits' mean, else what
-    /// its rows took in the first pass, at least `typical` (a visit's rows sample
-    /// within its budget, [`MIN_VISIT`] at least: rows of 0.15 s in the first pass
-    /// took 0.4 s a visit).
+    /// its rows took in the first pass ([`Topic::budget`]), at least [`SHORTEST_VISIT`],
+    /// else `typical`.
     fn visit_cost(&self, typical: f64) -> f64 {
         if self.visits > 0 {
             self.seconds / self.visits as f64
         } else {
-            self.expected_s.unwrap_or(typical).max(typical)
+            self.expected_s
+                .map_or(typical, |s| s.max(SHORTEST_VISIT.as_secs_f64()))
+        }
+    }
+
+    /// Its next visit's budget: [`visit_budget`], and for its first no more than what
+    /// its rows took in the first pass, at least [`SHORTEST_VISIT`]: a second draw as
+    /// large as the first. At [`MIN_VISIT`] every first visit, `run --quick`'s read
+    /// and write answers (rows of 0.2 s in the first pass) took 0.4–0.57 s each, and
+    /// of its 3.6 s of visits the 2.1 s that four socket answers waited on left too
+    /// little for them all.
+    fn budget(&self, left: Duration, undecided: usize) -> Duration {
+        let b = visit_budget(left, undecided);
+        match (self.visits, self.expected_s) {
+            (0, Some(s)) => b.min(Duration::from_secs_f64(s.max(SHORTEST_VISIT.as_secs_f64()))),
+            _ => b,
         }
     }
 }
@@ -154,23 +184,78 @@ pub struct Outcome {
     pub seconds: f64,
 }
 
-/// The next topic to visit: the undecided one worth most (see [`Topic::worth`]), a
-/// stalled one only when every undecided topic is, among those whose visit is expected
-/// to fit in the `left_s` seconds left (a visit of 2 s begun with 0.5 s left ended a
-/// `run --quick` at 15.1 s of its 14.5 s limit).
+/// The next topic to visit, among the undecided ones whose visit is expected to fit in
+/// the `left_s` seconds left (a visit of 2 s begun with 0.5 s left ended a `run
+/// --quick` at 15.1 s of its 14.5 s limit), a stalled one only when every undecided
+/// topic is: the one that begins the plan gaining most in the time left ([`plan`]),
+/// of those the one worth most for its time ([`Topic::worth`]). Taken by worth alone,
+/// `run --quick`'s 3.6 s of visits went to four answers of 0.45 s a visit, each
+/// worth a little more for its time than the one visit of 2.1 s that four socket
+/// answers waited on, which then no longer fitted: the time could have settled those
+/// four and three of the others.
 pub fn next(topics: &[Topic], target: f64, left_s: f64) -> Option<usize> {
     let typical = MIN_VISIT.as_secs_f64();
-    topics
+    let open: Vec<usize> = (0..topics.len())
+        .filter(|&i| !topics[i].decided(target) && topics[i].visit_cost(typical) <= left_s)
+        .collect();
+    let fresh: Vec<usize> = open
         .iter()
-        .enumerate()
-        .filter(|(_, t)| !t.decided(target) && t.visit_cost(typical) <= left_s)
+        .copied()
+        .filter(|&i| !topics[i].stalled())
+        .collect();
+    let pool = if fresh.is_empty() { open } else { fresh };
+    let plans: Vec<f64> = pool
+        .iter()
+        .map(|&i| plan(topics, &pool, i, (target, left_s)))
+        .collect();
+    let best = plans.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    pool.iter()
+        .zip(&plans)
+        .filter(|(_, p)| **p >= best - 1e-9)
         .max_by(|a, b| {
-            (!a.1.stalled()).cmp(&!b.1.stalled()).then(
-                a.1.worth(target, typical)
-                    .total_cmp(&b.1.worth(target, typical)),
-            )
+            let worth = |i: usize| topics[i].worth(topics, target, typical);
+            worth(*a.0).total_cmp(&worth(*b.0))
         })
-        .map(|(i, _)| i)
+        .map(|(&i, _)| i)
+}
+
+/// What the visits that fit in `left_s` seconds are expected to gain when `first`'s is
+/// made first and the time it leaves is filled by worth, one visit each, from `pool`
+/// (a topic whose rows a visit taken samples counted once).
+fn plan(topics: &[Topic], pool: &[usize], first: usize, (target, left_s): (f64, f64)) -> f64 {
+    let typical = MIN_VISIT.as_secs_f64();
+    let mut covered: Vec<&str> = Vec::new();
+    let mut left = left_s;
+    let mut gained = take(topics, first, target, (&mut covered, &mut left));
+    let mut rest: Vec<usize> = pool.iter().copied().filter(|&i| i != first).collect();
+    rest.sort_by(|&a, &b| {
+        let worth = |i: usize| topics[i].worth(topics, target, typical);
+        worth(b).total_cmp(&worth(a))
+    });
+    for i in rest {
+        let t = &topics[i];
+        if !covered.contains(&t.id.as_str()) && t.visit_cost(typical) <= left {
+            gained += take(topics, i, target, (&mut covered, &mut left));
+        }
+    }
+    gained
+}
+
+/// Topic `i`'s visit taken in a [`plan`]: its gain (what the topics `covered` lack
+/// counted once), its cost taken from the time `left`, and the topics it samples
+/// covered.
+fn take<'a>(
+    topics: &'a [Topic],
+    i: usize,
+    target: f64,
+    (covered, left): (&mut Vec<&'a str>, &mut f64),
+) -> f64 {
+    let t = &topics[i];
+    let gain = t.gain(topics, target, covered);
+    *left -= t.visit_cost(MIN_VISIT.as_secs_f64());
+    covered.push(&t.id);
+    covered.extend(t.with.iter().map(String::as_str));
+    gain
 }
 
 /// A visit's budget: the time left shared among the undecided topics, within
@@ -182,7 +267,7 @@ pub fn visit_budget(left: Duration, undecided: usize) -> Duration {
 /// Races for `budget` seconds: `assess` gives every topic's agreement now (by id),
 /// `visit(id, budget)` samples the rows topic `id` rests on again and says what it
 /// took. Ends when every topic is decided (agreement ≥ `target`) or the budget is
-/// spent (no visit starts with less than [`MIN_VISIT`] left).
+/// spent (no visit starts with less than [`SHORTEST_VISIT`] left).
 pub fn race<E>(
     budget: Duration,
     target: f64,
@@ -204,20 +289,20 @@ pub fn race<E>(
                 }
             };
             topics[i].expected_s = a.expected_s;
-            topics[i].also = a.also;
+            topics[i].with = a.with;
         }
         if topics.iter().all(|t| t.decided(target)) {
             break true;
         }
         let left = budget.saturating_sub(Duration::from_secs_f64(spent));
-        if left < MIN_VISIT {
+        if left < SHORTEST_VISIT {
             break false;
         }
         let Some(i) = next(&topics, target, left.as_secs_f64()) else {
             break false; // no undecided topic's visit fits in the time left
         };
         let undecided = topics.iter().filter(|t| !t.decided(target)).count();
-        let v = visit(&topics[i].id, visit_budget(left, undecided))?;
+        let v = visit(&topics[i].id, topics[i].budget(left, undecided))?;
         let t = &mut topics[i];
         t.visits += 1;
         t.since_gain += 1;
@@ -282,13 +367,13 @@ mod tests {
                             id: id.to_string(),
                             agreement: Some(curve(id, n)),
                             expected_s: expected(id),
-                            also: 0.0,
+                            with: Vec::new(),
                         }
                     })
                     .collect()
             },
             |id, b| {
-                assert!(b >= MIN_VISIT && b <= MAX_VISIT, "{b:?}");
+                assert!(b >= SHORTEST_VISIT && b <= MAX_VISIT, "{b:?}");
                 *visits.borrow_mut().entry(id.to_string()).or_insert(0) += 1;
                 order.borrow_mut().push(id.to_string());
                 Ok(Visit {
@@ -377,24 +462,63 @@ mod tests {
         assert_eq!(order, ["dear"]);
     }
 
+    /// A topic as assessed: `agreement`, a first visit expected to take `expected` s,
+    /// sampling the rows of the topics `with` too.
+    fn topic(id: &str, agreement: f64, expected: f64, with: &[&str]) -> Topic {
+        let mut t = Topic::new(id.into(), Some(agreement));
+        t.expected_s = Some(expected);
+        t.with = with.iter().map(|w| w.to_string()).collect();
+        t
+    }
+
     #[test]
     fn a_visit_that_settles_other_topics_too_is_worth_what_they_lack() {
         // "many"'s visit (1 s) draws the rows of three other topics as unsettled as it
         // is (their second draws taken with its own); "one"'s (0.4 s) settles itself,
         // lacking less. Alone, "many" goes after "one"; with the others counted, first.
-        let topic = |id: &str, agreement: f64, expected: f64, also: f64| {
-            let mut t = Topic::new(id.into(), Some(agreement));
-            t.expected_s = Some(expected);
-            t.also = also;
-            t
-        };
-        let alone = [topic("many", 0.5, 1.0, 0.0), topic("one", 0.65, 0.4, 0.0)];
+        let alone = [topic("many", 0.5, 1.0, &[]), topic("one", 0.65, 0.4, &[])];
         assert_eq!(next(&alone, 0.95, 10.0), Some(1));
         let with_others = [
-            topic("many", 0.5, 1.0, 3.0 * 0.45),
-            topic("one", 0.65, 0.4, 0.0),
+            topic("many", 0.5, 1.0, &["b", "c", "d"]),
+            topic("one", 0.65, 0.4, &[]),
+            topic("b", 0.5, 1.0, &["many", "c", "d"]),
+            topic("c", 0.5, 1.0, &["many", "b", "d"]),
+            topic("d", 0.5, 1.0, &["many", "b", "c"]),
         ];
-        assert_eq!(next(&with_others, 0.95, 10.0), Some(0));
+        // One of the four (equal: the last in the list, where ties fall).
+        assert_eq!(next(&with_others, 0.95, 10.0), Some(4));
+        // A decided topic it samples adds nothing.
+        let decided = [
+            topic("many", 0.5, 1.0, &["b"]),
+            topic("one", 0.65, 0.4, &[]),
+            topic("b", 0.99, 1.0, &["many"]),
+        ];
+        assert_eq!(next(&decided, 0.95, 10.0), Some(1));
+    }
+
+    #[test]
+    fn a_dear_visit_that_would_not_fit_later_goes_first_where_the_time_gains_more() {
+        // Four cheap topics (0.45 s a visit, each a little more worth for its time)
+        // and four that one visit of 2.1 s settles together: with 3.6 s left, by worth
+        // alone the cheap ones take 1.8 s and the dear visit no longer fits; begun
+        // first, it leaves time for three cheap ones, and the time gains more.
+        let mut topics: Vec<Topic> = ["r", "w", "p", "f"]
+            .iter()
+            .map(|id| topic(id, 0.5, 0.45, &[]))
+            .collect();
+        let socket = ["s1", "s2", "s3", "s4"];
+        for id in socket {
+            let with: Vec<&str> = socket.iter().copied().filter(|s| *s != id).collect();
+            topics.push(topic(id, 0.5, 2.1, &with));
+        }
+        assert!(topics[0].worth(&topics, 0.95, 0.4) > topics[4].worth(&topics, 0.95, 0.4));
+        let first = next(&topics, 0.95, 3.6).unwrap();
+        assert!(socket.contains(&topics[first].id.as_str()), "{first}");
+        // With time for all of them, the cheap ones go first, by worth.
+        let first = next(&topics, 0.95, 10.0).unwrap();
+        assert!(!socket.contains(&topics[first].id.as_str()), "{first}");
+        // And where the dear visit does not fit at all, the cheap ones.
+        assert_eq!(topics[next(&topics, 0.95, 2.0).unwrap()].id, "f");
     }
 
     #[test]
@@ -421,6 +545,24 @@ mod tests {
         let t = Topic::new("x".into(), None);
         assert!(t.decided(0.95));
         assert_eq!(next(&[t], 0.95, f64::INFINITY), None);
+    }
+
+    #[test]
+    fn a_first_visit_draws_for_as_long_as_its_rows_took_in_the_first_pass() {
+        let left = Duration::from_secs(10);
+        let mut t = topic("read", 0.5, 0.2, &[]);
+        assert!((t.budget(left, 2).as_secs_f64() - 0.2).abs() < 1e-6);
+        assert!((t.visit_cost(0.4) - 0.2).abs() < 1e-9);
+        t.expected_s = Some(0.05);
+        assert_eq!(t.budget(left, 2), SHORTEST_VISIT);
+        t.expected_s = Some(9.0);
+        assert_eq!(t.budget(left, 2), MAX_VISIT);
+        // Later visits get the time left shared; one not known, a typical visit's.
+        t.visits = 1;
+        t.seconds = 0.2;
+        assert_eq!(t.budget(Duration::from_secs(1), 5), MIN_VISIT);
+        let unknown = Topic::new("x".into(), Some(0.5));
+        assert_eq!(unknown.budget(Duration::from_secs(1), 5), MIN_VISIT);
     }
 
     #[test]

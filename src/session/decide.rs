@@ -183,16 +183,11 @@ pub fn decide(
                     let others = drawn_with(&now, r, &rows);
                     let visited = with_draws_of(r, &others);
                     let first_s = first_pass_seconds(&visited, &rows, (&first, inputs.first_pass));
-                    let also = others
-                        .iter()
-                        .filter_map(|o| agreement(o, &rows))
-                        .map(|a| TARGET - a)
-                        .sum();
                     Assessed {
                         id: r.id.clone(),
                         agreement: agreement(r, &rows),
                         expected_s: Some(first_s).filter(|&s| s > 0.0),
-                        also,
+                        with: others.iter().map(|o| o.id.clone()).collect(),
                     }
                 })
                 .collect();
