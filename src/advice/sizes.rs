@@ -447,7 +447,8 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
 }
 
 /// A size answer's evidence: the choice, the best if another, the next size below the
-/// knee, the size past a plateau that closes below the largest, and the baseline (the
+/// knee, the size past a plateau that closes below the largest, the sizes measured
+/// faster than the best but too noisy to draw the line from, and the baseline (the
 /// size `baseline`, else the smallest), which it returns too.
 fn sweep_rows<'a>(
     pts: &[(u64, &'a Measurement)],
@@ -467,6 +468,16 @@ fn sweep_rows<'a>(
     // "use 256 KiB buffers (up to 1 MiB)".
     if let Some(&(_, past)) = pts.get(k.to + 1) {
         rows.push(row(past, "past"));
+    }
+    // Sizes measured faster than the best but too noisy to draw the line from move the
+    // simulated reruns most: TCP sendfile's "use 256 KiB chunks or larger" stalled at
+    // 71–78% after 4–6 visits of 9–10 s, each drawing its 4 KiB, 64 KiB and 256 KiB
+    // rows again (7 draws, within 5%), while its 1 MiB and 4 MiB rows (±29–72%) kept
+    // one or two.
+    for &(_, m) in pts {
+        if gain(m, pts[k.best].1) > 1.0 && !rows.iter().any(|r| r.case == m.case) {
+            rows.push(row(m, "faster"));
+        }
     }
     let base = pts
         .iter()
@@ -494,8 +505,12 @@ fn plateau_confidence(
     let rows: Vec<(&Measurement, f64)> = pts.iter().map(|(_, m)| (*m, noise(m, fl))).collect();
     let spread: Vec<f64> = rows.iter().map(|r| r.1).collect();
     let mut moved: Vec<(u64, f64)> = Vec::with_capacity(pts.len());
-    // The same steadiness `knee` was given: each row's noise within the tolerance.
-    let steady: Vec<bool> = spread.iter().map(|&n| n <= k.within).collect();
+    // The same steadiness `knee` was given ([`steady`]): each row's noise within the
+    // tolerance, or every row where a noisy one is surely ahead. With the noise alone
+    // here, a unix stream whose 4 MiB row (one draw) was surely ahead of 64 KiB's got
+    // "use 1 MiB chunks or larger" from a plateau drawn from 4 MiB, and reruns drawn
+    // from 64 KiB that put the knee at 64 KiB in 100% of them: low, at 0%.
+    let steady = steady(pts, fl, k.within);
     let (repeat, other) = reruns(&spread, k.pick, |f| {
         moved.clear();
         moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
@@ -655,6 +670,34 @@ mod tests {
             steady(&pts, 0.05, 0.05),
             [true, true, true, false, false, false]
         );
+    }
+
+    #[test]
+    fn reruns_draw_the_plateau_from_the_reference_the_answer_drew_it_from() {
+        // A unix stream's sendfile as one `run --quick` drew it: 4–64 KiB steady, 256
+        // KiB and 1 MiB moving ±10–16% between draws, 4 MiB (one draw) surely ahead of
+        // 64 KiB: the plateau is drawn from 4 MiB, and so are its reruns' (drawn from
+        // 64 KiB, 100% of them put the knee there: low, at 0%).
+        let owned: Vec<(u64, Measurement)> = [
+            (4096u64, 1.57, 0.01),
+            (16 << 10, 3.93, 0.01),
+            (64 << 10, 6.68, 0.01),
+            (256 << 10, 6.86, 0.10),
+            (1 << 20, 6.97, 0.16),
+            (4 << 20, 7.14, 0.06),
+        ]
+        .iter()
+        .map(|&(b, g, spread)| (b, m(&format_size(b), g * 1e9, spread)))
+        .collect();
+        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+        let w = Words {
+            rerun_noise: 0.03,
+            ..words()
+        };
+        let r = sizes(w, &pts, 4096).unwrap();
+        assert_eq!(r.plateau.as_ref().unwrap().from, 256 << 10, "{}", r.action);
+        let agreement = r.confidence.agreement.unwrap();
+        assert!(agreement >= 0.5, "{agreement}: {:?}", r.confidence.reasons);
     }
 
     #[test]
@@ -888,6 +931,26 @@ mod tests {
                 .contains("4 MiB measured faster (3.10 GB/s) but too noisy"),
             "{}",
             r.effect
+        );
+        // Its noise moves the reruns most: it is in the evidence, for `run` to draw it
+        // again; at 2.3 GB/s, behind the best, it is not.
+        let roles = |r: &Recommendation| -> Vec<(String, String)> {
+            r.evidence
+                .rows
+                .iter()
+                .map(|e| (e.case.clone(), e.role.clone()))
+                .collect()
+        };
+        assert!(
+            roles(&r).contains(&("4 MiB".into(), "faster".into())),
+            "{:?}",
+            roles(&r)
+        );
+        let behind = answer_with(m("4 MiB", 2.3e9, 0.3));
+        assert!(
+            !roles(&behind).iter().any(|(c, _)| c == "4 MiB"),
+            "{:?}",
+            roles(&behind)
         );
         let r = answer_with(m("4 MiB", 3.1e9, 0.02));
         assert_eq!(r.plateau.unwrap().from, 4 << 20, "{}", r.action);
