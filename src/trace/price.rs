@@ -54,25 +54,54 @@ pub(super) fn pipe_relay(
 }
 
 /// What one of `pid`'s fsyncs of target `t` costs, and where that comes from, said
-/// with it: the median of those the tracer timed in this run (see
-/// [`OpStats::timed_median_s`]), else the write probe's figure ([`fsync_source`]).
+/// with it: each fsync and fdatasync row priced as the table prices it (the median of
+/// those the tracer timed in this run, see [`OpStats::timed_median_s`], else the write
+/// probe's figure, [`fsync_source`]), their mean per call. Pooled, the rows' timed
+/// calls once gave one median to both where the table priced each apart.
 pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Option<f64>, String) {
-    let mut timed = OpStats::default();
-    for (_, s) in rows_of(p, pid, t).filter(|&(op, _)| is_fsync(op)) {
-        timed.gaps.merge(&s.gaps);
-        timed.waited.merge(&s.waited);
+    let rows: Vec<(Op, &OpStats)> = rows_of(p, pid, t).filter(|&(op, _)| is_fsync(op)).collect();
+    let timed: Vec<(Op, (f64, u64))> = rows
+        .iter()
+        .filter_map(|&(op, s)| s.timed_median_s().map(|m| (op, m)))
+        .collect();
+    if timed.is_empty() {
+        return (f.fsync_s, fsync_source(f));
     }
-    match timed.timed_median_s() {
-        Some((c, n)) => (
-            Some(c),
+    let calls: u64 = rows.iter().map(|r| r.1.calls).sum();
+    let total: Option<f64> = rows
+        .iter()
+        .map(|&(_, s)| {
+            s.timed_median_s()
+                .map(|m| m.0)
+                .or(f.fsync_s)
+                .map(|c| c * s.calls as f64)
+        })
+        .sum();
+    let said: Vec<String> = timed
+        .iter()
+        .map(|&(op, (c, n))| {
+            let name = op.name();
             format!(
-                " (an fsync priced at {}, the median of {} of these fsyncs timed in this run)",
+                "{} priced at {}, the median of {} of these {name}s timed in this run",
+                if timed.len() == 1 {
+                    format!("an {name}")
+                } else {
+                    format!("{name}s")
+                },
                 format_ns(c * 1e9),
                 crate::units::thousands(n)
-            ),
-        ),
-        None => (f.fsync_s, fsync_source(f)),
-    }
+            )
+        })
+        .collect();
+    let rest = if timed.len() < rows.len() {
+        fsync_source(f)
+    } else {
+        String::new()
+    };
+    (
+        total.map(|t| t / calls.max(1) as f64),
+        format!(" ({}){rest}", said.join("; ")),
+    )
 }
 
 /// An fsync or fdatasync row.

@@ -501,6 +501,12 @@ fn without_figures_a_finding_says_it_is_not_priced() {
 /// every 5th write starts a timed pair that its fsync ends, `fsync_ns` later, the task
 /// switched out in between (it waited for the disk).
 fn appending_fsyncs(n: u64, fsync_ns: u32) -> Profile {
+    appending_syncs(n, &[(Syscall::Fsync, fsync_ns)])
+}
+
+/// [`appending_fsyncs`] whose `i`th sync is `syncs[i % len]`: its call, and how long
+/// after its write it ends.
+fn appending_syncs(n: u64, syncs: &[(Syscall, u32)]) -> Profile {
     use crate::sys::trace::{Event, Memory, Timing};
     use crate::trace::profile::testing::{F, T, open, profile};
     let mut p = profile();
@@ -508,9 +514,10 @@ fn appending_fsyncs(n: u64, fsync_ns: u32) -> Profile {
     let mut t = 1_000_000u32;
     for i in 0..n {
         let timed = i % 5 == 0;
+        let (sync, fsync_ns) = syncs[i as usize % syncs.len()];
         for (call, args, ret, second) in [
             (Syscall::Write, [3, 0x9000, 4096, 0, 0, 0], 4096, false),
-            (Syscall::Fsync, [3, 0, 0, 0, 0, 0], 0, true),
+            (sync, [3, 0, 0, 0, 0, 0], 0, true),
         ] {
             let switches = if second { 8 } else { 7 };
             t = t.wrapping_add(if second { fsync_ns } else { 2_000 });
@@ -565,4 +572,33 @@ fn fsyncs_the_tracer_timed_are_priced_at_their_own_time() {
     let sync = sync.iter().find(|x| x.kind == "fsync_per_write").unwrap();
     assert!((sync.saving_s.unwrap() - 34.0 * 100e-6).abs() < 1e-12);
     assert!(!sync.text.contains("timed in this run"), "{}", sync.text);
+}
+
+#[test]
+fn fsyncs_and_fdatasyncs_are_priced_each_at_their_own_time_as_the_table_prices_them() {
+    // Appends synced by fsync (300 µs: the file's size and blocks) and fdatasync (100
+    // µs) in turn, 200 of each, 40 of each timed.
+    let p = appending_syncs(
+        400,
+        &[(Syscall::Fsync, 300_000), (Syscall::Fdatasync, 100_000)],
+    );
+    let f = figures();
+    let found = findings(&p, &f, 1.0);
+    let sync = found.iter().find(|x| x.kind == "fsync_per_write").unwrap();
+    // Each row as the table prices it; pooled, their median (one of the two) would
+    // price them all.
+    let table: f64 = p
+        .ops
+        .iter()
+        .filter(|(k, _)| matches!(k.2, Op::Call(Syscall::Fsync | Syscall::Fdatasync)))
+        .map(|(k, s)| time_here(&f, &p.targets[k.1], k.2, s, false).unwrap())
+        .sum();
+    let per = sync.saving_s.unwrap() / 399.0;
+    assert!((per - table / 400.0).abs() < 1e-12, "{per} {table}");
+    assert!((per - 200e-6).abs() < 0.12 * 200e-6, "{per}");
+    assert!(
+        sync.text.contains("fsyncs priced at 3") && sync.text.contains("fdatasyncs priced at 1"),
+        "{}",
+        sync.text
+    );
 }
