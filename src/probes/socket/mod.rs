@@ -561,7 +561,8 @@ fn plan(o: &Options, ctx: &Context) -> Result<Plan<Params, Row>> {
         } else {
             None
         };
-        let row = Row::new(spec, file, o.pass_range(c.chunk));
+        let row = Row::new(spec, file, o.pass_range(c.chunk))
+            .warmed_at_least(transfer::warm_least(ctx.harness.warmup));
         plan.ready(c.name(), params, row.per_connection(o.samples_per_connection));
     }
     Ok(plan)

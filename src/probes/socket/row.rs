@@ -30,6 +30,8 @@ pub(super) struct Row {
     pub(super) connections: u32,
     /// A TCP row's samples per connection.
     pub(super) per_connection: usize,
+    /// How long each connection's warm-up lasts at least ([`transfer::warm_least`]).
+    pub(super) warm_least: (u64, usize),
 }
 
 /// A TCP row's samples per connection: each connection and its two processes settle
@@ -77,7 +79,7 @@ impl Workload for Row {
         if !self.spec.shape.family.datagram() && self.connection.is_none() {
             let mut c = Connection::open(&self.spec, self.file.as_deref())?;
             let w = c
-                .warm(self.spec.shape.chunk, &interrupt::requested)
+                .warm(self.spec.shape.chunk, self.warm_least, &interrupt::requested)
                 .map_err(|e| e.context("warming the connection"))?;
             self.warmed = Some(self.warmed.map_or(w, |a| a.and(w)));
             self.connection = Some(c);
@@ -317,6 +319,15 @@ impl Row {
             on_connection: 0,
             connections: 0,
             per_connection: TCP_SAMPLES_PER_CONNECTION,
+            warm_least: (transfer::WARM_MIN_NS, transfer::WARM_WINDOWS),
+        }
+    }
+
+    /// The row with its connections' warm-ups at least `least` ([`transfer::warm_least`]).
+    pub(super) fn warmed_at_least(self, least: (u64, usize)) -> Row {
+        Row {
+            warm_least: least,
+            ..self
         }
     }
 
