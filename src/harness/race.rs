@@ -154,10 +154,10 @@ impl Topic {
 
     /// Its next visit's budget: [`visit_budget`], and for its first no more than what
     /// its rows took in the first pass, at least [`SHORTEST_VISIT`]: a second draw as
-    /// large as the first. At [`MIN_VISIT`] every first visit, `run --quick`'s read
-    /// and write answers (rows of 0.2 s in the first pass) took 0.4–0.57 s each, and
-    /// of its 3.6 s of visits the 2.1 s that four socket answers waited on left too
-    /// little for them all.
+    /// large as the first. At [`MIN_VISIT`] every first visit, `run --quick`'s answers
+    /// whose rows took 0.2 s in the first pass took 0.4–0.57 s each, and of its 3.6 s
+    /// of visits the 2.1 s that four answers of one probe waited on left too little
+    /// for them all.
     fn budget(&self, left: Duration, undecided: usize) -> Duration {
         let b = visit_budget(left, undecided);
         match (self.visits, self.expected_s) {
@@ -190,8 +190,8 @@ pub struct Outcome {
 /// topic is: the one that begins the plan gaining most in the time left ([`plan`]),
 /// of those the one worth most for its time ([`Topic::worth`]). Taken by worth alone,
 /// `run --quick`'s 3.6 s of visits went to four answers of 0.45 s a visit, each
-/// worth a little more for its time than the one visit of 2.1 s that four socket
-/// answers waited on, which then no longer fitted: the time could have settled those
+/// worth a little more for its time than the one visit of 2.1 s that four answers of
+/// one probe waited on, which then no longer fitted: the time could have settled those
 /// four and three of the others.
 pub fn next(topics: &[Topic], target: f64, left_s: f64) -> Option<usize> {
     let typical = MIN_VISIT.as_secs_f64();
@@ -506,17 +506,17 @@ mod tests {
             .iter()
             .map(|id| topic(id, 0.5, 0.45, &[]))
             .collect();
-        let socket = ["s1", "s2", "s3", "s4"];
-        for id in socket {
-            let with: Vec<&str> = socket.iter().copied().filter(|s| *s != id).collect();
+        let dear = ["d1", "d2", "d3", "d4"];
+        for id in dear {
+            let with: Vec<&str> = dear.iter().copied().filter(|s| *s != id).collect();
             topics.push(topic(id, 0.5, 2.1, &with));
         }
         assert!(topics[0].worth(&topics, 0.95, 0.4) > topics[4].worth(&topics, 0.95, 0.4));
         let first = next(&topics, 0.95, 3.6).unwrap();
-        assert!(socket.contains(&topics[first].id.as_str()), "{first}");
+        assert!(dear.contains(&topics[first].id.as_str()), "{first}");
         // With time for all of them, the cheap ones go first, by worth.
         let first = next(&topics, 0.95, 10.0).unwrap();
-        assert!(!socket.contains(&topics[first].id.as_str()), "{first}");
+        assert!(!dear.contains(&topics[first].id.as_str()), "{first}");
         // And where the dear visit does not fit at all, the cheap ones.
         assert_eq!(topics[next(&topics, 0.95, 2.0).unwrap()].id, "f");
     }
@@ -550,7 +550,7 @@ mod tests {
     #[test]
     fn a_first_visit_draws_for_as_long_as_its_rows_took_in_the_first_pass() {
         let left = Duration::from_secs(10);
-        let mut t = topic("read", 0.5, 0.2, &[]);
+        let mut t = topic("cheap", 0.5, 0.2, &[]);
         assert!((t.budget(left, 2).as_secs_f64() - 0.2).abs() < 1e-6);
         assert!((t.visit_cost(0.4) - 0.2).abs() < 1e-9);
         t.expected_s = Some(0.05);

@@ -65,7 +65,7 @@ pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Opti
         .filter_map(|&(op, s)| s.timed_median_s().map(|m| (op, m)))
         .collect();
     if timed.is_empty() {
-        return (f.fsync_s, fsync_source(f));
+        return (f.fsync_s, fsync_source(f, "an fsync"));
     }
     let calls: u64 = rows.iter().map(|r| r.1.calls).sum();
     let total: Option<f64> = rows
@@ -94,7 +94,7 @@ pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Opti
         })
         .collect();
     let rest = if timed.len() < rows.len() {
-        fsync_source(f)
+        fsync_source(f, "the others")
     } else {
         String::new()
     };
@@ -112,10 +112,10 @@ pub(super) fn is_fsync(op: Op) -> bool {
 /// Where the write probe's fsync price comes from, said with it: one measurement of
 /// this disk, at that time (a disk busy with another process's writes costs several
 /// times more).
-fn fsync_source(f: &Figures) -> String {
+fn fsync_source(f: &Figures, which: &str) -> String {
     match (f.fsync_s, f.sources.iter().find(|(p, _)| p == "write")) {
         (Some(c), Some((_, id))) => format!(
-            " (an fsync priced at {}, as write run {id} measured this disk{}: a disk busy with other writes costs more; --figures picks another run)",
+            " ({which} priced at {}, as write run {id} measured this disk{}: a disk busy with other writes costs more; --figures picks another run)",
             format_ns(c * 1e9),
             match f.fsync_measured_at.as_deref() {
                 // "2026-11-24T19:28:34Z" → "on 2026-11-24 at 19:28 UTC"
