@@ -88,7 +88,9 @@ fn kept_connections(family: &str, m: &serde_json::Value, d: &serde_json::Value) 
         assert_eq!(connections, 1.0, "{d}");
         "kept for every sample"
     };
-    assert!(d["warmup_s"].as_f64().unwrap() >= 0.06, "{d}");
+    // TINY's budget of 30 ms makes warm-ups of 7.5 ms, shorter than the default
+    // scale's: a connection warms 36 ms at least (60 ms at the default scale).
+    assert!(d["warmup_s"].as_f64().unwrap() >= 0.036, "{d}");
     assert!(d["warmup_bytes"].as_f64().unwrap() > 0.0, "{d}");
     assert!(d["start_bytes_per_s"].as_f64().unwrap() > 0.0, "{d}");
     assert!(
