@@ -68,14 +68,11 @@ pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Opti
         return (f.fsync_s, fsync_source(f, "an fsync"));
     }
     let calls: u64 = rows.iter().map(|r| r.1.calls).sum();
+    // Each row as the table prices it.
+    let large_pipe = p.pipe_sizes.contains_key(&t);
     let total: Option<f64> = rows
         .iter()
-        .map(|&(_, s)| {
-            s.timed_median_s()
-                .map(|m| m.0)
-                .or(f.fsync_s)
-                .map(|c| c * s.calls as f64)
-        })
+        .map(|&(op, s)| time_here(f, &p.targets[t], op, s, large_pipe))
         .sum();
     let said: Vec<String> = timed
         .iter()

@@ -521,4 +521,6 @@ impl Finder<'_> {
 }
 
 #[cfg(test)]
+mod sync_tests;
+#[cfg(test)]
 mod tests;
