@@ -30,6 +30,9 @@ pub struct Alternative {
     pub text: String,
     /// What it would save on its own (not added to the run's savings).
     pub saving_s: Option<f64>,
+    /// Of that saving, the program's own work per call it removes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_work_s: Option<f64>,
 }
 
 fn saving(x: &Finding) -> Option<f64> {
@@ -66,17 +69,6 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> V
     let mut kept: Vec<Finding> = Vec::new();
     let mut owner: BTreeMap<Claim, usize> = BTreeMap::new();
     for mut x in found {
-        if let Some(&i) = x.claims.iter().find_map(|c| owner.get(c)) {
-            // Another way that would save nothing here is not worth a mention.
-            if saving(&x).is_none_or(|s| s > 0.0) {
-                kept[i].alternatives.push(Alternative {
-                    kind: x.kind,
-                    saving_s: saving(&x),
-                    text: x.what,
-                });
-            }
-            continue;
-        }
         if let (Some(t), Some(cap)) = (x.time_s, claimed_time(&x.claims, p, f)) {
             x.time_s = Some(t.min(cap));
             x.better_s = x.better_s.map(|b| b.min(cap));
@@ -90,6 +82,23 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> V
             })
             .collect();
         x.own_work = of_rows(&rows, x.kept, p, f, b.own);
+        if let Some(&i) = x.claims.iter().find_map(|c| owner.get(c)) {
+            // Another way, priced as a finding would be (its calls capped at what they
+            // take here, the program's own work it removes, at most the run's user
+            // CPU), not added to the savings: the finding first counts these calls.
+            // One that would save nothing here is not worth a mention.
+            let own = x.own_work.map(|o| o.saving_s.min(b.user_cpu_s.max(0.0)));
+            let s = saving(&x).map(|s| s + own.unwrap_or(0.0));
+            if s.is_none_or(|s| s > 0.0) {
+                kept[i].alternatives.push(Alternative {
+                    kind: x.kind,
+                    saving_s: s,
+                    own_work_s: own.filter(|_| s.is_some()),
+                    text: x.what,
+                });
+            }
+            continue;
+        }
         for c in &x.claims {
             owner.insert(c.clone(), kept.len());
         }

@@ -496,3 +496,32 @@ fn without_figures_a_finding_says_it_is_not_priced() {
     );
     assert!(!found[0].matters);
 }
+
+#[test]
+fn an_alternative_saves_the_programs_own_work_per_call_too() {
+    // The reads that bigger requests would change, mapping the file would too: the
+    // alternative's saving counts the loop it removes, as a finding's does.
+    let p = every_pattern();
+    let f = figures();
+    let alt = |own: Own| {
+        let b = Budget {
+            work_s: 0.05,
+            user_cpu_s: 0.05,
+            own,
+        };
+        let found = findings(&p, &f, b);
+        each_call_once(&p, &f, &found);
+        let reads = found.iter().find(|x| x.kind == "small_requests").unwrap();
+        let reread = reads.alternatives.iter().find(|a| a.kind == "reread");
+        reread.expect("reread as an alternative").saving_s.unwrap()
+    };
+    let calls_only = alt(Own::Unknown);
+    let with_own = alt(Own::Split { per_call_s: 50e-9 });
+    // Half its 1,000 reads of 4 KiB read bytes again (2 of 4 MiB), each after 50 ns of
+    // loop: read once, those calls go, and their loop with them.
+    let loop_s = with_own - calls_only;
+    assert!(
+        (loop_s - 500.0 * 50e-9).abs() < 1e-9,
+        "{calls_only} {with_own} {loop_s}"
+    );
+}
