@@ -19,6 +19,7 @@
 #   ROUNDS=7 bench/trace_accuracy.sh          (about 6 min here)
 #   CASES=dd-512,lseek-read bench/trace_accuracy.sh
 #   TRACER=ptrace bench/trace_accuracy.sh     (default: auto, ioprobe's own choice)
+#   IOPROBE=path bench/trace_accuracy.sh      (another build, e.g. an older commit's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-7}
@@ -30,7 +31,7 @@ trap 'exit 130' INT TERM  # the EXIT trap then removes the scratch
 cargo build --release --quiet
 gcc -O2 -Wall -o "$work/mistakes" bench/c/mistakes.c
 command -v sqlite3 >/dev/null || echo "note: no sqlite3: its case is skipped" >&2
-IOPROBE=$PWD/target/release/ioprobe WORK=$work TRACER=${TRACER:-auto} ROUNDS=$ROUNDS PIN=$PIN CASES=$CASES \
+IOPROBE=${IOPROBE:-$PWD/target/release/ioprobe} WORK=$work TRACER=${TRACER:-auto} ROUNDS=$ROUNDS PIN=$PIN CASES=$CASES \
 STORE=${STORE:-$work/store.db} exec python3 - <<'PY'
 import json, os, re, shutil, statistics, subprocess, sys, time
 

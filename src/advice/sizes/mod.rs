@@ -218,6 +218,58 @@ fn sweep_confidence(pts: &[(u64, &Measurement)], k: &Knee, last: bool) -> Confid
     conf
 }
 
+/// The plateau's last size: past the sizes within the tolerance of the best, those a
+/// rerun moving each within its noise (rerun floor `floor`) could put within it too. A
+/// plateau closes only at a size surely below it: under two `yes`, 13 of 41 size
+/// answers that the twin run contradicted in 24 loaded `run`s had closed their plateau
+/// at a size measured below the line within its noise ("use 64 KiB buffers", its twin
+/// "1 MiB").
+fn open_to(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> usize {
+    let best = pts[k.best].1;
+    let higher = higher_is_better(best);
+    let line = if higher {
+        best.median * (1.0 - k.within)
+    } else {
+        best.median * (1.0 + k.within)
+    };
+    let could = |m: &Measurement| {
+        let n = noise(m, floor);
+        if higher {
+            m.median * (1.0 + n) >= line
+        } else {
+            m.median * (1.0 - n) <= line
+        }
+    };
+    let mut to = k.to;
+    while to + 1 < pts.len() && could(pts[to + 1].1) {
+        to += 1;
+    }
+    to
+}
+
+/// The sizes of the plateau measured outside the tolerance of the best, in it within
+/// their noise ([`open_to`]): "; 4 MiB in it within its noise (9.20% below the best,
+/// ±12.0%)".
+fn within_noise(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
+    let best = pts[k.best].1;
+    let outside: Vec<String> = (k.best..=k.to)
+        .filter(|&i| (1.0 - 1.0 / gain(best, pts[i].1)) > k.within)
+        .map(|i| {
+            format!(
+                "{} in it within its noise ({}% below the best, ±{}%)",
+                format_size(pts[i].0),
+                sig3((1.0 - 1.0 / gain(best, pts[i].1)) * 100.0),
+                sig3(noise(pts[i].1, floor) * 100.0)
+            )
+        })
+        .collect();
+    if outside.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", outside.join(", "))
+    }
+}
+
 /// The gain of the largest size measured over the one before (1.012: +1.2%), when it
 /// is under half the plateau's tolerance `within`: the curve has flattened at the end
 /// of the sweep. Were it a fixed cost spread over more bytes, each further ×4 would gain
@@ -291,6 +343,7 @@ fn effect(
         out.push_str("; ");
         out.push_str(&fit);
     }
+    out.push_str(&within_noise(pts, k, floor));
     out.push_str(&noisy_faster(pts, k, floor));
     out
 }
@@ -402,12 +455,13 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
     let higher = higher_is_better(pts[0].1);
     let figures: Vec<(u64, f64)> = pts.iter().map(|&(b, m)| (b, m.median)).collect();
     let within = tolerance(w.rerun_noise);
-    let k = knee(
+    let mut k = knee(
         &figures,
         &steady(&pts, w.rerun_noise, within),
         higher,
         within,
     );
+    k.to = open_to(&pts, &k, w.rerun_noise);
     let pick_b = pts[k.pick].0;
     let mut conf = sweep_confidence(&pts, &k, last);
     let repeat = plateau_confidence(&mut conf, &pts, &k, w.rerun_noise, higher);

@@ -444,3 +444,37 @@ fn a_plateau_from_the_smallest_size_says_smaller_may_do() {
         r.confidence
     );
 }
+
+#[test]
+fn a_plateau_closes_only_at_a_size_surely_below_it() {
+    // 4 MiB measured 12.5% below the best (1 MiB), the tolerance 5%: the plateau closes
+    // there when 4 MiB is measured to ±0.5%, not when to ±10% (a rerun may put it within).
+    let sweep = |past: f64| {
+        let owned: Vec<(u64, Measurement)> = [
+            (4096, 5.0, 0.005),
+            (65536, 15.0, 0.005),
+            (262144, 19.5, 0.005),
+            (1 << 20, 20.0, 0.005),
+            (4 << 20, 17.5, past),
+        ]
+        .iter()
+        .map(|&(b, g, s)| (b, m(&format_size(b), g * 1e9, s)))
+        .collect();
+        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+        sizes(words(), &pts, 4096).unwrap()
+    };
+    let sure = sweep(0.005);
+    assert_eq!(sure.action, "use 256 KiB buffers (up to 1 MiB)");
+    assert!(!sure.effect.contains("within its noise"), "{}", sure.effect);
+    let noisy = sweep(0.10);
+    assert_eq!(noisy.action, "use 256 KiB buffers or larger");
+    let p = noisy.plateau.unwrap();
+    assert_eq!((p.from, p.to), (262144, 4 << 20));
+    assert!(
+        noisy
+            .effect
+            .contains("; 4 MiB in it within its noise (12.5% below the best, ±10.0%)"),
+        "{}",
+        noisy.effect
+    );
+}
