@@ -42,9 +42,11 @@ struct Knee {
     /// Index of the fastest size and of the chosen one.
     best: usize,
     pick: usize,
-    /// The plateau: indices `from..=to`.
+    /// The plateau: indices `from..=to`; the stated plateau starts at `low` (≤ `from`:
+    /// sizes below the line within their noise, [`open_edges`]).
     from: usize,
     to: usize,
+    low: usize,
     /// Seconds of fixed cost per call and seconds per byte, when the figures fit one.
     fit: Option<(f64, f64)>,
     /// The plateau's tolerance ([`tolerance`]).
@@ -110,6 +112,7 @@ fn knee(pts: &[(u64, f64)], steady: &[bool], higher: bool, within: f64) -> Knee 
         pick: by_fit(pts, fit, (from, to, best)),
         from,
         to,
+        low: from,
         fit,
         within,
     }
@@ -218,13 +221,14 @@ fn sweep_confidence(pts: &[(u64, &Measurement)], k: &Knee, last: bool) -> Confid
     conf
 }
 
-/// The plateau's last size: past the sizes within the tolerance of the best, those a
-/// rerun moving each within its noise (rerun floor `floor`) could put within it too. A
-/// plateau closes only at a size surely below it: under two `yes`, 13 of 41 size
+/// The plateau's edges: past the sizes within the tolerance of the best, on each side,
+/// those a rerun moving each within its noise (rerun floor `floor`) could put within it
+/// too. A plateau closes only at a size surely below it: under two `yes`, 13 of 41 size
 /// answers that the twin run contradicted in 24 loaded `run`s had closed their plateau
-/// at a size measured below the line within its noise ("use 64 KiB buffers", its twin
-/// "1 MiB").
-fn open_to(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> usize {
+/// above at a size measured below the line within its noise ("use 64 KiB buffers", its
+/// twin "1 MiB"), 26 below ("use 256 KiB", the twin 64 KiB). The knee stays where the
+/// plateau surely starts (`from`); the stated plateau starts at `low`.
+fn open_edges(pts: &[(u64, &Measurement)], k: &mut Knee, floor: f64) {
     let best = pts[k.best].1;
     let higher = higher_is_better(best);
     let line = if higher {
@@ -240,23 +244,24 @@ fn open_to(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> usize {
             m.median * (1.0 - n) <= line
         }
     };
-    let mut to = k.to;
-    while to + 1 < pts.len() && could(pts[to + 1].1) {
-        to += 1;
+    while k.to + 1 < pts.len() && could(pts[k.to + 1].1) {
+        k.to += 1;
     }
-    to
+    while k.low > 0 && could(pts[k.low - 1].1) {
+        k.low -= 1;
+    }
 }
 
 /// The sizes of the plateau measured outside the tolerance of the best, in it within
-/// their noise ([`open_to`]): "; 4 MiB in it within its noise (9.20% below the best,
-/// ±12.0%)".
+/// their noise ([`open_edges`]): "; 4 MiB in it by its noise alone (9.20% below the
+/// best, ±12.0%)".
 fn within_noise(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
     let best = pts[k.best].1;
-    let outside: Vec<String> = (k.best..=k.to)
+    let outside: Vec<String> = (k.low..=k.to)
         .filter(|&i| (1.0 - 1.0 / gain(best, pts[i].1)) > k.within)
         .map(|i| {
             format!(
-                "{} in it within its noise ({}% below the best, ±{}%)",
+                "{} in it by its noise alone ({}% below the best, ±{}%)",
                 format_size(pts[i].0),
                 sig3((1.0 - 1.0 / gain(best, pts[i].1)) * 100.0),
                 sig3(noise(pts[i].1, floor) * 100.0)
@@ -301,7 +306,7 @@ fn effect(
     let mut out = format!(
         "{}{} within {}% of the best",
         stated(pts, k),
-        if k.from == k.to { " alone" } else { "" },
+        if k.low == k.to { " alone" } else { "" },
         (k.within * 100.0).round()
     );
     // The knee above the plateau's start: why the answer does not start there.
@@ -368,20 +373,17 @@ fn noisy_faster(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
 
 /// The plateau in words: "64 KiB", or "64 KiB–1 MiB".
 fn stated(pts: &[(u64, &Measurement)], k: &Knee) -> String {
-    if k.from == k.to {
-        format_size(pts[k.from].0)
+    if k.low == k.to {
+        format_size(pts[k.low].0)
     } else {
-        format!(
-            "{}–{}",
-            format_size(pts[k.from].0),
-            format_size(pts[k.to].0)
-        )
+        format!("{}–{}", format_size(pts[k.low].0), format_size(pts[k.to].0))
     }
 }
 
 /// A sweep's knee and plateau alone, without the confidence (a plot's marks, the chunk
 /// pipe capacities are compared at), for rows whose rerun floor is `floor`: None when no
-/// size was measured.
+/// size was measured. The plateau of the sizes measured within the tolerance: the
+/// answer states its edges wider by the sizes within it by their noise ([`open_edges`]).
 pub fn knee_and_plateau(points: &[(u64, &Measurement)], floor: f64) -> Option<(u64, Plateau)> {
     let mut rows: Vec<(u64, &Measurement)> = points
         .iter()
@@ -461,13 +463,13 @@ pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<
         higher,
         within,
     );
-    k.to = open_to(&pts, &k, w.rerun_noise);
+    open_edges(&pts, &mut k, w.rerun_noise);
     let pick_b = pts[k.pick].0;
     let mut conf = sweep_confidence(&pts, &k, last);
     let repeat = plateau_confidence(&mut conf, &pts, &k, w.rerun_noise, higher);
     let (rows, base) = sweep_rows(&pts, &k, baseline);
     let plateau = Plateau {
-        from: pts[k.from].0,
+        from: pts[k.low].0,
         to: pts[k.to].0,
         within: k.within,
         open_ended: k.to == pts.len() - 1 && !last,
@@ -573,7 +575,7 @@ fn plateau_confidence(
         moved.extend(pts.iter().zip(f).map(|(&(b, m), f)| (b, m.median * f)));
         let again = knee(&moved, &steady, higher, k.within).pick;
         // Inside the stated plateau: the statement holds (counted as the knee).
-        if (k.from..=k.to).contains(&again) {
+        if (k.low..=k.to).contains(&again) {
             k.pick
         } else {
             again
