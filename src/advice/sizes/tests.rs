@@ -23,6 +23,17 @@ fn answer_at(rows: &[(u64, f64)], spread: f64, floor: f64) -> Recommendation {
     sizes(w, &pts, 4096).unwrap()
 }
 
+/// The answer for `(size, GB/s, ±spread)` rows, each measured to its own spread, at the
+/// loop's rerun floor.
+fn answer_spread(rows: &[(u64, f64, f64)]) -> Recommendation {
+    let owned: Vec<(u64, Measurement)> = rows
+        .iter()
+        .map(|&(b, g, s)| (b, m(&format_size(b), g * 1e9, s)))
+        .collect();
+    let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
+    sizes(words(), &pts, 4096).unwrap()
+}
+
 fn knee_of(r: &Recommendation) -> u64 {
     match r.choice {
         Choice::Size { bytes, .. } => bytes,
@@ -462,18 +473,13 @@ fn a_plateau_closes_only_at_a_size_surely_below_it() {
     // 4 MiB measured 12.5% below the best (1 MiB), the tolerance 5%: the plateau closes
     // there when 4 MiB is measured to ±0.5%, not when to ±10% (a rerun may put it within).
     let sweep = |past: f64| {
-        let owned: Vec<(u64, Measurement)> = [
+        answer_spread(&[
             (4096, 5.0, 0.005),
             (65536, 15.0, 0.005),
             (262144, 19.5, 0.005),
             (1 << 20, 20.0, 0.005),
             (4 << 20, 17.5, past),
-        ]
-        .iter()
-        .map(|&(b, g, s)| (b, m(&format_size(b), g * 1e9, s)))
-        .collect();
-        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
-        sizes(words(), &pts, 4096).unwrap()
+        ])
     };
     let sure = sweep(0.005);
     assert_eq!(sure.action, "use 256 KiB buffers (up to 1 MiB)");
@@ -497,19 +503,14 @@ fn a_size_below_the_line_within_its_noise_is_in_the_stated_plateau_not_the_knee(
     // surely out; to ±5% a rerun may put it in. The knee stays where the plateau surely
     // starts; the plateau stated (and what a rerun's knee is judged by) starts at 64 KiB.
     let sweep = |spread: f64| {
-        let owned: Vec<(u64, Measurement)> = [
+        answer_spread(&[
             (4096, 5.0, 0.005),
             (16384, 12.0, 0.005),
             (65536, 18.6, spread),
             (262144, 19.8, 0.005),
             (1 << 20, 20.0, 0.005),
             (4 << 20, 20.1, 0.005),
-        ]
-        .iter()
-        .map(|&(b, g, s)| (b, m(&format_size(b), g * 1e9, s)))
-        .collect();
-        let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
-        sizes(words(), &pts, 4096).unwrap()
+        ])
     };
     let sure = sweep(0.005);
     let noisy = sweep(0.05);
