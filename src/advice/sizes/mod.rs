@@ -253,18 +253,26 @@ fn open_edges(pts: &[(u64, &Measurement)], k: &mut Knee, floor: f64) {
     }
 }
 
+/// The indices of the stated plateau's sizes measured outside the tolerance of the
+/// best ([`open_edges`]).
+fn by_noise(pts: &[(u64, &Measurement)], k: &Knee) -> Vec<usize> {
+    let best = pts[k.best].1;
+    (k.low..=k.to)
+        .filter(|&i| (1.0 - 1.0 / gain(best, pts[i].1)) > k.within)
+        .collect()
+}
+
 /// The sizes of the plateau measured outside the tolerance of the best, in it within
 /// their noise ([`open_edges`]): "; 4 MiB in it by its noise alone (9.20% below the
 /// best, ±12.0%)".
 fn within_noise(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
-    let best = pts[k.best].1;
-    let outside: Vec<String> = (k.low..=k.to)
-        .filter(|&i| (1.0 - 1.0 / gain(best, pts[i].1)) > k.within)
+    let outside: Vec<String> = by_noise(pts, k)
+        .into_iter()
         .map(|i| {
             format!(
                 "{} in it by its noise alone ({}% below the best, ±{}%)",
                 format_size(pts[i].0),
-                sig3((1.0 - 1.0 / gain(best, pts[i].1)) * 100.0),
+                sig3((1.0 - 1.0 / gain(pts[k.best].1, pts[i].1)) * 100.0),
                 sig3(noise(pts[i].1, floor) * 100.0)
             )
         })
@@ -310,6 +318,16 @@ fn effect(
         if k.low == k.to { " alone" } else { "" },
         (k.within * 100.0).round()
     );
+    // The sizes in it by their noise alone, named where the summary cuts the effect.
+    let edges: Vec<String> = by_noise(pts, k)
+        .into_iter()
+        .map(|i| format_size(pts[i].0))
+        .collect();
+    match edges.as_slice() {
+        [] => {}
+        [one] => out.push_str(&format!(" ({one} by its noise alone)")),
+        more => out.push_str(&format!(" ({} by their noise alone)", more.join(", "))),
+    }
     // The knee above the plateau's start: why the answer does not start there.
     if k.pick != k.from {
         out.push_str(&format!(

@@ -354,7 +354,7 @@ fn a_noisy_rows_plateau_is_drawn_at_their_rerun_floor() {
     assert_eq!(knee_of(&wide), 65536);
     assert!(
         wide.effect
-            .starts_with("16 KiB–4 MiB within 18% of the best"),
+            .starts_with("16 KiB–4 MiB within 18% of the best (16 KiB by its noise alone)"),
         "{}",
         wide.effect
     );
@@ -518,10 +518,11 @@ fn a_size_below_the_line_within_its_noise_is_in_the_stated_plateau_not_the_knee(
     assert_eq!(noisy.action, sure.action);
     assert_eq!(sure.plateau.unwrap().from, 262144);
     assert_eq!(noisy.plateau.unwrap().from, 65536);
+    // Named where the summary cuts the effect (at its first "; ").
     assert!(
         noisy
             .effect
-            .starts_with("64 KiB–4 MiB within 5% of the best"),
+            .starts_with("64 KiB–4 MiB within 5% of the best (64 KiB by its noise alone), 4 KiB"),
         "{}",
         noisy.effect
     );
