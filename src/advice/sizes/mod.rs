@@ -399,17 +399,23 @@ fn stated(pts: &[(u64, &Measurement)], k: &Knee) -> String {
     }
 }
 
+/// The sizes of `points` measured (ok, above zero), smallest first.
+fn measured<'a>(points: &[(u64, &'a Measurement)]) -> Vec<(u64, &'a Measurement)> {
+    let mut pts: Vec<(u64, &Measurement)> = points
+        .iter()
+        .copied()
+        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
+        .collect();
+    pts.sort_by_key(|p| p.0);
+    pts
+}
+
 /// A sweep's knee and plateau alone, without the confidence (a plot's marks, the chunk
 /// pipe capacities are compared at), for rows whose rerun floor is `floor`: None when no
 /// size was measured. The plateau of the sizes measured within the tolerance: the
 /// answer states its edges wider by the sizes within it by their noise ([`open_edges`]).
 pub fn knee_and_plateau(points: &[(u64, &Measurement)], floor: f64) -> Option<(u64, Plateau)> {
-    let mut rows: Vec<(u64, &Measurement)> = points
-        .iter()
-        .copied()
-        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
-        .collect();
-    rows.sort_by_key(|p| p.0);
+    let rows = measured(points);
     let pts: Vec<(u64, f64)> = rows.iter().map(|&(b, m)| (b, m.median)).collect();
     let higher = higher_is_better(points.iter().find(|(_, m)| m.is_ok())?.1);
     let within = tolerance(floor);
@@ -459,12 +465,7 @@ fn fit_effect(pts: &[(u64, &Measurement)], k: &Knee) -> Option<String> {
 /// (they say where sizes end); `baseline` is the size the effect is quoted against (4
 /// KiB, a common default); the smallest size measured when absent.
 pub fn sizes(w: Words, points: &[(u64, &Measurement)], baseline: u64) -> Option<Recommendation> {
-    let mut pts: Vec<(u64, &Measurement)> = points
-        .iter()
-        .copied()
-        .filter(|(_, m)| m.is_ok() && m.median > 0.0)
-        .collect();
-    pts.sort_by_key(|p| p.0);
+    let pts = measured(points);
     // Rows given as unsupported past the largest measured size: nothing larger exists.
     let last = pts.last().is_some_and(|&(top, _)| {
         points

@@ -23,13 +23,17 @@ fn answer_at(rows: &[(u64, f64)], spread: f64, floor: f64) -> Recommendation {
     sizes(w, &pts, 4096).unwrap()
 }
 
+/// `(size, GB/s, ±spread)` rows, each measured to its own spread.
+fn spread_rows(rows: &[(u64, f64, f64)]) -> Vec<(u64, Measurement)> {
+    rows.iter()
+        .map(|&(b, g, s)| (b, m(&format_size(b), g * 1e9, s)))
+        .collect()
+}
+
 /// The answer for `(size, GB/s, ±spread)` rows, each measured to its own spread, at the
 /// loop's rerun floor.
 fn answer_spread(rows: &[(u64, f64, f64)]) -> Recommendation {
-    let owned: Vec<(u64, Measurement)> = rows
-        .iter()
-        .map(|&(b, g, s)| (b, m(&format_size(b), g * 1e9, s)))
-        .collect();
+    let owned = spread_rows(rows);
     let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
     sizes(words(), &pts, 4096).unwrap()
 }
@@ -109,17 +113,14 @@ fn an_interval_of_few_samples_is_read_at_95_percent() {
 fn noisy_sizes_surely_ahead_of_every_steady_one_are_references_too() {
     // A unix stream as one run drew it: 4–64 KiB steady, 256 KiB–4 MiB moving ±12%
     // between draws but surely ahead of 64 KiB. The plateau is theirs, not 64 KiB's.
-    let owned: Vec<(u64, Measurement)> = [
+    let owned = spread_rows(&[
         (4096u64, 1.68, 0.01),
         (16 << 10, 4.76, 0.01),
         (64 << 10, 6.43, 0.01),
         (256 << 10, 7.78, 0.12),
         (1 << 20, 7.93, 0.12),
         (4 << 20, 7.55, 0.12),
-    ]
-    .iter()
-    .map(|&(b, g, spread)| (b, m(&format_size(b), g * 1e9, spread)))
-    .collect();
+    ]);
     let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
     let flags = steady(&pts, 0.05, 0.05);
     assert_eq!(flags, [true; 6]);
@@ -166,17 +167,14 @@ fn reruns_draw_the_plateau_from_the_reference_the_answer_drew_it_from() {
     // KiB and 1 MiB moving ±10–16% between draws, 4 MiB (one draw) surely ahead of
     // 64 KiB: the plateau is drawn from 4 MiB, and so are its reruns' (drawn from
     // 64 KiB, 100% of them put the knee there: low, at 0%).
-    let owned: Vec<(u64, Measurement)> = [
+    let owned = spread_rows(&[
         (4096u64, 1.57, 0.01),
         (16 << 10, 3.93, 0.01),
         (64 << 10, 6.68, 0.01),
         (256 << 10, 6.86, 0.10),
         (1 << 20, 6.97, 0.16),
         (4 << 20, 7.14, 0.06),
-    ]
-    .iter()
-    .map(|&(b, g, spread)| (b, m(&format_size(b), g * 1e9, spread)))
-    .collect();
+    ]);
     let pts: Vec<(u64, &Measurement)> = owned.iter().map(|(b, x)| (*b, x)).collect();
     let w = Words {
         rerun_noise: 0.03,
