@@ -157,12 +157,7 @@ pub fn time_here(f: &Figures, t: &Target, op: Op, s: &OpStats, large_pipe: bool)
         return uncurved_s(f, s.calls);
     }
     let per_call = match op.call() {
-        // lseek alone, as the syscalls probe measures it; older runs without that
-        // case: what it adds to a read.
-        Some(Syscall::Lseek) => f
-            .ns(Case::Lseek)
-            .map(|n| n * 1e-9)
-            .or_else(|| f.extra(Case::LseekRead, Case::Pread)),
+        Some(Syscall::Lseek) => f.lseek_s(),
         Some(Syscall::Open | Syscall::Openat | Syscall::Openat2 | Syscall::Creat) => {
             f.extra(Case::OpenReadClose, Case::Pread)
         }

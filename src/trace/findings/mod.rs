@@ -243,10 +243,7 @@ impl Finder<'_> {
         let target = &p.targets[t];
         // lseek then read/write: pread/pwrite would do it in one call.
         if s.after_lseek >= 10 {
-            let per = f
-                .ns(Case::Lseek)
-                .map(|n| n * 1e-9)
-                .or_else(|| f.extra(Case::LseekRead, Case::Pread));
+            let per = f.lseek_s();
             self.push(
                 "lseek_then_io",
                 pid,
