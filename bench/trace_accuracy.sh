@@ -7,8 +7,11 @@
 # of the kind the mistake is (named = one of them "matters"), and add up their
 # predicted savings; then time the program and its fixed version untraced, interleaved
 # (the order alternates every round), and compare the difference of the medians with
-# the prediction. The fix is the one the findings suggest: where a finding names a
-# better size (dd's bs, Python's buffer), the size is read from the finding's text.
+# the prediction. Each round's paired difference (a run less the run beside it) gives
+# the measured saving an interval, and the ratio a range: a case outside 0.8-1.25 whose
+# range reaches into it may be the bench's noise, not the price. The fix is the one the
+# findings suggest: where a finding names a better size (dd's bs, Python's buffer), the
+# size is read from the finding's text.
 # Programs without a mistake must stay quiet (no finding that matters) or predict under
 # 1% of their untraced time.
 #
@@ -242,18 +245,31 @@ def timed(argv, step):
     return time.perf_counter() - t
 
 def medians(a, b, step):
+    """The medians of a and b, and each round's paired difference (a's run less the
+    b run beside it): what the interval of the measured saving is taken from."""
     ta, tb = [], []
     for r in range(ROUNDS):
         for which in ((0, 1) if r % 2 == 0 else (1, 0)):
             (ta if which == 0 else tb).append(timed((a, b)[which], step))
-    return statistics.median(ta), statistics.median(tb)
+    return statistics.median(ta), statistics.median(tb), [x - y for x, y in zip(ta, tb)]
+
+def interval(d):
+    """A distribution-free interval of the median of d: the k-th smallest and largest,
+    k the largest with P(Binomial(n, 1/2) < k) <= 2.5%; and its coverage."""
+    from math import comb
+    n, d = len(d), sorted(d)
+    tail = lambda k: sum(comb(n, i) for i in range(k)) / 2 ** n
+    k = max([k for k in range(1, n // 2 + 1) if tail(k) <= 0.025], default=1)
+    return d[k - 1], d[n - k], 1 - 2 * tail(k)
 
 def ms(s):
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 print("figures: measuring first" if not os.path.exists(STORE) else f"figures: {STORE}", file=sys.stderr)
-trace(["true"], None)  # the figures, measured once here when the store has none
-print(f"| mistake | named? | predicted saving | of it, own work | measured saving | predicted ÷ measured | calls only ÷ measured | untraced | fixed |")
+# The figures, measured once here when the store has none; kept to see, at the end, how
+# far this machine moved from them while the bench ran.
+figures = trace(["true"], None)["figures"]
+print(f"| mistake | named? | predicted saving | of it, own work | measured saving (interval) | predicted ÷ measured (range) | calls only ÷ measured | untraced | fixed |")
 print(f"|---|---|---:|---:|---:|---:|---:|---:|---:|")
 ratios = []
 for name, kinds, broken, fix, step in CASES:
@@ -275,13 +291,19 @@ for name, kinds, broken, fix, step in CASES:
         if alts:
             how = ", ".join(f"{a['kind']}, as {f['kind']}'s alternative" for f, a in alts)
     fixed = fix(found)
-    tb, tf = medians(broken, fixed, step)
+    tb, tf, diffs = medians(broken, fixed, step)
     measured = tb - tf
     ratio = predicted / measured if measured > 0 else float("nan")
     before = (predicted - own) / measured if measured > 0 else float("nan")
-    ratios.append((name, named, ratio))
-    print(f"| {name} | {'yes' if named else '**no**'} ({how}) | {ms(predicted)} | {ms(own)} | {ms(measured)} | "
-          f"{ratio:.2f} | {before:.2f} | {ms(tb)} | {ms(tf)} |", flush=True)
+    lo, hi, coverage = interval(diffs)
+    # The ratio's range over the measured saving's interval: where it reaches into
+    # 0.8-1.25, the bench's own noise can account for a ratio outside it.
+    span = (predicted / hi if hi > 0 else float("nan"), predicted / lo if lo > 0 else float("inf"))
+    reach = span[0] <= 1.25 and span[1] >= 0.8
+    ratios.append((name, named, ratio, reach))
+    print(f"| {name} | {'yes' if named else '**no**'} ({how}) | {ms(predicted)} | {ms(own)} | {ms(measured)} "
+          f"({ms(lo)} to {ms(hi)}) | {ratio:.2f} ({span[0]:.2f}-{span[1]:.2f}) | {before:.2f} | {ms(tb)} | {ms(tf)} |",
+          flush=True)
 print()
 print("| program without a mistake | findings that matter | predicted saving | untraced | share |")
 print("|---|---:|---:|---:|---:|")
@@ -297,11 +319,43 @@ for name, argv, step in CLEAN:
     kinds = ", ".join(sorted({f["kind"] for f in matter})) or "none"
     print(f"| {name} | {len(matter)} ({kinds}) | {ms(predicted)} | {ms(t)} | {share * 100:.2g}% |", flush=True)
 print()
-bad = [n for n, named, r in ratios if not named or not (0.8 <= r <= 1.25)]
+bad = [n for n, named, r, _ in ratios if not named or not (0.8 <= r <= 1.25)]
+noisy = [n for n, named, r, reach in ratios if n in bad and named and reach]
+cover = interval([0.0] * ROUNDS)[2]
 held = (f"; inputs {min(resident) * 100:.1f}% resident at the least before a run (fincore)"
         if resident else "; inputs read back before every run")
 print(f"(medians of {ROUNDS} interleaved rounds; CPU {PIN}; {len(ratios) - len(bad)} of {len(ratios)} mistakes named "
       f"and within 0.8-1.25; {len(CLEAN) - len(loud)} of {len(CLEAN)} clean programs quiet or under 1%{held})")
+print(f"(measured saving: the difference of the medians; its interval: the distribution-free {cover * 100:.1f}% "
+      f"interval of the median of the {ROUNDS} rounds' paired differences; range: the prediction over that interval)")
+
+# The prices rest on figures measured before the programs ran: measured again now, in
+# the same way (pinned, the probes' own rows), they say how far this machine moved in
+# the meantime, a bound on the accuracy any price measured earlier can have here.
+def now_rows(args):
+    pin = [] if PIN == "none" else ["--cpu", PIN]
+    out = subprocess.run([IOPROBE, *args, "--no-save", "--json", *pin], cwd=W, capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out)["measurements"]
+CALLS = ["null", "lseek", "pread", "stat", "open_read_close"]
+moved = [(c, figures["calls_ns"][c], m["median"], "ns")
+         for m in now_rows(["syscalls", "--case", ",".join(CALLS)])
+         for c in [m["case"]] if c in figures.get("calls_ns", {})]
+then_read = dict(figures.get("read", []))
+size = lambda b: f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
+moved += [(f"read, {size(m['params']['block_size'])} reads", then_read[m["params"]["block_size"]], m["median"], "B/s")
+          for m in now_rows(["read", "--sizes", "4k,64k,1m", "--method", "read", "--populate", "write"])
+          if m["params"]["block_size"] in then_read]
+if moved:
+    print()
+    print("| figure pricing used | then | now (after the bench) | now ÷ then |")
+    print("|---|---:|---:|---:|")
+    for name, then, now, unit in moved:
+        show = (lambda v: f"{float(f'{v:.3g}'):,.0f} ns") if unit == "ns" else (lambda v: f"{v / 1e9:.3g} GB/s")
+        print(f"| {name} | {show(then)} | {show(now)} | {now / then:.2f} |")
 if bad or loud:
     print("outside the goal: " + ", ".join(bad + loud))
+if noisy:
+    print("of them, within the goal somewhere in the measured saving's interval (the bench's noise may "
+          "be what is off): " + ", ".join(noisy))
 PY
