@@ -16,11 +16,16 @@
 //!   sizes are all within 5% of the best": the share of simulated reruns, each moving
 //!   every size within its noise, whose knee stays inside the stated plateau.
 
+mod edge;
+
 use super::confidence::{RERUNS, noise, repeat_confidence, reruns};
 use super::decide::{Opt, Words, finish, gain, higher_is_better, rank, row};
 use super::model::*;
 use crate::results::Measurement;
 use crate::units::{format_ns, format_size, sig3};
+#[cfg(test)]
+use edge::flattened;
+use edge::{Settled, edge_settled, sweep_confidence};
 
 /// How far from the best median a size of the plateau may be (relative): within this,
 /// a larger size buys at most a few percent, the size of this machine's run-to-run
@@ -179,48 +184,6 @@ fn steady(pts: &[(u64, &Measurement)], floor: f64, within: f64) -> Vec<bool> {
     }
 }
 
-/// The confidence a size sweep allows before the figures are looked at: too few sizes,
-/// the best at an edge of the sweep (the largest size is no edge when the next one is
-/// `unsupported`: a datagram over the family's maximum), the plateau starting at the
-/// smallest size.
-fn sweep_confidence(pts: &[(u64, &Measurement)], k: &Knee, last: bool) -> Confidence {
-    let mut conf = Confidence::new();
-    let n = pts.len();
-    if n < 3 {
-        conf.cap(
-            Level::Low,
-            format!(
-                "only {n} size{} measured: a sweep needs three to bracket the best",
-                if n == 1 { "" } else { "s" }
-            ),
-        );
-        return conf;
-    }
-    if k.best == n - 1 && !last && flattened(pts, k.within).is_none() {
-        conf.cap(
-            if k.from < k.best {
-                Level::Medium
-            } else {
-                Level::Low
-            },
-            format!(
-                "the best is the largest size measured ({}): larger ones may be faster",
-                format_size(pts[k.best].0)
-            ),
-        );
-    }
-    if k.from == 0 {
-        conf.cap(
-            Level::Medium,
-            format!(
-                "the plateau starts at the smallest size measured ({}): smaller ones may do as well",
-                format_size(pts[0].0)
-            ),
-        );
-    }
-    conf
-}
-
 /// The plateau's edges: past the sizes within the tolerance of the best, on each side,
 /// those a rerun moving each within its noise (rerun floor `floor`) could put within it
 /// too. A plateau closes only at a size surely outside it: of 41 size answers that the
@@ -284,24 +247,6 @@ fn within_noise(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
     }
 }
 
-/// The gain of the largest size measured over the one before (1.012: +1.2%), when it
-/// is under half the plateau's tolerance `within`: the curve has flattened at the end
-/// of the sweep. Were it a fixed cost spread over more bytes, each further ×4 would gain
-/// at most a third of the step before (all of them together half of it), so no larger
-/// size lifts the best enough to push the knee out of the plateau; a best at the end
-/// that still climbs caps the confidence. Replayed on 8 idle twin pairs of `ioprobe
-/// run`, 36 of 38 flattened open plateaus held their twin's knee; the two that did not
-/// were low on their reruns. Half of 5% for every sweep before, whatever its tolerance:
-/// a TCP sweep (18%) whose 4 MiB row, ±20% between draws, drew 5.7% above 1 MiB was
-/// "still climbing", at most medium, where the reruns kept its knee in 95.5%.
-fn flattened(pts: &[(u64, &Measurement)], within: f64) -> Option<f64> {
-    let [.., (_, before), (_, top)] = pts else {
-        return None;
-    };
-    let g = gain(top, before);
-    (g < 1.0 + within / 2.0).then_some(g)
-}
-
 /// The effect: the plateau and what the baseline size costs against the knee ("64
 /// KiB–1 MiB within 5% of the best, 4 KiB costs ×3.20": what the summary shows, short
 /// enough for its cell), then the two figures, whether the plateau reaches the largest
@@ -354,13 +299,21 @@ fn effect(
     }
     if k.to == pts.len() - 1 {
         out.push_str("; the plateau reaches the largest size measured");
-        if let (Some(g), [.., (before, _), _]) = (flattened(pts, k.within), pts) {
-            let sign = if g >= 1.0 { '+' } else { '−' };
-            out.push_str(&format!(
-                ", where the curve has flattened ({sign}{}% over {})",
-                sig3((g - 1.0).abs() * 100.0),
-                format_size(*before)
-            ));
+        match (edge_settled(pts, k), pts) {
+            (Some(Settled::Step(g)), [.., (before, _), _]) => {
+                let sign = if g >= 1.0 { '+' } else { '−' };
+                out.push_str(&format!(
+                    ", where the curve has flattened ({sign}{}% over {})",
+                    sig3((g - 1.0).abs() * 100.0),
+                    format_size(*before)
+                ));
+            }
+            (Some(Settled::Fit(share)), [.., (top, _)]) => out.push_str(&format!(
+                ", where a call's fixed cost is {}% of a {} call's time: no larger size can gain more",
+                sig3(share * 100.0),
+                format_size(*top)
+            )),
+            _ => {}
         }
     }
     if let Some(fit) = fit_effect(pts, k) {

@@ -304,6 +304,40 @@ fn a_sweep_flattened_at_its_edge_is_not_capped_and_one_still_climbing_is() {
     assert!(!r.effect.contains("flattened"), "{}", r.effect);
 }
 
+/// A best at the edge that climbed in its last step by more than half the tolerance,
+/// but within the two rows' noise of what a small fixed cost explains, leaves no larger
+/// size to try: the fit bounds what all of them could gain.
+#[test]
+fn a_best_at_the_edge_that_a_small_fixed_cost_explains_is_not_capped() {
+    let edge = |r: &Recommendation| {
+        r.confidence
+            .reasons
+            .iter()
+            .any(|x| x.contains("the best is the largest size measured"))
+    };
+    // t(b) = 2 µs + b / 8 GB/s: 1 MiB drawn 3.6% low, 4 MiB on the curve (+5.3%).
+    let rows = [
+        (4096, 1.63, 0.01),
+        (65536, 6.43, 0.01),
+        (262144, 7.54, 0.02),
+        (1 << 20, 7.60, 0.04),
+        (4 << 20, 8.00, 0.04),
+    ];
+    let r = answer_spread(&rows);
+    assert!(!edge(&r), "{:?}", r.confidence);
+    assert!(
+        r.effect.contains("where a call's fixed cost is 0.3")
+            && r.effect
+                .contains("% of a 4 MiB call's time: no larger size can gain more"),
+        "{}",
+        r.effect
+    );
+    // The same step measured to ±0.5%: beyond what the fixed cost explains, a climb
+    // the fit does not see.
+    let tight: Vec<(u64, f64, f64)> = rows.iter().map(|&(b, g, _)| (b, g, 0.005)).collect();
+    assert!(edge(&answer_spread(&tight)));
+}
+
 #[test]
 fn a_sweep_that_ends_where_sizes_end_is_not_at_the_edge() {
     // UDP: 64 KiB is over the datagram maximum, so 16 KiB is the largest size that
