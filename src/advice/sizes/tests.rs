@@ -38,6 +38,14 @@ fn answer_spread(rows: &[(u64, f64, f64)]) -> Recommendation {
     sizes(words(), &pts, 4096).unwrap()
 }
 
+/// Whether `r` is capped for its best at the largest size measured.
+fn edge(r: &Recommendation) -> bool {
+    r.confidence
+        .reasons
+        .iter()
+        .any(|x| x.contains("the best is the largest size measured"))
+}
+
 fn knee_of(r: &Recommendation) -> u64 {
     match r.choice {
         Choice::Size { bytes, .. } => bytes,
@@ -276,12 +284,6 @@ fn a_sweep_whose_best_is_at_the_edge_says_so() {
 
 #[test]
 fn a_sweep_flattened_at_its_edge_is_not_capped_and_one_still_climbing_is() {
-    let edge = |r: &Recommendation| {
-        r.confidence
-            .reasons
-            .iter()
-            .any(|x| x.contains("the best is the largest size measured"))
-    };
     let base = [(4096, 4.0), (65536, 12.0), (262144, 16.0), (1 << 20, 17.5)];
     let mut flat = base.to_vec();
     flat.push((4 << 20, 17.7));
@@ -309,12 +311,6 @@ fn a_sweep_flattened_at_its_edge_is_not_capped_and_one_still_climbing_is() {
 /// size to try: the fit bounds what all of them could gain.
 #[test]
 fn a_best_at_the_edge_that_a_small_fixed_cost_explains_is_not_capped() {
-    let edge = |r: &Recommendation| {
-        r.confidence
-            .reasons
-            .iter()
-            .any(|x| x.contains("the best is the largest size measured"))
-    };
     // t(b) = 2 µs + b / 8 GB/s: 1 MiB drawn 3.6% low, 4 MiB on the curve (+5.3%).
     let rows = [
         (4096, 1.63, 0.01),
@@ -350,12 +346,6 @@ fn a_sweep_that_ends_where_sizes_end_is_not_at_the_edge() {
         (16384, m("16K", 2.9e9, 0.01)),
     ];
     let mut pts: Vec<(u64, &Measurement)> = rows.iter().map(|(b, m)| (*b, m)).collect();
-    let edge = |r: &Recommendation| {
-        r.confidence
-            .reasons
-            .iter()
-            .any(|x| x.contains("largest size measured"))
-    };
     assert!(edge(&sizes(words(), &pts, 4096).unwrap()));
     pts.push((65536, &over));
     let r = sizes(words(), &pts, 4096).unwrap();
