@@ -397,6 +397,15 @@ pub fn curve(run: &Run, family: Family, method: Method) -> Vec<(u64, f64)> {
     )
 }
 
+/// How far a rerun moves a row of the family named `name` here ([`present::floor`]): a
+/// TCP stream's 18%, 5% for the others (and for a name no family has).
+pub fn rerun_floor(name: &str) -> f64 {
+    Family::ALL
+        .iter()
+        .find(|f| f.name() == name)
+        .map_or(crate::advice::RERUN_NOISE_PASS, |&f| present::floor(f))
+}
+
 /// The socket curve with buffers asked for on both sides, in `run`: (the largest
 /// SO_SNDBUF granted, its (chunk size, bytes/s) points) of the measured write-read rows
 /// of `family` at 127.0.0.1 with Nagle on; None when no such row was measured.

@@ -166,7 +166,8 @@ pub fn grids(rows: &[&Measurement], st: &Style) -> Vec<Grid> {
 }
 
 /// The rerun floor of a family's rows: a TCP stream's own, the pass floor for the rest.
-fn floor(family: Family) -> f64 {
+/// Also what `trace` asks of larger buffers before it names them.
+pub fn floor(family: Family) -> f64 {
     if family == Family::Tcp {
         advice::RERUN_NOISE_TCP
     } else {

@@ -335,7 +335,11 @@ impl Finder<'_> {
             && target.family.as_deref().is_none_or(|x| x == family)
             && let (Some((granted, large)), Some(size)) = (&c.large_buffer, s.typical_size())
             && let (Some(d), Some(l)) = (c.write_read.rate(size), large.rate(size))
-            && l > 1.03 * d
+            // Ahead by more than a rerun moves the family's rows here (TCP 18%, unix
+            // 5%): Python's 1 MiB sends over TCP, priced at a large-buffer curve a few
+            // percent ahead (3% was the bar), were named in one sitting of the
+            // accuracy bench and not in the next.
+            && l > d * (1.0 + crate::probes::socket::rerun_floor(family))
         {
             self.push(
                 "socket_buffer",
