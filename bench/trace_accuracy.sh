@@ -228,6 +228,9 @@ def prep(step):
         sh(step)
     warm()
 
+# Every trace's findings together save at most its work (issue 66): checked on each.
+over_work = []
+
 def trace(argv, step):
     prep(step)
     out = f"{W}/trace.json"
@@ -236,7 +239,11 @@ def trace(argv, step):
                    cwd=W, stdout=subprocess.DEVNULL, stderr=open(f"{W}/trace.err", "w"), check=False)
     if r.returncode != 0:
         sys.exit(f"tracing {' '.join(argv)[:200]} failed ({r.returncode}): {open(f'{W}/trace.err').read()[-500:]}")
-    return json.load(open(out))
+    doc = json.load(open(out))
+    saved = sum(f["saving_s"] or 0 for f in doc["findings"])
+    if saved > doc["work"]["estimate_s"] * (1 + 1e-9):
+        over_work.append(f"{' '.join(argv)[:60]}: {ms(saved)} > {ms(doc['work']['estimate_s'])}")
+    return doc
 
 def timed(argv, step):
     prep(step)
@@ -326,6 +333,8 @@ held = (f"; inputs {min(resident) * 100:.1f}% resident at the least before a run
         if resident else "; inputs read back before every run")
 print(f"(medians of {ROUNDS} interleaved rounds; CPU {PIN}; {len(ratios) - len(bad)} of {len(ratios)} mistakes named "
       f"and within 0.8-1.25; {len(CLEAN) - len(loud)} of {len(CLEAN)} clean programs quiet or under 1%{held})")
+print(f"(the findings' savings add up to at most the work in {len(ratios) + len(CLEAN) + 1 - len(over_work)} of "
+      f"{len(ratios) + len(CLEAN) + 1} traces" + (": over it in " + "; ".join(over_work) if over_work else "") + ")")
 print(f"(measured saving: the difference of the medians; its interval: the distribution-free {cover * 100:.1f}% "
       f"interval of the median of the {ROUNDS} rounds' paired differences; range: the prediction over that interval)")
 
