@@ -188,12 +188,11 @@ fn socket_calls_are_priced_with_their_familys_curves() {
     assert_eq!(kinds(&socket(true, false), &f), ["small_requests"]);
     // Larger buffers ahead by less than a rerun moves a unix row here (5%): not named.
     let mut within = f.clone();
-    if let Some(u) = within.sockets.get_mut("unix") {
-        u.large_buffer = Some((
-            8 << 20,
-            c(&[(1024, 0.5e9), (65536, 4.16e9), (1 << 20, 5.2e9)]),
-        ));
-    }
+    let unix = within.sockets.get_mut("unix").expect("unix curves");
+    unix.large_buffer = Some((
+        8 << 20,
+        c(&[(1024, 0.5e9), (65536, 4.16e9), (1 << 20, 5.2e9)]),
+    ));
     assert_eq!(kinds(&socket(false, false), &within), ["small_requests"]);
     // A file's bytes relayed: sendfile (the sends are priced with the reads).
     let found = findings(&socket(false, true), &f, 1.0);
