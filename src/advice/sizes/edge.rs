@@ -2,7 +2,7 @@
 //! largest size measured (and when that leaves no larger size to try), the plateau
 //! starting at the smallest.
 
-use super::{Knee, PLATEAU};
+use super::Knee;
 use crate::advice::confidence::noise;
 use crate::advice::decide::gain;
 use crate::advice::model::*;
@@ -87,16 +87,15 @@ pub(super) fn edge_settled(pts: &[(u64, &Measurement)], k: &Knee) -> Option<Sett
     let [.., (b0, before), (b1, top)] = pts else {
         return None;
     };
+    // The fit describes the sweep at the knee, and the step within this run's noise of
+    // the two rows (no rerun floor: a step measured beyond what the fixed cost explains
+    // is a climb the fit does not see).
+    let share = k.fixed_share(pts)?;
     let (fixed, per_byte) = k.fit?;
     let per_byte_at = |b: u64| (fixed + per_byte * b as f64) / b as f64;
-    let share = |b: u64| fixed / (fixed + per_byte * b as f64);
-    // The fit describes the sweep at the knee (as `fit_effect` asks), and the step
-    // within this run's noise of the two rows (no rerun floor: a step measured beyond
-    // what the fixed cost explains is a climb the fit does not see).
     let explained = gain(top, before)
         <= per_byte_at(*b0) / per_byte_at(*b1) * (1.0 + noise(top, 0.0) + noise(before, 0.0));
-    (share(pts[k.pick].0) <= 2.0 * PLATEAU && share(*b1) < k.within / 2.0 && explained)
-        .then(|| Settled::Fit(share(*b1)))
+    (share(*b1) < k.within / 2.0 && explained).then(|| Settled::Fit(share(*b1)))
 }
 
 /// See [`edge_settled`].

@@ -58,6 +58,22 @@ struct Knee {
     within: f64,
 }
 
+impl Knee {
+    /// The fit's fixed cost as a share of a call of `b` bytes, where the fit describes
+    /// the sweep at the knee (a share of at most twice [`PLATEAU`] there; over that the
+    /// curve rises in a step, not as a fixed cost spread over more bytes).
+    fn fixed_share(&self, pts: &[(u64, &Measurement)]) -> Option<impl Fn(u64) -> f64> {
+        let (fixed, per_byte) = self.fit?;
+        let share = move |b: u64| fixed / (fixed + per_byte * b as f64);
+        (share(pts[self.pick].0) <= 2.0 * PLATEAU).then_some(share)
+    }
+
+    /// How far below the best size `i` is measured (0.0746: 7.46%).
+    fn below_best(&self, pts: &[(u64, &Measurement)], i: usize) -> f64 {
+        1.0 - 1.0 / gain(pts[self.best].1, pts[i].1)
+    }
+}
+
 /// Seconds one call takes at size `b` whose figure is `v` (bytes/s, or ns per call).
 fn call_seconds(b: u64, v: f64, higher: bool) -> f64 {
     if higher { b as f64 / v } else { v * 1e-9 }
@@ -219,9 +235,8 @@ fn open_edges(pts: &[(u64, &Measurement)], k: &mut Knee, floor: f64) {
 /// The indices of the stated plateau's sizes measured outside the tolerance of the
 /// best ([`open_edges`]).
 fn by_noise(pts: &[(u64, &Measurement)], k: &Knee) -> Vec<usize> {
-    let best = pts[k.best].1;
     (k.low..=k.to)
-        .filter(|&i| (1.0 - 1.0 / gain(best, pts[i].1)) > k.within)
+        .filter(|&i| k.below_best(pts, i) > k.within)
         .collect()
 }
 
@@ -235,7 +250,7 @@ fn within_noise(pts: &[(u64, &Measurement)], k: &Knee, floor: f64) -> String {
             format!(
                 "{} in it by its noise alone ({}% below the best, ±{}%)",
                 format_size(pts[i].0),
-                sig3((1.0 - 1.0 / gain(pts[k.best].1, pts[i].1)) * 100.0),
+                sig3(k.below_best(pts, i) * 100.0),
                 sig3(noise(pts[i].1, floor) * 100.0)
             )
         })
@@ -387,19 +402,16 @@ pub fn knee_and_plateau(points: &[(u64, &Measurement)], floor: f64) -> Option<(u
 /// sweep at the knee (a fixed cost of over twice the plateau's tolerance there: the
 /// curve rises in a step, not as a fixed cost spread over more bytes).
 fn fit_effect(pts: &[(u64, &Measurement)], k: &Knee) -> Option<String> {
-    let (fixed, per_byte) = k.fit.filter(|f| f.0 > 0.0)?;
-    let share = |b: u64| fixed / (fixed + per_byte * b as f64) * 100.0;
+    let fixed = k.fit.filter(|f| f.0 > 0.0)?.0;
+    let share = k.fixed_share(pts)?;
     let (pick_b, _) = pts[k.pick];
-    if share(pick_b) > 2.0 * PLATEAU * 100.0 {
-        return None;
-    }
     let below = k
         .pick
         .checked_sub(1)
         .map(|i| {
             format!(
                 ", {}% of a {} one",
-                sig3(share(pts[i].0)),
+                sig3(share(pts[i].0) * 100.0),
                 format_size(pts[i].0)
             )
         })
@@ -407,7 +419,7 @@ fn fit_effect(pts: &[(u64, &Measurement)], k: &Knee) -> Option<String> {
     Some(format!(
         "a call's fixed cost is about {}: {}% of a {} call{below}",
         format_ns(fixed * 1e9),
-        sig3(share(pick_b)),
+        sig3(share(pick_b) * 100.0),
         format_size(pick_b)
     ))
 }
