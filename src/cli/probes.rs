@@ -114,9 +114,11 @@ pub struct SyscallsArgs {
 pub struct ReadArgs {
     #[command(flatten)]
     pub shared: Measuring,
-    /// Size of the file read from the page cache (default 10 MiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub file_size: Option<u64>,
+    /// Size of the file read from the page cache (default 10 MiB); comma-separated, each
+    /// file read in turn, its rows named by its size (a file past the CPU's last-level
+    /// cache reads slower than one within it).
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
+    pub file_size: Vec<u64>,
     /// Block sizes (comma-separated); default 1 KiB … 8 MiB in powers of two.
     #[arg(long, alias = "block-sizes", value_name = "SIZES", value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Vec<u64>,
@@ -289,7 +291,7 @@ impl ReadArgs {
         let d = read::Options::for_scale(scale);
         read::Options {
             time_limit: d.time_limit,
-            file_size: self.file_size.unwrap_or(d.file_size),
+            file_sizes: list("--file-size", &self.file_size, d.file_sizes),
             block_sizes: list("--sizes", &self.sizes, d.block_sizes),
             methods: list("--method", &self.method, d.methods),
             populate: list("--populate", &self.populate, d.populate),

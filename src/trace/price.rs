@@ -125,15 +125,16 @@ fn fsync_source(f: &Figures, which: &str) -> String {
 }
 
 /// The throughput curve that prices data calls on a target of `kind` (a socket of
-/// `family`, where the trace found it), and its name.
+/// `family`, where the trace found it; a file of which `span` distinct bytes are read,
+/// [`Figures::read_for`]), and its name.
 pub(super) fn curve_for<'f>(
     f: &'f Figures,
-    (kind, family): (Kind, Option<&str>),
+    (kind, family, span): (Kind, Option<&str>, u64),
     reading: bool,
     large_pipe: bool,
 ) -> Option<(&'f Curve, &'static str)> {
     let c = match kind {
-        Kind::File if reading => (&f.read, "read"),
+        Kind::File if reading => (f.read_for(span), "read"),
         Kind::File => (&f.write, "write"),
         Kind::Socket if f.socket(family).is_some() => (&f.socket(family)?.0.write_read, "socket"),
         Kind::Pipe | Kind::Socket => match (&f.pipe_large, large_pipe) {
@@ -148,8 +149,12 @@ pub(super) fn curve_for<'f>(
 /// What the calls of one row would take here, in seconds (None: nothing prices them).
 pub fn time_here(f: &Figures, t: &Target, op: Op, s: &OpStats, large_pipe: bool) -> Option<f64> {
     if let Some(reading) = op.direction() {
-        if let Some((c, _)) = curve_for(f, (t.kind, t.family.as_deref()), reading, large_pipe)
-            && s.bytes > 0
+        if let Some((c, _)) = curve_for(
+            f,
+            (t.kind, t.family.as_deref(), s.span()),
+            reading,
+            large_pipe,
+        ) && s.bytes > 0
         {
             let size = s.typical_size().unwrap_or(s.bytes);
             return f.data_time(c, reading, s.bytes, s.calls, size);

@@ -102,6 +102,67 @@ fn check_read_advice(v: &Value) {
     assert_ne!(read["confidence"]["level"], "high", "{read}");
 }
 
+/// Several file sizes: each read in turn, each row naming its file, the table a
+/// column for it, and each size its own answer.
+#[test]
+fn read_of_several_file_sizes_names_each_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ioprobe(dir.path())
+        .args([
+            "read",
+            "--file-size",
+            "256k,1m",
+            "--block-sizes",
+            "4k,64k",
+            "--populate",
+            "write",
+            "--json",
+        ])
+        .args(TINY)
+        .assert()
+        .success();
+    let v = run_json(&out.get_output().stdout);
+    let cases: Vec<(&str, u64)> = v["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["case"].as_str().unwrap(),
+                m["params"]["file_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cases,
+        [
+            ("read/4KiB/write/256KiB", 262_144),
+            ("read/64KiB/write/256KiB", 262_144),
+            ("read/4KiB/write/1MiB", 1 << 20),
+            ("read/64KiB/write/1MiB", 1 << 20),
+        ]
+    );
+    let ids: Vec<&str> = v["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"read.buffer.read.write.256kib"), "{ids:?}");
+    assert!(ids.contains(&"read.buffer.read.write.1mib"), "{ids:?}");
+    let table = ioprobe(dir.path())
+        .args(["read", "--file-size", "256k,1m", "--block-sizes", "4k,64k"])
+        .args(["--populate", "write", "--no-save"])
+        .args(TINY)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&table.get_output().stdout).into_owned();
+    assert!(
+        text.contains("read: files from the page cache, by size and block size"),
+        "{text}"
+    );
+}
+
 #[test]
 fn read_json_every_method_verifies_page_cache() {
     let dir = tempfile::tempdir().unwrap();

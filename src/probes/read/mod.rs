@@ -1,6 +1,7 @@
 //! Seed 000: read(2) cost versus block size.
 //!
-//! A file of `file_size` bytes is made in the scratch directory, verified fully resident
+//! A file of `file_size` bytes (each of `--file-size`'s, one after the other) is made in
+//! the scratch directory, verified fully resident
 //! in the page cache with mincore(2) before (and after) every case, then read start to
 //! end at each block size. One iteration is one whole pass: `read` = lseek(0) + read
 //! until EOF (the seed's loop), `pread` = pread at increasing offsets, `mmap` = memcpy
@@ -98,7 +99,9 @@ pub struct Options {
     /// wait. Rows get their minimum samples whatever the limit; it bounds the extra
     /// sampling of wide rows. None: no limit.
     pub time_limit: Option<std::time::Duration>,
-    pub file_size: u64,
+    /// The files read, one after the other; with more than one, each case's name says
+    /// its file's size.
+    pub file_sizes: Vec<u64>,
     pub block_sizes: Vec<u64>,
     pub methods: Vec<Method>,
     pub populate: Vec<Populate>,
@@ -117,7 +120,7 @@ impl Options {
     pub fn for_scale(scale: Scale) -> Options {
         Options {
             time_limit: time_limit(scale),
-            file_size: 10 << 20,
+            file_sizes: vec![10 << 20],
             block_sizes: if scale == Scale::Run {
                 // Powers of four: half the rows, so each gets twice the time, and
                 // neighbours far enough apart that noise does not move the choice
@@ -136,14 +139,23 @@ impl Options {
 }
 
 impl Options {
-    /// Every (populate, method, block) with its case name, in plan order: all cases of
-    /// one populate mode before the next (the file is populated once per mode).
-    fn cases(&self) -> impl Iterator<Item = ((Populate, Method, u64), String)> + '_ {
-        self.populate.iter().flat_map(move |&p| {
-            self.methods.iter().flat_map(move |&m| {
-                self.block_sizes.iter().map(move |&b| {
-                    let name = format!("{}/{}/{}", m.name(), size_label(b), p.name());
-                    ((p, m, b), name)
+    /// Every (file size, populate, method, block) with its case name, in plan order:
+    /// all cases of one file before the next, and of one populate mode before the next
+    /// (each file is populated once per mode). With one file size the names are as they
+    /// always were ("read/4KiB/write"); with more, each says its file
+    /// ("read/4KiB/write/64MiB").
+    fn cases(&self) -> impl Iterator<Item = ((u64, Populate, Method, u64), String)> + '_ {
+        let named = self.file_sizes.len() > 1;
+        self.file_sizes.iter().flat_map(move |&f| {
+            self.populate.iter().flat_map(move |&p| {
+                self.methods.iter().flat_map(move |&m| {
+                    self.block_sizes.iter().map(move |&b| {
+                        let mut name = format!("{}/{}/{}", m.name(), size_label(b), p.name());
+                        if named {
+                            name = format!("{name}/{}", size_label(f));
+                        }
+                        ((f, p, m, b), name)
+                    })
                 })
             })
         })
@@ -172,15 +184,27 @@ impl super::RowParams for Params {
     }
 }
 
-/// The read loop's curve in `run`: (block size, bytes/s) of `method`'s measured rows,
-/// the faster populate mode where both were measured.
-pub fn curve(run: &Run, method: Method) -> Vec<(u64, f64)> {
-    super::best_per_size(
-        super::measured_rows::<Params>(run, Kind.name())
-            .into_iter()
-            .filter(|(_, p)| p.method == method)
-            .map(|(m, p)| (p.block_size, m.median)),
-    )
+/// The read loop's curves in `run`, one per file size read (smallest first): (file
+/// size, [(block size, bytes/s)]) of `method`'s measured rows, the faster populate mode
+/// where both were measured.
+pub fn curves(run: &Run, method: Method) -> Vec<(u64, Vec<(u64, f64)>)> {
+    let rows: Vec<(&Measurement, Params)> = super::measured_rows::<Params>(run, Kind.name())
+        .into_iter()
+        .filter(|(_, p)| p.method == method)
+        .collect();
+    let mut files: Vec<u64> = rows.iter().map(|r| r.1.file_size).collect();
+    files.sort_unstable();
+    files.dedup();
+    files
+        .into_iter()
+        .map(|f| {
+            let points = rows
+                .iter()
+                .filter(|r| r.1.file_size == f)
+                .map(|(m, p)| (p.block_size, m.median));
+            (f, super::best_per_size(points))
+        })
+        .collect()
 }
 
 /// The read probe, independent of options.
@@ -309,19 +333,22 @@ impl Probe for ReadProbe {
     }
 
     fn validate(&self, env: &Environment, scratch: &Scratch) -> Result<()> {
-        let size = self.opts.file_size;
-        sweep::check_sizes(env, size, &self.opts.block_sizes)?;
+        for &size in &self.opts.file_sizes {
+            sweep::check_sizes(env, size, &self.opts.block_sizes)?;
+        }
         if self.opts.methods.is_empty()
             || self.opts.block_sizes.is_empty()
             || self.opts.populate.is_empty()
+            || self.opts.file_sizes.is_empty()
         {
-            return usage("nothing to measure: no block sizes, methods or populate modes");
+            return usage("nothing to measure: no file or block sizes, methods or populate modes");
         }
+        // One file at a time: the largest is the space needed.
+        let size = self.opts.file_sizes.iter().copied().max().unwrap_or(0);
         scratch.ensure_space(size + size / 10, "the read probe's file")
     }
 
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
-        let size = self.opts.file_size;
         let stop = crate::interrupt::requested;
         // Readahead population needs a way to drop a file's cached pages: where there
         // is none (tmpfs keeps its files in the page cache), its rows are left out.
@@ -330,9 +357,8 @@ impl Probe for ReadProbe {
         } else {
             None
         };
-        let (path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
         let mut plan = Plan::new(Unit::BytesPerSec);
-        for ((populate, method, block), case) in self.opts.cases() {
+        for ((size, populate, method, block), case) in self.opts.cases() {
             let params = Params {
                 method,
                 block_size: block,
@@ -348,25 +374,39 @@ impl Probe for ReadProbe {
             }
         }
         let name = Kind.name();
+        // The file being read (its size, path and descriptor) and how it was populated
+        // (None: just created); made when its first case comes, removed when the next
+        // size's does.
+        let mut file: Option<(u64, std::path::PathBuf, OwnedFd)> = None;
         let mut populated: Option<Populate> = None;
         let rows = ctx.run_plan_each(name, plan, |case, mut params, ()| {
-            let (populate, method, block) = (
+            let (size, populate, method, block) = (
+                params.file_size,
                 params.populate.unwrap_or(Populate::Write),
                 params.method,
                 params.block_size,
             );
+            if file.as_ref().is_none_or(|f| f.0 != size) {
+                if let Some((_, path, fd)) = file.take() {
+                    remove(path, fd)?;
+                }
+                let (path, fd) = ctx.scratch.create_file("read.dat", size, &stop)?;
+                file = Some((size, path, fd));
+                populated = None;
+            }
+            let fd = &file.as_ref().expect("made above").2;
             if populated != Some(populate) {
-                populate_cache(&fd, size, populate, populated.is_none())?;
+                populate_cache(fd, size, populate, populated.is_none())?;
                 populated = Some(populate);
             }
-            let (res, pages) = super::ensure_resident(&fd, size)?;
+            let (res, pages) = super::ensure_resident(fd, size)?;
             let map = match method {
-                Method::Mmap => Some(Mapping::map_file(&fd, size as usize, false)?),
+                Method::Mmap => Some(Mapping::map_file(fd, size as usize, false)?),
                 _ => None,
             };
             let mut w = Pass {
                 method,
-                fd: &fd,
+                fd,
                 size,
                 buf: AlignedBuf::new(block as usize), // page aligned, pages touched before timing
                 map,
@@ -374,7 +414,7 @@ impl Probe for ReadProbe {
             let sampled = ctx
                 .measure(name, case, &mut w)
                 .map_err(|e| e.context(format!("read case {case}")))?;
-            let (res_after, _) = file_residency(&fd, size)?;
+            let (res_after, _) = file_residency(fd, size)?;
             let sweep = sweep::Case {
                 size,
                 block,
@@ -388,11 +428,17 @@ impl Probe for ReadProbe {
         })?;
         // The file goes now, not with the scratch directory: `run` measures some of
         // its rows again, and creates it again then.
-        drop(fd);
-        std::fs::remove_file(&path)
-            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        if let Some((_, path, fd)) = file {
+            remove(path, fd)?;
+        }
         Ok(rows)
     }
+}
+
+/// Closes and removes a file the probe read.
+fn remove(path: std::path::PathBuf, fd: OwnedFd) -> Result<()> {
+    drop(fd);
+    std::fs::remove_file(&path).map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))
 }
 
 /// Brings the file into the page cache the `populate` way; `fresh` when it was just
@@ -461,6 +507,22 @@ mod tests {
         assert_eq!(v.first(), Some(&1024));
         assert_eq!(v.last(), Some(&(8 << 20)));
         assert_eq!(v.len(), 14);
+    }
+
+    /// One file size: the names as they always were; more: each names its file.
+    #[test]
+    fn cases_name_their_file_where_there_are_several() {
+        let mut o = Options {
+            block_sizes: vec![4096],
+            methods: vec![Method::Read],
+            populate: vec![Populate::Write],
+            ..Options::for_scale(Scale::Quick)
+        };
+        let names = |o: &Options| o.cases().map(|c| c.1).collect::<Vec<_>>();
+        assert_eq!(names(&o), ["read/4KiB/write"]);
+        o.file_sizes = vec![10 << 20, 64 << 20];
+        assert_eq!(names(&o), ["read/4KiB/write/10MiB", "read/4KiB/write/64MiB"]);
+        assert_eq!(o.cases().map(|c| c.0.0).collect::<Vec<_>>(), [10 << 20, 64 << 20]);
     }
 
     #[test]

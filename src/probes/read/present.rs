@@ -13,18 +13,24 @@ use crate::sys::machine::Environment;
 use crate::units::format_size;
 use anyhow::Result;
 
-/// A series: one method, one way of populating the page cache (None in older runs).
-type Series = (Method, Option<Populate>);
+/// A series: one method, one way of populating the page cache (None in older runs),
+/// one file size.
+type Series = (Method, Option<Populate>, u64);
 
 /// The series of `typed`, in the order they first appear.
 fn series(typed: &[(&Measurement, Params)]) -> Vec<Series> {
-    distinct(typed.iter().map(|t| (t.1.method, t.1.populate)))
+    distinct(typed.iter().map(|t| (t.1.method, t.1.populate, t.1.file_size)))
+}
+
+/// Whether `typed` read files of more than one size (then each series says its own).
+fn many_files(typed: &[(&Measurement, Params)]) -> bool {
+    distinct(typed.iter().map(|t| t.1.file_size)).len() > 1
 }
 
 fn points<'a>(typed: &[(&'a Measurement, Params)], s: Series) -> Vec<(u64, &'a Measurement)> {
     typed
         .iter()
-        .filter(|(_, p)| (p.method, p.populate) == s)
+        .filter(|(_, p)| (p.method, p.populate, p.file_size) == s)
         .map(|(m, p)| (p.block_size, *m))
         .collect()
 }
@@ -33,37 +39,51 @@ fn populate_name(p: Option<Populate>) -> &'static str {
     p.map_or("unrecorded", |p| p.name())
 }
 
-/// "read, populated by write".
-fn label((method, populate): Series) -> String {
-    match populate {
+/// "read, populated by write" (", 64 MiB file" added where files of several sizes
+/// were read).
+fn label((method, populate, file): Series, many: bool) -> String {
+    let mut l = match populate {
         Some(p) => format!("{}, populated by {}", method.name(), p.name()),
         None => method.name().to_string(),
+    };
+    if many {
+        l.push_str(&format!(", {} file", format_size(file)));
     }
+    l
 }
 
 pub fn grid(rows: &[&Measurement], st: &Style) -> Grid {
     let typed = with_params::<Params>(rows);
+    let many = many_files(&typed);
     let body = typed
         .iter()
         .map(|(m, p)| {
             let mut row = vec![
                 p.method.name().to_string(),
                 populate_name(p.populate).to_string(),
-                format_size(p.block_size),
             ];
+            if many {
+                row.push(format_size(p.file_size));
+            }
+            row.push(format_size(p.block_size));
             row.extend(sweep::cells(m, false, false));
             row
         })
         .collect();
     let first = typed.first().map(|(_, p)| p);
-    let mut g = Grid::numeric(
+    let title = if many {
+        "read: files from the page cache, by size and block size".to_string()
+    } else {
         format!(
             "read: {} file from the page cache, by block size",
             format_size(first.map_or(0, |p| p.file_size))
-        ),
-        &[
-            "method",
-            "populated by",
+        )
+    };
+    let file_column: &[&str] = if many { &["file"] } else { &[] };
+    let headers: Vec<&str> = ["method", "populated by"]
+        .into_iter()
+        .chain(file_column.iter().copied())
+        .chain([
             "block",
             "GB/s (10^9 B/s)",
             "95% CI",
@@ -72,9 +92,9 @@ pub fn grid(rows: &[&Measurement], st: &Style) -> Grid {
             "fits in",
             "vol cs/GiB",
             "invol cs/GiB",
-        ],
-        body,
-    )
+        ])
+        .collect();
+    let mut g = Grid::numeric(title, &headers, body)
     .optional(&["s / 10 GiB", "fits in", "ns/call"])
     .best_by(|i| typed.get(i).filter(|t| t.0.is_ok()).map(|t| t.0.median));
     let mut modes: Vec<Populate> = typed.iter().filter_map(|t| t.1.populate).collect();
@@ -99,9 +119,10 @@ pub fn grid(rows: &[&Measurement], st: &Style) -> Grid {
 
 pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
     let typed = with_params::<Params>(rows);
+    let many = many_files(&typed);
     let pts = typed
         .iter()
-        .map(|(m, p)| (label((p.method, p.populate)), p.block_size, *m))
+        .map(|(m, p)| (label((p.method, p.populate, p.file_size), many), p.block_size, *m))
         .collect();
     Ok(vec![sweep::plot(
         ("read", "read: throughput by block size (page cache)"),
@@ -115,11 +136,12 @@ pub fn plots(rows: &[&Measurement], env: &Environment) -> Result<Vec<Plot>> {
 pub fn advice(rows: &[&Measurement], env: &Environment) -> Vec<String> {
     let typed = with_params::<Params>(rows);
     let caches = env.data_caches();
+    let many = many_files(&typed);
     let mut out: Vec<String> = series(&typed)
         .into_iter()
         .flat_map(|s| {
             sweep::advice(
-                &format!("read ({})", label(s)),
+                &format!("read ({})", label(s, many)),
                 &points(&typed, s),
                 &caches,
                 s.0 != Method::Mmap,
@@ -156,19 +178,27 @@ pub fn recommend(rows: &[&Measurement], env: &Environment) -> Vec<Recommendation
         Some(fs) => format!("{fs} has no disk: every read of its files is a page-cache read like these"),
         None => "reading from a cold disk is bound by the device, where larger requests matter more".into(),
     };
-    let file = typed.first().map_or(0, |t| t.1.file_size);
+    let many = many_files(&typed);
     let mut headline = false;
     series(&typed)
         .into_iter()
         .filter_map(|s| {
-            let (method, populate) = s;
+            let (method, populate, file) = s;
             let first_read = method == Method::Read && !headline;
+            let populated = populate.map_or("unknown", |p| p.name());
+            let size = format_size(file);
+            // A second file size's answers are their own ("buffer.read.write.64mib").
+            let id = if many {
+                advice::id(&["buffer", method.name(), populated, &size])
+            } else {
+                advice::id(&["buffer", method.name(), populated])
+            };
             let r = sweep::recommend(
                 Words {
-                    id: advice::id(&["buffer", method.name(), populate.map_or("unknown", |p| p.name())]),
+                    id,
                     topic: "read loop buffer",
                     rerun_noise: advice::RERUN_NOISE_MEMORY,
-                    scope: format!("{}, {} file in the page cache", label(s), format_size(file)),
+                    scope: format!("{}, {size} file in the page cache", label(s, false)),
                     operation: first_read.then_some("reading a file sequentially"),
                     noun: if method == Method::Mmap { "copies out of the mapping" } else { "buffers" },
                     caveats: vec![

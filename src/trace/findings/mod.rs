@@ -173,7 +173,7 @@ impl Finder<'_> {
         // Small requests, priced with the curve for this kind of target.
         if let (Some((c, curve_name)), Some(size)) =
             (
-                curve_for(f, (target.kind, target.family.as_deref()), reading, large),
+                curve_for(f, (target.kind, target.family.as_deref(), s.span()), reading, large),
                 s.typical_size(),
             )
             && let Some(best) = c.best_size()
@@ -266,7 +266,7 @@ impl Finder<'_> {
         let target = &p.targets[t];
         // Reading the same bytes again.
         if reading && target.kind == Kind::File && s.reread_bytes >= 1 << 20 {
-            let rate = s.typical_size().and_then(|z| f.read.rate(z));
+            let rate = s.typical_size().and_then(|z| f.read_for(s.span()).rate(z));
             self.push(
                 "reread",
                 pid,
@@ -470,7 +470,8 @@ impl Finder<'_> {
             let sink = matches!(p.targets[dst].kind, Kind::DevNull | Kind::Tty);
             if pairs >= 16 && bytes >= 1 << 20 && !sink {
                 let size = bytes / pairs;
-                let through = f.read.rate(size).zip(f.write.rate(size));
+                let read = f.read_for(p.read_span(src));
+                let through = read.rate(size).zip(f.write.rate(size));
                 let dst_t = &p.targets[dst];
                 let call = if dst_t.kind == Kind::File {
                     "copy_file_range"
@@ -483,7 +484,7 @@ impl Finder<'_> {
                     .then(|| f.socket(dst_t.family.as_deref()))
                     .flatten();
                 let through = match sock {
-                    Some((c, _)) => f.read.rate(size).zip(c.write_read.rate(size)),
+                    Some((c, _)) => read.rate(size).zip(c.write_read.rate(size)),
                     None => through,
                 };
                 let better = if dst_t.kind == Kind::File {

@@ -103,7 +103,7 @@ pub fn relayed_writes(
         for (wop, w) in rows_of(p, pid, dst).filter(|&(op, _)| op.direction() == Some(false)) {
             let cost = |calls: u64, sz: u64| match curve_for(
                 f,
-                (dst_t.kind, dst_t.family.as_deref()),
+                (dst_t.kind, dst_t.family.as_deref(), 0),
                 false,
                 false,
             ) {
@@ -216,7 +216,7 @@ impl Finder<'_> {
                 let x = &p.targets[t];
                 curve_for(
                     f,
-                    (x.kind, x.family.as_deref()),
+                    (x.kind, x.family.as_deref(), p.read_span(t)),
                     reading,
                     p.pipe_sizes.contains_key(&t),
                 )

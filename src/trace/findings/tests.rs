@@ -20,6 +20,8 @@ pub(super) fn figures() -> Figures {
     let c = |v: &[(u64, f64)]| Curve(v.to_vec());
     Figures {
         read: c(&[(4096, 10e9), (65536, 20e9), (1 << 20, 20e9)]),
+        read_large: None,
+        read_file: 10 << 20,
         write: c(&[(4096, 4e9), (65536, 16e9), (1 << 20, 16e9)]),
         pipe: c(&[(4096, 2e9), (65536, 5e9)]),
         pipe_large: Some((1 << 20, c(&[(4096, 2e9), (65536, 8e9)]))),
@@ -531,5 +533,39 @@ fn an_alternative_saves_the_programs_own_work_per_call_too() {
     assert!(
         (loop_s - 500.0 * 50e-9).abs() < 1e-9,
         "{calls_only} {with_own} {loop_s}"
+    );
+}
+
+/// Rereading a file larger than the read probe's 10 MiB is priced on the curve of the
+/// larger file measured beside it: 20 passes of a 30 MiB file in 1 MiB reads save
+/// what 570 MiB read at the 64 MiB file's rate take.
+#[test]
+fn a_large_file_read_again_is_priced_on_the_large_files_curve() {
+    let mut p = app();
+    p.targets = vec![Target {
+        name: "/f30".into(),
+        kind: Kind::File,
+        fs: Some("ext4".into()),
+        family: None,
+    }];
+    let mut read = stats(600, 600 << 20, 1 << 20);
+    read.reread_bytes = 570 << 20;
+    p.ops.insert((1, 0, Op::named("read")), read);
+    let saving = |f: &Figures| {
+        let found = findings(&p, f, 0.05);
+        let r = found.iter().find(|x| x.kind == "reread").expect("a reread");
+        r.saving_s.unwrap()
+    };
+    let mut f = figures();
+    let small = saving(&f);
+    assert!(
+        (small - (570u64 << 20) as f64 / 20e9).abs() < 1e-6,
+        "{small}"
+    );
+    f.read_large = Some((64 << 20, Curve(vec![(4096, 8e9), (1 << 20, 10e9)])));
+    let large = saving(&f);
+    assert!(
+        (large - (570u64 << 20) as f64 / 10e9).abs() < 1e-6,
+        "{large}"
     );
 }

@@ -137,6 +137,12 @@ impl OpStats {
         *self.asked.entry(b).or_default() += bytes;
     }
 
+    /// Distinct bytes it moved (a read's bytes less those read again): how large a
+    /// file it read, for the curve that prices it.
+    pub fn span(&self) -> u64 {
+        self.bytes.saturating_sub(self.reread_bytes)
+    }
+
     /// The typical request size: the mean request of the histogram's median bucket
     /// (the one half the calls are at or below), so a loop of 100-byte writes is 100 B,
     /// not its bucket's floor, 64 B. A bucket without its bytes (a profile folded from
@@ -274,6 +280,15 @@ pub struct Profile {
     /// the process each program's are folded into.
     pub(super) fold: bool,
     pub(super) folded_into: HashMap<String, i32>,
+}
+
+impl Profile {
+    /// Distinct bytes of target `t` read so far, by every process.
+    pub fn read_span(&self, t: usize) -> u64 {
+        self.read
+            .get(&t)
+            .map_or(0, |r| r.iter().map(|(a, b)| b - a).sum())
+    }
 }
 
 /// Distinct targets kept one row each; past them, files get a row per directory
