@@ -536,9 +536,15 @@ fn attached_reads(d: &Path, count: u64) -> (u64, i64) {
 }
 
 /// An attach's memory does not grow with the calls it sees, nor with how far its
-/// reader falls behind: ten times the calls, under load, the same peak RSS (before,
-/// the ring's reader queued every event it could not hand on: 975 MB after 6 s of two
-/// such readers).
+/// reader falls behind: ten times the calls, under load, the same peak RSS up to the
+/// events the reader may hold by design (before, the ring's reader queued every event
+/// it could not hand on: 975 MB after 6 s of two such readers). That design bound is 8
+/// batches waiting for the profile (`bpf/reader.rs`: `BACKLOG`, each 16,384 events of
+/// 112 bytes, 1.8 MB) and two in hand, the reader's and the profile's: 18.4 MB, past
+/// the 16 MiB this check allowed. The longer attach, whose reader can fall further
+/// behind, may fill it where the shorter did not: the check failed once in a full test
+/// run (two `yes` and the other tests beside it; alone, beside up to 14 `yes`, the two
+/// peaks were within 1.2 MB). 32 MiB holds the bound; a leak grows by hundreds.
 #[test]
 fn an_attach_holds_the_same_memory_for_ten_times_the_calls() {
     if !tracers().contains(&"ebpf") {
@@ -555,7 +561,7 @@ fn an_attach_holds_the_same_memory_for_ten_times_the_calls() {
     assert!(few >= 200_000, "{few} reads and lost records");
     assert!(many >= 2_000_000, "{many} reads and lost records");
     assert!(
-        large < small + 16 * 1024,
+        large < small + 32 * 1024,
         "peak RSS {small} KiB for {few} reads, {large} KiB for {many}"
     );
 }

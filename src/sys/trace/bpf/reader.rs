@@ -15,10 +15,10 @@ use super::{
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc::SyncSender;
 
-/// Batches waiting for the profile at most, each of at most [`BATCH`] events (about
-/// 1.6 MB): beyond them the reader waits and the ring takes the backlog. Eight absorb a
-/// profile held up for a few scheduler slices at 2.5 million calls a second, in at most
-/// about 13 MB.
+/// Batches waiting for the profile at most, each of at most [`BATCH`] events (of 112
+/// bytes: 1.8 MB): beyond them the reader waits and the ring takes the backlog. Eight
+/// absorb a profile held up for a few scheduler slices at 2.5 million calls a second,
+/// in at most about 15 MB (18 MB with the two batches in hand).
 pub(super) const BACKLOG: usize = 8;
 
 /// The most events handed over at once.
