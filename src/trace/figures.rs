@@ -121,7 +121,19 @@ impl Figures {
             f.sources.push(("write".into(), *id));
         }
         if let Some((id, r)) = newest("pipe") {
-            let (method, placement) = (pipe::Method::WriteRead, pipe::Placement::Any);
+            // Unpinned ends where measured (trace's first figures); `ioprobe run`
+            // measures both ends on one CPU only, and with no curve a `cat f | prog`
+            // relay's pipe calls were priced at a null call each (0.14 of the saving
+            // its removal measured).
+            let method = pipe::Method::WriteRead;
+            let placement = [
+                pipe::Placement::Any,
+                pipe::Placement::Same,
+                pipe::Placement::Split,
+            ]
+            .into_iter()
+            .find(|&p| !pipe::curve(r, method, p, None).is_empty())
+            .unwrap_or(pipe::Placement::Any);
             f.pipe = Curve(pipe::curve(r, method, placement, None));
             if let Some(cap) = pipe::largest_capacity(r, method, placement) {
                 f.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
@@ -292,6 +304,35 @@ mod tests {
         assert!((c.rate(2048).unwrap() - 2e9).abs() < 1.0);
         assert_eq!(c.best_size(), Some(65536));
         assert_eq!(Curve::default().rate(4096), None);
+    }
+
+    /// A run whose pipe rows have both ends on one CPU (`ioprobe run`'s) still gives
+    /// the pipe curve: a relay's pipe calls are not priced as bare calls.
+    #[test]
+    fn a_pipe_measured_on_one_cpu_only_still_prices_pipes() {
+        let mut r: Run =
+            serde_json::from_str(include_str!("../../tests/fixtures/run-a.json")).unwrap();
+        let template = r.measurements[0].clone();
+        r.measurements = [(4096u64, 2e9), (65536, 5e9)]
+            .into_iter()
+            .map(|(chunk, rate)| {
+                let mut m = template.clone();
+                m.probe = "pipe".into();
+                m.case = format!("write-read/same/default/{chunk}");
+                m.median = rate;
+                m.params = serde_json::json!({
+                    "method": "write-read", "placement": "same", "chunk_size": chunk,
+                    "read_size": chunk, "pipe_size_requested": "default", "total": 1 << 20,
+                    "writer_cpus": [0], "reader_cpus": [0]
+                })
+                .as_object()
+                .unwrap()
+                .clone();
+                m
+            })
+            .collect();
+        let f = Figures::from_runs(&[(1, r)]);
+        assert_eq!(f.pipe.0, [(4096, 2e9), (65536, 5e9)]);
     }
 
     /// Reads of a file are priced on the curve measured on the file nearest in size:
