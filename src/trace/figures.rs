@@ -89,7 +89,7 @@ impl Figures {
     /// Takes each probe's figures from the newest of `runs` (id, run) that has them,
     /// read through the probes' typed readers.
     pub fn from_runs(runs: &[(i64, Run)]) -> Figures {
-        use crate::probes::{copy, pipe, read, socket, syscalls, write};
+        use crate::probes::{copy, read, socket, syscalls};
         let mut f = Figures::default();
         let newest = |probe: &str| {
             runs.iter()
@@ -105,39 +105,11 @@ impl Figures {
             f.sources.push(("read".into(), *id));
         }
         if let Some((id, r)) = newest("write") {
-            let by = |d| Curve(write::curve(r, write::Method::Write, d));
-            f.write = by(write::Durability::None);
-            // A small durable write (O_DSYNC, smallest block) less the same write to the
-            // page cache: what one fsync after a small write adds. fsync-per-pass rows
-            // would price the write-back of a whole file instead.
-            let dsync = by(write::Durability::Dsync);
-            if let Some(&(b, rate)) = dsync.0.first()
-                && let Some(none) = f.write.rate(b)
-            {
-                let extra = b as f64 / rate - b as f64 / none;
-                f.fsync_s = (extra > 0.0).then_some(extra);
-                f.fsync_measured_at = f.fsync_s.map(|_| r.started_at.clone());
-            }
+            f.take_write(r);
             f.sources.push(("write".into(), *id));
         }
         if let Some((id, r)) = newest("pipe") {
-            // Unpinned ends where measured (trace's first figures); `ioprobe run`
-            // measures both ends on one CPU only, and with no curve a `cat f | prog`
-            // relay's pipe calls were priced at a null call each (0.14 of the saving
-            // its removal measured).
-            let method = pipe::Method::WriteRead;
-            let placement = [
-                pipe::Placement::Any,
-                pipe::Placement::Same,
-                pipe::Placement::Split,
-            ]
-            .into_iter()
-            .find(|&p| !pipe::curve(r, method, p, None).is_empty())
-            .unwrap_or(pipe::Placement::Any);
-            f.pipe = Curve(pipe::curve(r, method, placement, None));
-            if let Some(cap) = pipe::largest_capacity(r, method, placement) {
-                f.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
-            }
+            f.take_pipe(r);
             f.sources.push(("pipe".into(), *id));
         }
         if let Some((id, r)) = newest("socket") {
@@ -176,6 +148,44 @@ impl Figures {
             f.sources.push(("copy".into(), *id));
         }
         f
+    }
+
+    /// The write probe's figures in `r`: the page-cache curve, and what one fsync after
+    /// a small write adds (a small durable write, O_DSYNC at the smallest block, less the
+    /// same write to the page cache; fsync-per-pass rows would price the write-back of
+    /// a whole file instead).
+    fn take_write(&mut self, r: &Run) {
+        use crate::probes::write;
+        let by = |d| Curve(write::curve(r, write::Method::Write, d));
+        self.write = by(write::Durability::None);
+        let dsync = by(write::Durability::Dsync);
+        if let Some(&(b, rate)) = dsync.0.first()
+            && let Some(none) = self.write.rate(b)
+        {
+            let extra = b as f64 / rate - b as f64 / none;
+            self.fsync_s = (extra > 0.0).then_some(extra);
+            self.fsync_measured_at = self.fsync_s.map(|_| r.started_at.clone());
+        }
+    }
+
+    /// The pipe probe's curves in `r`: unpinned ends where measured (trace's first
+    /// figures), else both ends on one CPU (`ioprobe run` measures only that; with no
+    /// curve a `cat f | prog` relay's pipe calls were priced at a null call each, 0.14
+    /// of the saving its removal measured), else split; and at the largest capacity.
+    fn take_pipe(&mut self, r: &Run) {
+        use crate::probes::pipe::{self, Method, Placement};
+        let method = Method::WriteRead;
+        let Some((placement, points)) = [Placement::Any, Placement::Same, Placement::Split]
+            .into_iter()
+            .map(|p| (p, pipe::curve(r, method, p, None)))
+            .find(|(_, c)| !c.is_empty())
+        else {
+            return;
+        };
+        self.pipe = Curve(points);
+        if let Some(cap) = pipe::largest_capacity(r, method, placement) {
+            self.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
+        }
     }
 
     /// The curves for a socket of `family` (as the trace found it), or of the nearest

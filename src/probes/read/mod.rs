@@ -350,29 +350,7 @@ impl Probe for ReadProbe {
 
     fn run(&self, ctx: &Context) -> Result<Vec<Measurement>> {
         let stop = crate::interrupt::requested;
-        // Readahead population needs a way to drop a file's cached pages: where there
-        // is none (tmpfs keeps its files in the page cache), its rows are left out.
-        let cold = if self.opts.populate.contains(&Populate::Readahead) {
-            Leave::cold(ctx.env, &crate::sys::copyfile::eviction(ctx.scratch.path())?)
-        } else {
-            None
-        };
-        let mut plan = Plan::new(Unit::BytesPerSec);
-        for ((size, populate, method, block), case) in self.opts.cases() {
-            let params = Params {
-                method,
-                block_size: block,
-                file_size: size,
-                populate: Some(populate),
-                page_cache: String::new(),
-            };
-            match &cold {
-                Some(leave) if populate == Populate::Readahead => {
-                    plan.leave(case, params, leave.prefixed("populate readahead: "))
-                }
-                _ => plan.ready(case, params, ()),
-            }
-        }
+        let plan = self.plan(ctx)?;
         let name = Kind.name();
         // The file being read (its size, path and descriptor) and how it was populated
         // (None: just created); made when its first case comes, removed when the next
@@ -432,6 +410,35 @@ impl Probe for ReadProbe {
             remove(path, fd)?;
         }
         Ok(rows)
+    }
+}
+
+impl ReadProbe {
+    /// Every case, each file size's in turn; readahead's left out where the file's
+    /// cached pages cannot be dropped (tmpfs keeps its files in the page cache).
+    fn plan(&self, ctx: &Context) -> Result<Plan<Params, ()>> {
+        let cold = if self.opts.populate.contains(&Populate::Readahead) {
+            Leave::cold(ctx.env, &crate::sys::copyfile::eviction(ctx.scratch.path())?)
+        } else {
+            None
+        };
+        let mut plan = Plan::new(Unit::BytesPerSec);
+        for ((size, populate, method, block), case) in self.opts.cases() {
+            let params = Params {
+                method,
+                block_size: block,
+                file_size: size,
+                populate: Some(populate),
+                page_cache: String::new(),
+            };
+            match &cold {
+                Some(leave) if populate == Populate::Readahead => {
+                    plan.leave(case, params, leave.prefixed("populate readahead: "))
+                }
+                _ => plan.ready(case, params, ()),
+            }
+        }
+        Ok(plan)
     }
 }
 
