@@ -54,15 +54,15 @@ pub(super) fn pipe_relay(
 }
 
 /// What one of `pid`'s fsyncs of target `t` costs, and where that comes from, said
-/// with it: each fsync and fdatasync row priced as the table prices it (the median of
-/// those the tracer timed in this run, see [`OpStats::timed_median_s`], else the write
+/// with it: each fsync and fdatasync row priced as the table prices it (the trimmed mean of
+/// those the tracer timed in this run, see [`OpStats::timed_mean_s`], else the write
 /// probe's figure, [`fsync_source`]), their mean per call. Pooled, the rows' timed
-/// calls once gave one median to both where the table priced each apart.
+/// calls once gave one figure to both where the table priced each apart.
 pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Option<f64>, String) {
     let rows: Vec<(Op, &OpStats)> = rows_of(p, pid, t).filter(|&(op, _)| is_fsync(op)).collect();
     let timed: Vec<(Op, (f64, u64))> = rows
         .iter()
-        .filter_map(|&(op, s)| s.timed_median_s().map(|m| (op, m)))
+        .filter_map(|&(op, s)| s.timed_mean_s().map(|m| (op, m)))
         .collect();
     if timed.is_empty() {
         return (f.fsync_s, fsync_source(f, "an fsync"));
@@ -79,7 +79,7 @@ pub(super) fn fsync_price(p: &Profile, f: &Figures, pid: i32, t: usize) -> (Opti
         .map(|&(op, (c, n))| {
             let name = op.name();
             format!(
-                "{} priced at {}, the median of {} of these {name}s timed in this run",
+                "{} priced at {}, the trimmed mean of {} of these {name}s timed in this run",
                 if timed.len() == 1 {
                     format!("an {name}")
                 } else {
@@ -169,7 +169,7 @@ pub fn time_here(f: &Figures, t: &Target, op: Op, s: &OpStats, large_pipe: bool)
         Some(Syscall::Close) => Some(0.0),
         Some(Syscall::Stat) => f.ns(Case::Stat).map(|n| n * 1e-9),
         Some(Syscall::Fstat) => f.ns(Case::Fstat).map(|n| n * 1e-9),
-        Some(Syscall::Fsync | Syscall::Fdatasync) => s.timed_median_s().map(|m| m.0).or(f.fsync_s),
+        Some(Syscall::Fsync | Syscall::Fdatasync) => s.timed_mean_s().map(|m| m.0).or(f.fsync_s),
         _ => f.ns(Case::Null).map(|n| n * 1e-9),
     }?;
     Some(s.calls as f64 * per_call)
