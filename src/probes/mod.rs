@@ -104,6 +104,8 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
                 syscalls::Case::LseekRead,
                 syscalls::Case::OpenReadClose,
                 syscalls::Case::Stat,
+                // Against stat, one path component's cost: paths priced at their depth.
+                syscalls::Case::StatName,
                 syscalls::Case::Fstat,
             ],
             ..syscalls::Options::for_scale(Scale::Quick)

@@ -146,6 +146,22 @@ pub fn stat_size(path: &CStr) -> SysResult<i64> {
     check("stat", rustix::fs::stat(path)).map(|s| s.st_size)
 }
 
+/// stat(2) on `name` in the directory open as `dir` (fstatat: one path component
+/// looked up); returns st_size.
+#[inline]
+pub fn stat_at_size<Fd: AsFd>(dir: Fd, name: &CStr) -> SysResult<i64> {
+    check(
+        "fstatat",
+        rustix::fs::statat(dir, name, rustix::fs::AtFlags::empty()),
+    )
+    .map(|s| s.st_size)
+}
+
+/// A directory opened to name files in (O_PATH: for the *at calls only).
+pub fn open_dir(path: &CStr) -> SysResult<OwnedFd> {
+    open(path, OFlags::PATH | OFlags::DIRECTORY, 0)
+}
+
 /// Writes all of `buf` at `offset`, retrying short writes; fails on a zero-byte write.
 pub fn pwrite_all<Fd: AsFd>(fd: Fd, mut buf: &[u8], mut offset: u64) -> SysResult<()> {
     while !buf.is_empty() {

@@ -74,6 +74,11 @@ pub struct Figures {
     /// Their 95% intervals (ns), where the run gave them.
     #[serde(skip)]
     pub calls_ci: BTreeMap<String, [f64; 2]>,
+    /// One path component's lookup (ns), and the components of the path the syscalls
+    /// probe's stat and opens looked up: a program's paths are priced at their own
+    /// depth ([`Figures::at_depth`]). None: a run without `stat_name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_lookup: Option<(f64, u64)>,
     /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
     /// block against no durability).
     pub fsync_s: Option<f64>,
@@ -136,6 +141,7 @@ impl Figures {
                 f.calls_ns.insert(case.name().to_string(), ns);
                 f.calls_ci.insert(case.name().to_string(), ci);
             }
+            f.path_lookup = syscalls::path_lookup(r);
             f.sources.push(("syscalls".into(), *id));
         }
         if let Some((id, r)) = newest("copy") {
@@ -284,6 +290,32 @@ impl Figures {
     /// The extra cost of one call over `base` (say lseek_read over pread), in seconds.
     pub(super) fn extra(&self, case: Case, base: Case) -> Option<f64> {
         Some(((self.ns(case)? - self.ns(base)?) * 1e-9).max(0.0))
+    }
+
+    /// What a call the probe made on its path costs (`s`, seconds) on a path of
+    /// `components` instead (None: not known, the probe's path): each component fewer
+    /// saves a lookup, never below one component's. The probe's paths are absolute in
+    /// its scratch directory (5 components here), a program's often a name in its
+    /// working directory: a stat of "f" took 633 ns here, of "/tmp/x/a/b/c/f" 950.
+    pub(super) fn at_depth(&self, s: f64, components: Option<f64>) -> f64 {
+        match (self.path_lookup, components) {
+            (Some((per, k)), Some(c)) => s + (c.max(1.0) - k as f64) * per * 1e-9,
+            _ => s,
+        }
+    }
+
+    /// A stat of a path of `components` (0: of a descriptor, an fstat), in seconds.
+    pub(super) fn stat_s(&self, components: Option<f64>) -> Option<f64> {
+        if components == Some(0.0) {
+            return self.ns(Case::Fstat).map(|n| n * 1e-9);
+        }
+        Some(self.at_depth(self.ns(Case::Stat)? * 1e-9, components))
+    }
+
+    /// An open of a path of `components`: what the probe's open + read + close costs
+    /// more than its pread, in seconds.
+    pub(super) fn open_s(&self, components: Option<f64>) -> Option<f64> {
+        Some(self.at_depth(self.extra(Case::OpenReadClose, Case::Pread)?, components))
     }
 
     /// What an lseek costs in a program, in seconds: what lseek + read costs more than

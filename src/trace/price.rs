@@ -164,10 +164,10 @@ pub fn time_here(f: &Figures, t: &Target, op: Op, s: &OpStats, large_pipe: bool)
     let per_call = match op.call() {
         Some(Syscall::Lseek) => f.lseek_s(),
         Some(Syscall::Open | Syscall::Openat | Syscall::Openat2 | Syscall::Creat) => {
-            f.extra(Case::OpenReadClose, Case::Pread)
+            f.open_s(s.mean_components())
         }
         Some(Syscall::Close) => Some(0.0),
-        Some(Syscall::Stat) => f.ns(Case::Stat).map(|n| n * 1e-9),
+        Some(Syscall::Stat) => f.stat_s(s.mean_components()),
         Some(Syscall::Fstat) => f.ns(Case::Fstat).map(|n| n * 1e-9),
         Some(Syscall::Fsync | Syscall::Fdatasync) => s.timed_mean_s().map(|m| m.0).or(f.fsync_s),
         _ => f.ns(Case::Null).map(|n| n * 1e-9),

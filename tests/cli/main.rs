@@ -142,9 +142,10 @@ fn run_json(out: &[u8]) -> Value {
         row_keys.retain(|k| k != "setup"); // issue 68
         // Params added since v0.1 on purpose (each with its issue): older documents
         // lack them and still load.
-        const ADDED: [(&str, &str); 2] = [
-            ("read", "populate"),         // issue 11
-            ("syscalls", "vector_state"), // issue 42
+        const ADDED: [(&str, &str); 3] = [
+            ("read", "populate"),            // issue 11
+            ("syscalls", "vector_state"),    // issue 42
+            ("syscalls", "path_components"), // issue 66
         ];
         const DERIVED_ADDED: [(&str, &str); 2] = [
             ("copy", "warmup_samples"), // issue 42
@@ -170,7 +171,7 @@ fn run_json(out: &[u8]) -> Value {
     v
 }
 
-const CASES: [&str; 14] = [
+const CASES: [&str; 15] = [
     "null",
     "null_vector_dirty",
     "open_close",
@@ -185,6 +186,7 @@ const CASES: [&str; 14] = [
     "mmap_load",
     "fstat",
     "stat",
+    "stat_name",
 ];
 
 fn check_measurement(m: &Value) {

@@ -44,6 +44,7 @@ named_enum! {
         MmapLoad = "mmap_load",
         Fstat = "fstat",
         Stat = "stat",
+        StatName = "stat_name",
     }
 }
 
@@ -82,8 +83,29 @@ impl Case {
             ),
             Case::Fstat => "fstat on a reused descriptor".into(),
             Case::Stat => "stat on the file's path (path lookup included)".into(),
+            Case::StatName => "stat on the file's name in its open directory (fstatat): one path component looked up; against stat, what each further component costs".into(),
         }
     }
+
+    /// Path components one operation looks up, for a file at `path` (None: the case
+    /// names no path).
+    fn path_components(self, path: &[u8]) -> Option<u64> {
+        match self {
+            Case::OpenClose | Case::OpenWriteClose | Case::OpenReadClose | Case::Stat => {
+                Some(path_components(path))
+            }
+            Case::StatName => Some(1),
+            _ => None,
+        }
+    }
+}
+
+/// The components the kernel looks up one by one to resolve `path`: its names between
+/// slashes, `.` and `..` included ("/tmp/./f" 3, "f" 1). Each costs a lookup (about
+/// 60 ns here on a cached dentry), so a program's `stat("f")` costs less than the
+/// probe's stat of its scratch file's absolute path.
+pub fn path_components(path: &[u8]) -> u64 {
+    path.split(|&b| b == b'/').filter(|c| !c.is_empty()).count() as u64
 }
 
 /// Options of `ioprobe syscalls`.
@@ -127,6 +149,11 @@ pub struct Params {
     /// say. Every case runs clean but `null_vector_dirty`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_state: Option<String>,
+    /// Path components each call looked up, in the cases that name the file by a
+    /// path (open_*, stat: its absolute path; stat_name: 1); absent in the others and
+    /// in runs before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_components: Option<u64>,
 }
 
 impl super::RowParams for Params {
@@ -147,6 +174,24 @@ pub fn per_call(run: &Run) -> Vec<(Case, f64, [f64; 2])> {
             Some((Case::parse(name).ok()?, m.median, m.ci95))
         })
         .collect()
+}
+
+/// What one path component's lookup costs here (ns), and the components of the path
+/// `stat` and the open cases looked up: `stat` against `stat_name` (the same file by
+/// its name in its open directory), per component beyond the one. None where the run
+/// has not both.
+pub fn path_lookup(run: &Run) -> Option<(f64, u64)> {
+    let rows = super::measured_rows::<Params>(run, Kind.name());
+    let at = |case: Case| {
+        rows.iter().find_map(|(m, p)| {
+            let name = m.case.rsplit('/').next().unwrap_or(&m.case);
+            (name == case.name()).then_some((m.median, p.path_components?))
+        })
+    };
+    let ((full, k), (one, 1)) = (at(Case::Stat)?, at(Case::StatName)?) else {
+        return None;
+    };
+    (k > 1).then(|| (((full - one) / (k - 1) as f64).max(0.0), k))
 }
 
 /// The figures a syscalls row derives from its median.
@@ -176,8 +221,9 @@ impl ProbeKind for Kind {
     }
 
     fn unadvised_cases(&self) -> &'static [&'static str] {
-        // Trace's note on the vector state reads it; no recommendation does.
-        &["null_vector_dirty"]
+        // Trace reads them (its note on the vector state; a path component's cost,
+        // against stat); no recommendation does.
+        &["null_vector_dirty", "stat_name"]
     }
 
     fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
@@ -219,6 +265,9 @@ impl Syscalls {
 struct CaseRun<'a> {
     case: Case,
     path: &'a CStr,
+    /// The file's directory (O_PATH) and its name there, for `stat_name`.
+    dir: &'a OwnedFd,
+    name: &'a CStr,
     fd: &'a OwnedFd,
     buf: Vec<u8>,
     map: Option<Mapping>,
@@ -266,9 +315,11 @@ impl CaseRun<'_> {
                 }
                 Ok(())
             }
-            Case::OpenClose | Case::OpenWriteClose | Case::OpenReadClose | Case::Stat => {
-                self.by_path(iters)
-            }
+            Case::OpenClose
+            | Case::OpenWriteClose
+            | Case::OpenReadClose
+            | Case::Stat
+            | Case::StatName => self.by_path(iters),
             Case::MmapStore | Case::MmapLoad => self.mapped(iters),
             _ => self.on_descriptor(iters),
         }
@@ -315,6 +366,11 @@ impl CaseRun<'_> {
             Case::Stat => {
                 for _ in 0..iters {
                     black_box(calls::stat_size(path)?);
+                }
+            }
+            Case::StatName => {
+                for _ in 0..iters {
+                    black_box(calls::stat_at_size(self.dir, self.name)?);
                 }
             }
             _ => anyhow::bail!("syscalls: not a path case"),
@@ -433,18 +489,21 @@ impl Probe for Syscalls {
         let (path, fd): (PathBuf, OwnedFd) =
             ctx.scratch.create_file("syscalls.dat", io as u64, &stop)?;
         let cpath = calls::c_path(&path)?;
-        let params = Params {
-            io_size: io as u64,
-            file_size: io as u64,
-            vector_state: None,
-        };
+        let dir = calls::open_dir(&calls::c_path(path.parent().unwrap_or(&path))?)?;
+        let file_name = calls::c_path(path.file_name().map_or(path.as_ref(), std::path::Path::new))?;
         let mut plan = Plan::new(Unit::NsPerOp);
         for &case in &self.opts.cases {
+            let params = Params {
+                io_size: io as u64,
+                file_size: io as u64,
+                vector_state: None,
+                path_components: case.path_components(cpath.as_bytes()),
+            };
             if case == Case::NullVectorDirty && !vector::can_set() {
                 let why = "no AVX here: there is no upper vector state to leave dirty";
-                plan.unsupported(case.name().to_string(), params.clone(), why.into());
+                plan.unsupported(case.name().to_string(), params, why.into());
             } else {
-                plan.ready(case.name().to_string(), params.clone(), case);
+                plan.ready(case.name().to_string(), params, case);
             }
         }
         let name = Kind.name();
@@ -460,6 +519,8 @@ impl Probe for Syscalls {
             let mut w = CaseRun {
                 case,
                 path: &cpath,
+                dir: &dir,
+                name: &file_name,
                 fd: &fd,
                 buf: crate::sys::scratch::pattern_chunk(io),
                 map,
@@ -518,5 +579,19 @@ mod tests {
         }
         let e = Case::parse("nope").unwrap_err();
         assert!(e.contains("open_close") && e.contains("nope"));
+    }
+
+    #[test]
+    fn a_paths_components_are_its_names_between_slashes() {
+        for (path, n) in [
+            ("f", 1),
+            ("/tmp/./f", 3),
+            ("a//b/", 2),
+            ("../f", 2),
+            ("/", 0),
+            ("", 0),
+        ] {
+            assert_eq!(path_components(path.as_bytes()), n, "{path}");
+        }
     }
 }

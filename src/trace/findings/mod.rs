@@ -9,8 +9,7 @@ mod relays;
 use super::figures::Figures;
 use super::price::{comm_of, curve_for, fsync_price, is_fsync, pipe_relay, rows_of};
 use super::profile::{Kind, Op, OpStats, Profile};
-use crate::probes::syscalls::Case;
-use crate::sys::trace::calls::Syscall;
+use crate::sys::trace::calls::{Family, Syscall};
 use crate::units::{format_secs as secs, format_size, thousands};
 pub use claims::{Alternative, Claim, per_second};
 pub use own::{Budget, MIN_TIMED, Own, OwnWork, total as own_work_total};
@@ -365,7 +364,10 @@ impl Finder<'_> {
         let (p, f) = (self.p, self.f);
         for ((pid, path), &n) in &p.opens {
             if n >= 10 {
-                let per = f.extra(Case::OpenReadClose, Case::Pread);
+                let depth = p.components_of(*pid, path, |op| {
+                    op.call().map(Syscall::family) == Some(Family::Open)
+                });
+                let per = f.open_s(depth);
                 self.push(
                     "reopen",
                     *pid,
@@ -386,7 +388,8 @@ impl Finder<'_> {
         let (p, f) = (self.p, self.f);
         for ((pid, path), &n) in &p.stats {
             if n >= 100 {
-                let per = f.ns(Case::Stat).map(|x| x * 1e-9);
+                let depth = p.components_of(*pid, path, |op| op.call() == Some(Syscall::Stat));
+                let per = f.stat_s(depth);
                 self.push(
                     "stat_storm",
                     *pid,

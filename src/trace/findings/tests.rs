@@ -3,6 +3,7 @@
 
 use super::super::profile::{OpStats, Process, Syncs, Target};
 use super::*;
+use crate::probes::syscalls::Case;
 use crate::trace::figures::{Curve, SocketCurves};
 use crate::trace::price::time_here;
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ pub(super) fn figures() -> Figures {
         .map(|(k, v)| (k.to_string(), v))
         .collect(),
         calls_ci: BTreeMap::new(),
+        path_lookup: None,
         fsync_s: Some(100e-6),
         fsync_measured_at: None,
         copy_file_range: Some(5e9),
@@ -568,4 +570,55 @@ fn a_large_file_read_again_is_priced_on_the_large_files_curve() {
         (large - (570u64 << 20) as f64 / 10e9).abs() < 1e-6,
         "{large}"
     );
+}
+
+#[test]
+fn stats_and_opens_are_priced_at_the_depth_of_their_paths() {
+    use crate::trace::profile::testing::{AT, call, path, profile};
+    // 200 stats and 20 opens of "f", in the working directory: one component each,
+    // where the probe's path had five, each lookup 25 ns here.
+    let mut p = profile();
+    for i in 0..220 {
+        let (sys, ret) = if i < 200 {
+            (Syscall::Newfstatat, 0)
+        } else {
+            (Syscall::Openat, 5)
+        };
+        call(
+            &mut p,
+            sys,
+            [-100i64 as u64, AT, 0x9000, 0, 0, 0],
+            ret,
+            path("f"),
+        );
+    }
+    p.finish();
+    let saving = |f: &Figures, kind: &str| {
+        let found = findings(&p, f, 0.0);
+        found
+            .iter()
+            .find(|x| x.kind == kind)
+            .unwrap()
+            .saving_s
+            .unwrap()
+    };
+    let mut f = figures();
+    let probes = (saving(&f, "stat_storm"), saving(&f, "reopen"));
+    assert!((probes.0 - 199.0 * 300e-9).abs() < 1e-12, "{probes:?}");
+    assert!((probes.1 - 19.0 * 550e-9).abs() < 1e-12, "{probes:?}");
+    f.path_lookup = Some((25.0, 5));
+    // 4 lookups fewer than the probe's: 300 - 100 ns a stat, 550 - 100 an open.
+    assert!((saving(&f, "stat_storm") - 199.0 * 200e-9).abs() < 1e-12);
+    assert!((saving(&f, "reopen") - 19.0 * 450e-9).abs() < 1e-12);
+    // The table prices the rows so too.
+    let stat_row = p.ops.iter().find(|(k, _)| k.2.name() == "stat").unwrap();
+    let t = &p.targets[stat_row.0.1];
+    let row = time_here(&f, t, stat_row.0.2, stat_row.1, false).unwrap();
+    assert!((row - 200.0 * 200e-9).abs() < 1e-12, "{row}");
+    // A stat of a descriptor (a depth of 0) is an fstat; an unknown depth, the
+    // probe's own.
+    f.calls_ns.insert("fstat".into(), 90.0);
+    assert!((f.stat_s(Some(0.0)).unwrap() - 90e-9).abs() < 1e-15);
+    assert!((f.stat_s(None).unwrap() - 300e-9).abs() < 1e-15);
+    assert!((f.stat_s(Some(9.0)).unwrap() - 400e-9).abs() < 1e-15);
 }

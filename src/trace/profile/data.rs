@@ -11,12 +11,13 @@ impl Profile {
     /// The path at `addr` in the calling task, or, where there is none (NULL or "":
     /// AT_EMPTY_PATH, utimensat(fd, NULL)), the target of descriptor `fd`.
     pub(super) fn named(&mut self, pid: i32, addr: u64, fd: i32) -> String {
-        let path = if addr == 0 {
-            String::new()
-        } else {
-            self.mem.string(addr).unwrap_or_default()
-        };
-        if !path.is_empty() {
+        let spelled = (addr != 0).then(|| self.mem.string(addr)).flatten();
+        self.named_as(pid, spelled, fd)
+    }
+
+    /// [`Profile::named`], its path `spelled` already read (None: none, or not read).
+    pub(super) fn named_as(&mut self, pid: i32, spelled: Option<String>, fd: i32) -> String {
+        if let Some(path) = spelled.filter(|p| !p.is_empty()) {
             return path;
         }
         self.fd(pid, fd)

@@ -5,6 +5,7 @@ use super::Call;
 use super::fd::{Fd, as_seen_by, normal, read_link};
 use super::model::Profile;
 use super::op::Op;
+use crate::probes::syscalls::path_components;
 use crate::sys::trace::Memory;
 use crate::sys::trace::calls::Syscall;
 
@@ -33,6 +34,10 @@ impl Profile {
             ..
         } = c;
         let path_arg = a[sys.path_arg().unwrap_or(1)];
+        let components = self
+            .mem
+            .string(path_arg)
+            .map(|p| path_components(p.as_bytes()));
         if ok {
             let fd = ret as i32;
             let Some(name_now) = self.opened(pid, sys, a, fd) else {
@@ -44,7 +49,9 @@ impl Profile {
             if !self.folded.contains_key(&t) {
                 *self.opens.entry((pid, name_now)).or_default() += 1;
             }
-            self.op(pid, t, name).calls += 1;
+            let s = self.op(pid, t, name);
+            s.calls += 1;
+            s.looked_up(components);
         } else {
             let path = self.mem.string(path_arg).unwrap_or_else(|| "?".into());
             let t = self.target(&path);
@@ -204,7 +211,14 @@ impl Profile {
             ..
         } = c;
         let addr = a[sys.path_arg().unwrap_or(1)];
-        let path = self.named(pid, addr, fd0);
+        // An empty path (AT_EMPTY_PATH) or none looks nothing up: an fstat.
+        let spelled = (addr != 0).then(|| self.mem.string(addr)).flatten();
+        let components = match &spelled {
+            _ if addr == 0 => Some(0),
+            Some(p) => Some(path_components(p.as_bytes())),
+            None => None,
+        };
+        let path = self.named_as(pid, spelled, fd0);
         let t = self.target(&path);
         if !self.folded.contains_key(&t) {
             *self.stats.entry((pid, path.clone())).or_default() += 1;
@@ -212,6 +226,7 @@ impl Profile {
         let s = self.op(pid, t, Op::Call(Syscall::Stat));
         s.calls += 1;
         s.errors += u64::from(!ok);
+        s.looked_up(components);
     }
 
     /// `io_getevents` | `sync`.
@@ -232,6 +247,7 @@ impl Profile {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Profile;
     use super::super::testing::*;
     use crate::sys::trace::calls::Syscall;
 
@@ -262,6 +278,41 @@ mod tests {
         // A closed descriptor is forgotten: a read on it lands nowhere.
         data(&mut p, Syscall::Read, 5, 4096, 4096, 1);
         assert!(p.ops.keys().all(|k| k.2.name() != "read"), "{:?}", p.ops);
+    }
+
+    /// Stats and opens count the path components they looked up, as the program spelt
+    /// the path: a stat of a descriptor (AT_EMPTY_PATH) none, one unread not at all.
+    #[test]
+    fn stats_and_opens_count_the_components_of_their_paths() {
+        let mut p = profile();
+        open(&mut p, F, 5); // "/nonexistent-ioprobe/f": 2
+        let stat = |p: &mut Profile, dirfd: u64, parts| {
+            call(
+                p,
+                Syscall::Newfstatat,
+                [dirfd, AT, 0x9000, 0, 0, 0],
+                0,
+                parts,
+            );
+        };
+        stat(&mut p, -100i64 as u64, path(F));
+        stat(&mut p, -100i64 as u64, path("/nonexistent-ioprobe/./f"));
+        // fstatat(5, "", AT_EMPTY_PATH): the descriptor's file, nothing looked up.
+        stat(&mut p, 5, path(""));
+        // Not copied by the tracer: not counted.
+        stat(&mut p, -100i64 as u64, Vec::new());
+        let opens = row(&p, F, "openat");
+        assert_eq!((opens.named, opens.components), (1, 2));
+        assert_eq!(opens.mean_components(), Some(2.0));
+        // F's stats: by its path (2) and by its descriptor (0).
+        let stats = row(&p, F, "stat");
+        assert_eq!((stats.calls, stats.named, stats.components), (2, 2, 2));
+        let of_stats = |p: &Profile, name| p.components_of(T, name, |op| op.name() == "stat");
+        assert_eq!(of_stats(&p, F), Some(1.0));
+        assert_eq!(of_stats(&p, "/nonexistent-ioprobe/./f"), Some(3.0));
+        assert_eq!(of_stats(&p, G), None);
+        // The unread one lands on no path it could count.
+        assert_eq!(of_stats(&p, "?"), None);
     }
 
     /// A forked child's own calls may come before the parent's fork event (preload

@@ -32,6 +32,8 @@ impl OpStats {
         self.after_lseek += o.after_lseek;
         self.gaps.merge(&o.gaps);
         self.waited.merge(&o.waited);
+        self.named += o.named;
+        self.components += o.components;
     }
 }
 

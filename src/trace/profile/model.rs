@@ -103,6 +103,12 @@ pub struct OpStats {
     /// from [`OpStats::gaps`]: they price only calls that wait by their nature.
     #[serde(skip)]
     pub waited: super::gaps::Gaps,
+    /// Calls naming a path the tracer read (opens, stats), and the path components
+    /// they looked up in all: a stat of "f" costs less than one of "/a/b/c/f".
+    #[serde(skip)]
+    pub named: u64,
+    #[serde(skip)]
+    pub components: u64,
 }
 
 /// A timed pair's interval (ns) from the first call's end to the second's, and
@@ -132,6 +138,19 @@ impl OpStats {
         all.merge(&self.waited);
         let n = all.len();
         (n >= TIMED_ENOUGH).then(|| Some((all.trimmed_mean(0.1)? * 1e-9, n)))?
+    }
+
+    /// One call that named a path of `components` (None: not read).
+    pub fn looked_up(&mut self, components: Option<u64>) {
+        if let Some(c) = components {
+            self.named += 1;
+            self.components += c;
+        }
+    }
+
+    /// The path components its calls looked up, on average (None: no path read).
+    pub fn mean_components(&self) -> Option<f64> {
+        (self.named > 0).then(|| self.components as f64 / self.named as f64)
     }
 
     /// One call that asked to move `bytes`: its bucket in the histogram.
@@ -293,6 +312,18 @@ impl Profile {
         self.read
             .get(&t)
             .map_or(0, |r| r.iter().map(|(a, b)| b - a).sum())
+    }
+
+    /// The path components that `pid`'s calls `of` a kind (stats, opens) on the target
+    /// named `name` looked up, on average (None: no path read).
+    pub fn components_of(&self, pid: i32, name: &str, of: impl Fn(Op) -> bool) -> Option<f64> {
+        let t = *self.by_name.get(name)?;
+        let (named, components) = self
+            .ops
+            .iter()
+            .filter(|((p, at, op), _)| *p == pid && *at == t && of(*op))
+            .fold((0, 0), |(n, c), (_, s)| (n + s.named, c + s.components));
+        (named > 0).then(|| components as f64 / named as f64)
     }
 }
 
