@@ -171,7 +171,7 @@ fn run_json(out: &[u8]) -> Value {
     v
 }
 
-const CASES: [&str; 15] = [
+const CASES: [&str; 17] = [
     "null",
     "null_vector_dirty",
     "open_close",
@@ -187,6 +187,8 @@ const CASES: [&str; 15] = [
     "fstat",
     "stat",
     "stat_name",
+    "pipe_round_trip",
+    "switch_round_trip",
 ];
 
 fn check_measurement(m: &Value) {

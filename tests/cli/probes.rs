@@ -43,6 +43,23 @@ fn syscalls_json_has_every_contract_case() {
         }
     }
     assert!(v["harness"]["overhead"]["timer_ns"].as_f64().unwrap() > 0.0);
+    // The path cases say how many components their path has; stat_name has one, which
+    // costs less than the scratch file's absolute path (at least the scratch directory
+    // and the file).
+    let row = |case: &str| ms.iter().find(|m| m["case"] == case).unwrap();
+    let comps = |case: &str| row(case)["params"]["path_components"].as_u64();
+    assert_eq!(comps("stat_name"), Some(1));
+    assert!(comps("stat").unwrap() >= 2 && comps("stat") == comps("open_close"));
+    assert_eq!(comps("pread"), None);
+    // The round trips: with a partner process two switches more than alone, each a
+    // wakeup and a block (microseconds against the calls' hundreds of ns).
+    let ns = |case: &str| row(case)["median"].as_f64().unwrap();
+    assert!(
+        ns("switch_round_trip") > ns("pipe_round_trip"),
+        "{} {}",
+        ns("switch_round_trip"),
+        ns("pipe_round_trip")
+    );
     assert_empty(dir.path());
 }
 

@@ -985,11 +985,11 @@ fn a_partial_run_saved_after_a_complete_one_does_not_change_the_advice() {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         text.contains("syscalls: run 1 (")
-            && text.contains("a partial sweep (2 of 15 default cases)"),
+            && text.contains("a partial sweep (2 of 17 default cases)"),
         "{text}"
     );
     assert!(
-        text.contains("a partial sweep (2 of the 15 cases"),
+        text.contains("a partial sweep (2 of the 17 cases"),
         "{text}"
     );
     assert_empty(&scratch);

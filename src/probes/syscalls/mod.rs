@@ -7,6 +7,7 @@
 //! memcpy loop compiled to one register move.
 
 mod present;
+mod switch;
 
 use super::{Context, Plan, Probe, ProbeKind, Scale};
 use crate::advice::Recommendation;
@@ -45,6 +46,8 @@ named_enum! {
         Fstat = "fstat",
         Stat = "stat",
         StatName = "stat_name",
+        PipeRoundTrip = "pipe_round_trip",
+        SwitchRoundTrip = "switch_round_trip",
     }
 }
 
@@ -52,6 +55,7 @@ impl Case {
     /// System calls one operation makes (a mapping's loads and stores make none).
     pub fn calls(self) -> f64 {
         match self {
+            Case::PipeRoundTrip | Case::SwitchRoundTrip => 4.0,
             Case::OpenWriteClose | Case::OpenReadClose => 3.0,
             Case::OpenClose | Case::LseekWrite | Case::LseekRead => 2.0,
             Case::MmapStore | Case::MmapLoad => 0.0,
@@ -84,6 +88,8 @@ impl Case {
             Case::Fstat => "fstat on a reused descriptor".into(),
             Case::Stat => "stat on the file's path (path lookup included)".into(),
             Case::StatName => "stat on the file's name in its open directory (fstatat): one path component looked up; against stat, what each further component costs".into(),
+            Case::PipeRoundTrip => "1 B written into a pipe and read back, then the same on a second pipe, by this process alone: the four calls of switch_round_trip, nothing woken, nothing blocking".into(),
+            Case::SwitchRoundTrip => "1 B sent over a pipe to a process on the same CPU, which sends it back over another: two context switches (each a wakeup and a block) and four calls; less pipe_round_trip, halved, what one switch costs a pipeline taking turns on a CPU".into(),
         }
     }
 
@@ -194,6 +200,15 @@ pub fn path_lookup(run: &Run) -> Option<(f64, u64)> {
     (k > 1).then(|| (((full - one) / (k - 1) as f64).max(0.0), k))
 }
 
+/// What one context switch costs a pipeline whose processes take turns on one CPU
+/// (ns): `switch_round_trip` less `pipe_round_trip` (the same calls, no switch),
+/// halved (a round trip switches twice). None where the run has not both.
+pub fn switch_ns(run: &Run) -> Option<f64> {
+    let rows = per_call(run);
+    let at = |case: Case| rows.iter().find(|r| r.0 == case).map(|r| r.1);
+    Some(((at(Case::SwitchRoundTrip)? - at(Case::PipeRoundTrip)?) / 2.0).max(0.0))
+}
+
 /// The figures a syscalls row derives from its median.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Derived {
@@ -222,8 +237,14 @@ impl ProbeKind for Kind {
 
     fn unadvised_cases(&self) -> &'static [&'static str] {
         // Trace reads them (its note on the vector state; a path component's cost,
-        // against stat); no recommendation does.
-        &["null_vector_dirty", "stat_name"]
+        // against stat; a context switch's, the two round trips); no recommendation
+        // does.
+        &[
+            "null_vector_dirty",
+            "stat_name",
+            "pipe_round_trip",
+            "switch_round_trip",
+        ]
     }
 
     fn grids(&self, rows: &[&Measurement], _env: &Environment, st: &Style) -> Vec<Grid> {
@@ -271,6 +292,8 @@ struct CaseRun<'a> {
     fd: &'a OwnedFd,
     buf: Vec<u8>,
     map: Option<Mapping>,
+    /// The round-trip cases' pipes (and partner).
+    round: Option<switch::RoundTrip>,
     /// Loops seen to run clean and dirty (the CPU's word, after each).
     states: [u64; 2],
 }
@@ -321,6 +344,11 @@ impl CaseRun<'_> {
             | Case::Stat
             | Case::StatName => self.by_path(iters),
             Case::MmapStore | Case::MmapLoad => self.mapped(iters),
+            Case::PipeRoundTrip | Case::SwitchRoundTrip => self
+                .round
+                .as_mut()
+                .ok_or_else(|| anyhow::anyhow!("round trip: no pipes"))?
+                .run(iters),
             _ => self.on_descriptor(iters),
         }
     }
@@ -516,6 +544,11 @@ impl Probe for Syscalls {
                 }
                 _ => None,
             };
+            let round = match case {
+                Case::PipeRoundTrip => Some(switch::RoundTrip::alone()?),
+                Case::SwitchRoundTrip => Some(switch::RoundTrip::with_partner()?),
+                _ => None,
+            };
             let mut w = CaseRun {
                 case,
                 path: &cpath,
@@ -524,11 +557,15 @@ impl Probe for Syscalls {
                 fd: &fd,
                 buf: crate::sys::scratch::pattern_chunk(io),
                 map,
+                round,
                 states: [0, 0],
             };
             let sampled = ctx
                 .measure(name, case.name(), &mut w)
                 .map_err(|e| e.context(format!("syscalls case {}", case.name())))?;
+            if let Some(r) = w.round.take() {
+                r.finish()?;
+            }
             let params = Params {
                 vector_state: w.vector_state(),
                 ..params
