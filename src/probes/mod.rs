@@ -107,6 +107,10 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
                 // Against stat, one path component's cost: paths priced at their depth.
                 syscalls::Case::StatName,
                 syscalls::Case::Fstat,
+                // Half their difference: a context switch, which a pipe relay's
+                // processes pay when they take turns on a CPU.
+                syscalls::Case::PipeRoundTrip,
+                syscalls::Case::SwitchRoundTrip,
             ],
             ..syscalls::Options::for_scale(Scale::Quick)
         })),
@@ -141,7 +145,8 @@ pub fn for_pricing() -> Vec<Box<dyn Probe>> {
             chunk_sizes: vec![4 * KIB, 64 * KIB, MIB],
             capacities: vec![pipe::Capacity::Default, pipe::Capacity::Bytes(MIB)],
             methods: vec![pipe::Method::WriteRead],
-            placements: vec![pipe::Placement::Any],
+            // Both ends on one CPU too: a program confined to one is priced on it.
+            placements: vec![pipe::Placement::Any, pipe::Placement::Same],
             total: 16 * MIB,
             ..pipe::Options::for_scale(Scale::Quick)
         })),

@@ -15,6 +15,10 @@ use std::collections::BTreeMap;
 pub struct Curve(pub Vec<(u64, f64)>);
 
 impl Curve {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Throughput at `size`: interpolated on a log2 size axis, the end value outside.
     pub fn rate(&self, size: u64) -> Option<f64> {
         let p = &self.0;
@@ -51,6 +55,10 @@ pub struct SocketCurves {
 }
 
 /// The figures a profile is priced with, and the runs they came from.
+/// A placement's pipe curves: throughput, switches per byte, and the curve at the
+/// larger capacity measured with that capacity.
+pub type PipeCurves = (Curve, Curve, Option<(u64, Curve)>);
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Figures {
     pub read: Curve,
@@ -66,6 +74,16 @@ pub struct Figures {
     pub pipe: Curve,
     /// The pipe curve at the larger capacity measured, and that capacity.
     pub pipe_large: Option<(u64, Curve)>,
+    /// The context switches per byte the `pipe` curve's rows made (writer and reader),
+    /// by chunk size: those a program's pipe makes beyond them are priced apart
+    /// ([`Figures::switch_s`]).
+    #[serde(default, skip_serializing_if = "Curve::is_empty")]
+    pub pipe_switches: Curve,
+    /// The curves of both ends on one CPU (`pipe`, `pipe_switches`, `pipe_large`),
+    /// where `pipe` is another placement's: a program confined to one CPU is priced
+    /// on them ([`Figures::on_one_cpu`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe_one_cpu: Option<PipeCurves>,
     /// The socket probe's curves per family (unix, tcp, unix-dgram, udp): write-read
     /// and sendfile, kernel buffers.
     pub sockets: BTreeMap<String, SocketCurves>,
@@ -79,6 +97,10 @@ pub struct Figures {
     /// depth ([`Figures::at_depth`]). None: a run without `stat_name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_lookup: Option<(f64, u64)>,
+    /// What one context switch costs a pipeline taking turns on one CPU, in seconds
+    /// (the syscalls probe's two round trips, [`crate::probes::syscalls::switch_ns`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_s: Option<f64>,
     /// Seconds one fsync adds after a small write (write probe: O_DSYNC at the smallest
     /// block against no durability).
     pub fsync_s: Option<f64>,
@@ -142,6 +164,7 @@ impl Figures {
                 f.calls_ci.insert(case.name().to_string(), ci);
             }
             f.path_lookup = syscalls::path_lookup(r);
+            f.switch_s = syscalls::switch_ns(r).map(|n| n * 1e-9);
             f.sources.push(("syscalls".into(), *id));
         }
         if let Some((id, r)) = newest("copy") {
@@ -189,9 +212,31 @@ impl Figures {
             return;
         };
         self.pipe = Curve(points);
+        self.pipe_switches = Curve(pipe::switch_curve(r, method, placement, None));
         if let Some(cap) = pipe::largest_capacity(r, method, placement) {
             self.pipe_large = Some((cap, Curve(pipe::curve(r, method, placement, Some(cap)))));
         }
+        let same = Placement::Same;
+        let one = Curve(pipe::curve(r, method, same, None));
+        if placement != same && !one.0.is_empty() {
+            let switches = Curve(pipe::switch_curve(r, method, same, None));
+            let large = pipe::largest_capacity(r, method, same)
+                .map(|cap| (cap, Curve(pipe::curve(r, method, same, Some(cap)))));
+            self.pipe_one_cpu = Some((one, switches, large));
+        }
+    }
+
+    /// These figures for a program whose processes all ran on one CPU: pipes priced on
+    /// the curve of both ends on one CPU, where measured. Across CPUs the two ends run
+    /// at once and a large chunk's bytes move between caches; on one they take turns,
+    /// each blocking: 1 KiB chunks at 1.58 GB/s here against 4.34 across CPUs, 128 KiB
+    /// chunks at 4.39 against 1.51.
+    pub fn on_one_cpu(&self) -> Figures {
+        let mut f = self.clone();
+        if let Some((c, s, large)) = f.pipe_one_cpu.take() {
+            (f.pipe, f.pipe_switches, f.pipe_large) = (c, s, large);
+        }
+        f
     }
 
     /// The curves for a socket of `family` (as the trace found it), or of the nearest
@@ -375,6 +420,55 @@ mod tests {
             .collect();
         let f = Figures::from_runs(&[(1, r)]);
         assert_eq!(f.pipe.0, [(4096, 2e9), (65536, 5e9)]);
+    }
+
+    /// A run with pipe rows of both placements: unpinned prices pipes, one CPU's where
+    /// the program's processes were confined to one; each with the switches per byte
+    /// its rows made (writer and reader, per GiB in their rusage).
+    #[test]
+    fn a_program_on_one_cpu_is_priced_on_the_one_cpu_pipe_curve() {
+        let mut r: Run =
+            serde_json::from_str(include_str!("../../tests/fixtures/run-a.json")).unwrap();
+        let template = r.measurements[0].clone();
+        let row = |placement: &str, chunk: u64, rate: f64, cs: f64| {
+            let mut m = template.clone();
+            m.probe = "pipe".into();
+            m.case = format!("write-read/{placement}/default/{chunk}");
+            m.median = rate;
+            m.params = serde_json::json!({
+                "method": "write-read", "placement": placement, "chunk_size": chunk,
+                "read_size": chunk, "pipe_size_requested": "default", "total": 1 << 20,
+                "writer_cpus": [0], "reader_cpus": [0]
+            })
+            .as_object()
+            .unwrap()
+            .clone();
+            m.rusage.normalised.per = "GiB".into();
+            (
+                m.rusage.normalised.voluntary_cs,
+                m.rusage.normalised.involuntary_cs,
+            ) = (cs, cs);
+            m
+        };
+        r.measurements = vec![
+            row("any", 4096, 4e9, 3000.0),
+            row("any", 65536, 8e9, 1000.0),
+            row("same", 4096, 1.5e9, 30000.0),
+            row("same", 65536, 4e9, 32000.0),
+        ];
+        let f = Figures::from_runs(&[(1, r)]);
+        assert_eq!(f.pipe.0, [(4096, 4e9), (65536, 8e9)]);
+        let gib = (1u64 << 30) as f64;
+        assert_eq!(
+            f.pipe_switches.0,
+            [(4096, 6000.0 / gib), (65536, 2000.0 / gib)]
+        );
+        let one = f.on_one_cpu();
+        assert_eq!(one.pipe.0, [(4096, 1.5e9), (65536, 4e9)]);
+        assert_eq!(one.pipe_switches.0[1], (65536, 64000.0 / gib));
+        assert!(one.pipe_one_cpu.is_none());
+        // Without one CPU's rows, the same figures.
+        assert_eq!(Figures::default().on_one_cpu().pipe.0, []);
     }
 
     /// Reads of a file are priced on the curve measured on the file nearest in size:

@@ -155,6 +155,7 @@ fn follow(
     running.count_into(&mut tracing);
     tracing.notes(&mut prof);
     prof.finish();
+    let figures = on_its_cpus(&mut prof, figures);
     let stopped = running.stopped_calls();
     let user = user.since();
     let mut detaching = running.detach();
@@ -175,6 +176,21 @@ fn follow(
         measured,
         detaching,
     })
+}
+
+/// The figures for the processes' CPUs: all confined to one, pipes priced on the pipe
+/// probe's curve of both ends on one CPU (said in a note).
+fn on_its_cpus(prof: &mut profile::Profile, figures: figures::Figures) -> figures::Figures {
+    if !prof.one_cpu() || figures.pipe_one_cpu.is_none() {
+        return figures;
+    }
+    let uses_pipes = prof.targets.iter().any(|t| t.kind == profile::Kind::Pipe);
+    if uses_pipes {
+        prof.notes.insert(
+            "its processes could run on one CPU only: its pipes are priced on the pipe probe's curve of both ends on one CPU, which take turns".into(),
+        );
+    }
+    figures.on_one_cpu()
 }
 
 /// How the run's own work per call is known: timed pairs (eBPF, with tracing's part

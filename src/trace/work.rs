@@ -25,7 +25,11 @@ pub struct Work {
     /// are not timed). It is part of the user CPU time, which is counted in scheduler
     /// ticks: the work's user part is the larger of the two.
     pub own_work_s: f64,
-    /// max(user CPU, own work) + priced calls.
+    /// The context switches its pipes' ends made beyond the pipe probe's for the same
+    /// bytes, priced at a switch's cost here ([`price::pipe_switches`]; eBPF only, which
+    /// counts them).
+    pub switches_s: f64,
+    /// max(user CPU, own work) + priced calls + switches.
     pub estimate_s: f64,
     /// The tracer that ran.
     pub tracer: Tracing,
@@ -56,6 +60,9 @@ impl Work {
             overhead::correct(user, stopped, store.as_mut(), &host)
         };
         let priced = priced(prof, figures);
+        let switches: f64 = (0..prof.targets.len())
+            .filter_map(|t| price::pipe_switches(prof, figures, t).map(|(_, s)| s))
+            .sum();
         let own = tracer_cost.map_or(0.0, |c| {
             super::findings::own_work_total(prof, figures, c.per_call_s)
         });
@@ -65,7 +72,8 @@ impl Work {
             user_correction: correction,
             priced_calls_s: priced,
             own_work_s: own,
-            estimate_s: user_cpu.max(own) + priced,
+            switches_s: switches,
+            estimate_s: user_cpu.max(own) + priced + switches,
             tracer,
             tracer_cost,
         }

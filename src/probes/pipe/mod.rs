@@ -258,6 +258,29 @@ pub fn curve(
     )
 }
 
+/// The context switches the rows of [`curve`] made, writer and reader together, per
+/// byte moved: (chunk size, switches per byte), the mean of a size's rows.
+pub fn switch_curve(
+    run: &Run,
+    method: Method,
+    placement: Placement,
+    capacity: Option<u64>,
+) -> Vec<(u64, f64)> {
+    let mut by: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    let rows = rows_of(run, method, placement).filter(|(_, p)| match capacity {
+        None => p.pipe_size_requested == "default",
+        Some(c) => p.pipe_size_requested != "default" && p.pipe_size == Some(c),
+    });
+    for (m, p) in rows {
+        let n = &m.rusage.normalised;
+        if n.per == "GiB" {
+            let e = by.entry(p.chunk_size).or_default();
+            *e = (e.0 + (n.voluntary_cs + n.involuntary_cs) / (1u64 << 30) as f64, e.1 + 1.0);
+        }
+    }
+    by.into_iter().map(|(c, (sum, n))| (c, sum / n)).collect()
+}
+
 /// The largest capacity granted on request among `run`'s measured rows of `method` at
 /// `placement`.
 pub fn largest_capacity(run: &Run, method: Method, placement: Placement) -> Option<u64> {

@@ -8,7 +8,7 @@
 use super::Finding;
 use super::own::{Budget, Method, of_rows};
 use crate::trace::figures::Figures;
-use crate::trace::price::time_here;
+use crate::trace::price::{pipe_switches, time_here};
 use crate::trace::profile::{Op, Profile};
 use crate::units::format_secs as secs;
 use serde::Serialize;
@@ -21,6 +21,9 @@ pub enum Claim {
     Row(i32, usize, Op),
     /// One process's opens or stats naming one path.
     Path(i32, String, &'static str),
+    /// The context switches a pipe's ends made beyond a pipe's own
+    /// ([`crate::trace::price::pipe_switches`]).
+    Switches(usize),
 }
 
 /// Another way to change calls that a larger finding claimed first.
@@ -51,11 +54,14 @@ fn largest_first(found: &mut [Finding]) {
 fn claimed_time(claims: &[Claim], p: &Profile, f: &Figures) -> Option<f64> {
     let mut sum = 0.0;
     for c in claims {
-        let Claim::Row(pid, t, op) = c else {
-            return None;
+        sum += match c {
+            Claim::Row(pid, t, op) => {
+                let s = p.ops.get(&(*pid, *t, *op))?;
+                time_here(f, &p.targets[*t], *op, s, p.pipe_sizes.contains_key(t))?
+            }
+            Claim::Switches(t) => pipe_switches(p, f, *t)?.1,
+            Claim::Path(..) => return None,
         };
-        let s = p.ops.get(&(*pid, *t, *op))?;
-        sum += time_here(f, &p.targets[*t], *op, s, p.pipe_sizes.contains_key(t))?;
     }
     (!claims.is_empty()).then_some(sum)
 }
@@ -78,7 +84,7 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> V
             .iter()
             .filter_map(|c| match c {
                 Claim::Row(pid, t, op) => Some((*pid, *t, *op)),
-                Claim::Path(..) => None,
+                Claim::Path(..) | Claim::Switches(_) => None,
             })
             .collect();
         x.own_work = of_rows(&rows, x.kept, p, f, b.own);

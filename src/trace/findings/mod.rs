@@ -7,7 +7,7 @@ mod own;
 mod relays;
 
 use super::figures::Figures;
-use super::price::{comm_of, curve_for, fsync_price, is_fsync, pipe_relay, rows_of};
+use super::price::{comm_of, curve_for, fsync_price, is_fsync, pipe_relay, pipe_switches, rows_of};
 use super::profile::{Kind, Op, OpStats, Profile};
 use crate::sys::trace::calls::{Family, Syscall};
 use crate::units::{format_secs as secs, format_size, thousands};
@@ -418,12 +418,23 @@ impl Finder<'_> {
             let Some((time, calls)) = pipe_relay(p, f, pid, src, dst) else {
                 continue;
             };
+            // The switches its pipe's ends made beyond a pipe's own go with it.
+            let switched = pipe_switches(p, f, dst).filter(|s| s.0 >= 1.0);
+            let time = time.map(|t| t + switched.map_or(0.0, |s| s.1));
+            let switches = switched.map_or(String::new(), |(n, s)| {
+                format!(
+                    ", with the {} context switches its pipe's ends made beyond the pipe probe's for these bytes (≈{}, {} a switch)",
+                    thousands(n.round() as u64),
+                    secs(s),
+                    crate::units::format_ns(s / n * 1e9)
+                )
+            });
             self.push(
                 "pipe_relay",
                 pid,
                 format!("{} → {}", s_t.label(), d_t.label()),
                 format!(
-                    "{} only copies {} from {} into {} ({} calls): the process reading the pipe could read the file itself (`prog < {}` instead of `cat {} | prog`), and this process and its copy would go",
+                    "{} only copies {} from {} into {} ({} calls): the process reading the pipe could read the file itself (`prog < {}` instead of `cat {} | prog`), and this process and its copy would go{switches}",
                     comm_of(p, pid),
                     format_size(bytes),
                     s_t.label(),
@@ -433,7 +444,12 @@ impl Finder<'_> {
                     s_t.name
                 ),
                 (time, time.map(|_| 0.0), 0.0),
-                [self.data_rows(pid, src, true), self.data_rows(pid, dst, false)].concat(),
+                [
+                    self.data_rows(pid, src, true),
+                    self.data_rows(pid, dst, false),
+                    switched.map_or(vec![], |_| vec![Claim::Switches(dst)]),
+                ]
+                .concat(),
             );
         }
     }
@@ -525,6 +541,8 @@ impl Finder<'_> {
     }
 }
 
+#[cfg(test)]
+mod switch_tests;
 #[cfg(test)]
 mod sync_tests;
 #[cfg(test)]

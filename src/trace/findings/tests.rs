@@ -26,6 +26,8 @@ pub(super) fn figures() -> Figures {
         write: c(&[(4096, 4e9), (65536, 16e9), (1 << 20, 16e9)]),
         pipe: c(&[(4096, 2e9), (65536, 5e9)]),
         pipe_large: Some((1 << 20, c(&[(4096, 2e9), (65536, 8e9)]))),
+        pipe_switches: Curve::default(),
+        pipe_one_cpu: None,
         sockets: BTreeMap::new(),
         calls_ns: [
             ("null", 80.0),
@@ -39,6 +41,7 @@ pub(super) fn figures() -> Figures {
         .collect(),
         calls_ci: BTreeMap::new(),
         path_lookup: None,
+        switch_s: None,
         fsync_s: Some(100e-6),
         fsync_measured_at: None,
         copy_file_range: Some(5e9),

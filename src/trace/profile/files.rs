@@ -315,6 +315,46 @@ mod tests {
         assert_eq!(of_stats(&p, "?"), None);
     }
 
+    /// A task's context switches between its first timed call and its last go to its
+    /// process when it ends (the word wraps at 30 bits); processes all confined to one
+    /// CPU are on one CPU.
+    #[test]
+    fn switches_come_from_timed_calls_and_one_cpu_from_every_process() {
+        use crate::sys::trace::{Event, Memory, Timing};
+        let mut p = profile();
+        for (switches, second) in [((1 << 30) - 10, false), (5, true), (90, false)] {
+            p.add(&Event::Call {
+                tid: T,
+                call: Syscall::Lseek,
+                args: [3, 0, 0, 0, 0, 0],
+                ret: 1,
+                mem: Memory::default(),
+                timing: Some(Timing {
+                    ended_ns: 1_000,
+                    switches,
+                    second,
+                }),
+            });
+        }
+        p.add(&Event::Exit { tid: T });
+        assert_eq!(p.processes[&T].switches, 100);
+        for (cpus, one) in [
+            (["0", "0"], true),
+            (["0", "1"], false),
+            (["0-1", "0-1"], false),
+        ] {
+            for (i, c) in cpus.iter().enumerate() {
+                let mut q = super::super::Process::new(i as i32, "x".into());
+                q.cpus = Some(c.to_string());
+                p.processes.insert(i as i32, q);
+            }
+            p.processes.get_mut(&T).unwrap().cpus = None; // gone before it was read
+            assert_eq!(p.one_cpu(), one, "{cpus:?}");
+        }
+        p.processes.clear();
+        assert!(!p.one_cpu());
+    }
+
     /// A forked child's own calls may come before the parent's fork event (preload
     /// reads the child's ring first): the descriptor it opened itself stays its own
     /// when it then inherits its parent's table.

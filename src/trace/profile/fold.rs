@@ -56,9 +56,13 @@ impl Profile {
         if into == pid {
             return;
         }
-        let moved = self.processes.remove(&pid).map_or(0, |p| 1 + p.folded);
+        let (moved, switches) = self
+            .processes
+            .remove(&pid)
+            .map_or((0, 0), |p| (1 + p.folded, p.switches));
         if let Some(p) = self.processes.get_mut(&into) {
             p.folded += moved;
+            p.switches += switches;
         }
         let ops: Vec<_> = self
             .ops

@@ -33,6 +33,10 @@ use crate::sys::trace::{Event, Timing};
 impl Profile {
     /// After the last event: the note that says how many files were folded, if any.
     pub fn finish(&mut self) {
+        let tasks: Vec<i32> = self.switch_words.keys().copied().collect();
+        for tid in tasks {
+            self.switched(tid);
+        }
         if !self.uncopied.is_empty() {
             let calls = self.uncopied.iter().copied().collect::<Vec<_>>().join(", ");
             self.notes.insert(format!(
@@ -93,6 +97,7 @@ impl Profile {
             } => self.task(tid, parent, pid, comm.as_deref()),
             Event::Task { pid: None, .. } => {}
             Event::Exit { tid } => {
+                self.switched(tid);
                 let pid = self.tgid.remove(&tid);
                 self.last_read.remove(&tid);
                 self.ended_at.remove(&tid);
@@ -103,12 +108,32 @@ impl Profile {
         }
     }
 
+    /// Task `tid`'s context switches between its first timed call and its last, to
+    /// its process (the word is 30 bits wide, and wraps).
+    fn switched(&mut self, tid: i32) {
+        let Some((first, last)) = self.switch_words.remove(&tid) else {
+            return;
+        };
+        let n = u64::from(last.wrapping_sub(first) & ((1 << 30) - 1));
+        let pid = self.pid_of(tid);
+        if let Some(p) = self.processes.get_mut(&pid) {
+            p.switches += n;
+        }
+    }
+
     /// At a timed pair's second call, the interval from the first's end to its own,
     /// and whether the task was switched out in between (it waited, or another task
     /// ran). A first waits for its task's next call only.
     fn time(&mut self, tid: i32, t: Option<Timing>) -> Option<Interval> {
         if t.is_none() && self.ended_at.is_empty() {
             return None; // most calls: no pair open, none timed
+        }
+        if let Some(t) = t {
+            let w = self
+                .switch_words
+                .entry(tid)
+                .or_insert((t.switches, t.switches));
+            w.1 = t.switches;
         }
         let first = self.ended_at.remove(&tid);
         let t = t?;

@@ -193,6 +193,8 @@ impl Process {
             comm,
             execs: 0,
             folded: 0,
+            switches: 0,
+            cpus: None,
         }
     }
 
@@ -227,6 +229,14 @@ pub struct Process {
     /// window: see `profile/fold.rs`).
     #[serde(skip_serializing_if = "is_zero")]
     pub folded: u64,
+    /// Its tasks' context switches from their first timed call to their last (eBPF:
+    /// the switches word of timed calls; 0 where no call was timed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub switches: u64,
+    /// The CPUs it may run on (/proc's Cpus_allowed_list, "0-3"), read when it was
+    /// first seen; None where it was gone by then.
+    #[serde(skip)]
+    pub cpus: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -275,6 +285,9 @@ pub struct Profile {
     /// When each task's last timed call ended, and the interval to the call being
     /// taken in, which the first row it counts in keeps ([`OpStats::gaps`]).
     pub(super) ended_at: IntMap<i32, crate::sys::trace::Timing>,
+    /// Per task: its context switches word at its first timed call and its last,
+    /// added to its process's [`Process::switches`] when it ends.
+    pub(super) switch_words: IntMap<i32, (u32, u32)>,
     pub(super) interval: Option<Interval>,
     /// Per (pid, target): writes and bytes since the last fsync.
     pub(super) unsynced: IntMap<(i32, usize), (u64, u64)>,
@@ -312,6 +325,16 @@ impl Profile {
         self.read
             .get(&t)
             .map_or(0, |r| r.iter().map(|(a, b)| b - a).sum())
+    }
+
+    /// Whether every process seen whose CPUs are known may run on one and the same CPU
+    /// only (`taskset -c 0 prog`, a one-CPU cpuset): its pipes' ends then take turns.
+    pub fn one_cpu(&self) -> bool {
+        let mut known = self.processes.values().filter_map(|p| p.cpus.as_deref());
+        let Some(first) = known.next() else {
+            return false;
+        };
+        first.parse::<usize>().is_ok() && known.all(|c| c == first)
     }
 
     /// The path components that `pid`'s calls `of` a kind (stats, opens) on the target

@@ -36,7 +36,7 @@ impl Profile {
         self.tgid.insert(tid, pid);
         self.processes
             .entry(pid)
-            .or_insert_with(|| Process::new(pid, procfs::comm(pid).unwrap_or_else(|| "?".into())));
+            .or_insert_with(|| first_seen(pid, procfs::comm(pid).unwrap_or_else(|| "?".into())));
         pid
     }
 
@@ -245,7 +245,7 @@ impl Profile {
             // Seen in the kernel: the process may be gone from /proc by now.
             self.processes
                 .entry(tid)
-                .or_insert_with(|| Process::new(tid, c.to_string()));
+                .or_insert_with(|| first_seen(tid, c.to_string()));
             self.tgid.insert(tid, tid);
         }
         let pid = self.pid_of(tid);
@@ -312,6 +312,14 @@ impl Profile {
         let comm = comm.unwrap_or("?").to_string();
         self.processes
             .entry(pid)
-            .or_insert_with(|| Process::new(pid, comm));
+            .or_insert_with(|| first_seen(pid, comm));
+    }
+}
+
+/// Process `pid`, first seen, with the CPUs it may run on.
+fn first_seen(pid: i32, comm: String) -> Process {
+    Process {
+        cpus: procfs::status_text(Some(pid), "Cpus_allowed_list:"),
+        ..Process::new(pid, comm)
     }
 }
