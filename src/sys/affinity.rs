@@ -19,6 +19,18 @@ pub fn allow_only(cpus: &[usize]) -> SysResult<()> {
     super::os::set_affinity(cpus)
 }
 
+/// The CPU the calling thread runs on now, where the OS says (Linux); else the first
+/// it may run on.
+pub fn current_cpu() -> SysResult<usize> {
+    #[cfg(target_os = "linux")]
+    return Ok(rustix::thread::sched_getcpu());
+    #[cfg(not(target_os = "linux"))]
+    return allowed_cpus()?
+        .first()
+        .copied()
+        .ok_or(super::calls::SysError::missing("sched_getcpu"));
+}
+
 /// Whether threads can be pinned here: re-applying the current set must work (it does
 /// wherever the OS has affinity). The reason when not.
 pub fn pinning() -> Result<(), String> {

@@ -157,9 +157,9 @@ pub fn stat_at_size<Fd: AsFd>(dir: Fd, name: &CStr) -> SysResult<i64> {
     .map(|s| s.st_size)
 }
 
-/// A directory opened to name files in (O_PATH: for the *at calls only).
+/// A directory opened to name files in (for the *at calls).
 pub fn open_dir(path: &CStr) -> SysResult<OwnedFd> {
-    open(path, OFlags::PATH | OFlags::DIRECTORY, 0)
+    open(path, OFlags::RDONLY | OFlags::DIRECTORY, 0)
 }
 
 /// Writes all of `buf` at `offset`, retrying short writes; fails on a zero-byte write.

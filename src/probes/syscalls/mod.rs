@@ -520,6 +520,7 @@ impl Probe for Syscalls {
         let dir = calls::open_dir(&calls::c_path(path.parent().unwrap_or(&path))?)?;
         let file_name = calls::c_path(path.file_name().map_or(path.as_ref(), std::path::Path::new))?;
         let mut plan = Plan::new(Unit::NsPerOp);
+        let pinning = crate::sys::affinity::pinning();
         for &case in &self.opts.cases {
             let params = Params {
                 io_size: io as u64,
@@ -530,6 +531,9 @@ impl Probe for Syscalls {
             if case == Case::NullVectorDirty && !vector::can_set() {
                 let why = "no AVX here: there is no upper vector state to leave dirty";
                 plan.unsupported(case.name().to_string(), params, why.into());
+            } else if let (Case::SwitchRoundTrip, Err(e)) = (case, &pinning) {
+                let why = format!("its two processes must share one CPU, and threads cannot be pinned here ({e})");
+                plan.unsupported(case.name().to_string(), params, why);
             } else {
                 plan.ready(case.name().to_string(), params, case);
             }

@@ -44,7 +44,7 @@ impl RoundTrip {
         let (out_r, out) = pipes::pipe()?;
         let (back, back_w) = pipes::pipe()?;
         let allowed = affinity::allowed_cpus()?;
-        affinity::pin_to(rustix::thread::sched_getcpu())?;
+        affinity::pin_to(affinity::current_cpu()?)?;
         let mut rt = RoundTrip {
             out: None,
             back,
