@@ -249,25 +249,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn finding(t: f64, bt: f64, own: OwnWork) -> Finding {
+        let what = "app reads /f in small reads".into();
+        let who = ("small_requests", 1, "app".into(), "/f".into());
+        let x = Finding::unsettled(who, what, (Some(t), Some(bt), 0.01));
         Finding {
-            kind: "small_requests",
-            pid: 1,
-            process: "app".into(),
-            target: "/f".into(),
-            text: String::new(),
-            time_s: Some(t),
-            better_s: Some(bt),
-            saving_s: None,
-            share: None,
-            matters: false,
-            saving_per_s: None,
-            saving_low_s: None,
-            saving_high_s: None,
             own_work: Some(own),
-            alternatives: Vec::new(),
-            kept: 0.01,
-            what: "app reads /f in small reads".into(),
-            claims: Vec::new(),
+            ..x
         }
     }
 

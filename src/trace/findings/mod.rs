@@ -58,6 +58,38 @@ pub struct Finding {
     pub claims: Vec<Claim>,
 }
 
+impl Finding {
+    /// A rule's finding before [`claims::settle`]: (kind, pid, process, target), the
+    /// sentence without its price, and (time now, time done its way, share of the
+    /// calls kept); no claims yet.
+    pub(super) fn unsettled(
+        (kind, pid, process, target): (&'static str, i32, String, String),
+        what: String,
+        (time, better, kept): (Option<f64>, Option<f64>, f64),
+    ) -> Finding {
+        Finding {
+            kind,
+            pid,
+            process,
+            target,
+            text: String::new(),
+            time_s: time,
+            better_s: better,
+            saving_s: None,
+            share: None,
+            matters: false,
+            saving_per_s: None,
+            saving_low_s: None,
+            saving_high_s: None,
+            own_work: None,
+            alternatives: Vec::new(),
+            kept,
+            what,
+            claims: Vec::new(),
+        }
+    }
+}
+
 /// Every finding of `p`, largest saving first, each call claimed by one finding only.
 /// `budget` is the run's work here (seconds), which savings are compared with, and
 /// what prices the program's own work per call ([`own`]). One rule per method of
@@ -135,26 +167,9 @@ impl Finder<'_> {
         (time, better, kept): (Option<f64>, Option<f64>, f64),
         claims: Vec<Claim>,
     ) {
-        self.out.push(Finding {
-            kind,
-            pid,
-            process: comm_of(self.p, pid),
-            target,
-            text: String::new(),
-            time_s: time,
-            better_s: better,
-            saving_s: None,
-            share: None,
-            matters: false,
-            saving_per_s: None,
-            saving_low_s: None,
-            saving_high_s: None,
-            own_work: None,
-            alternatives: Vec::new(),
-            kept,
-            what,
-            claims,
-        });
+        let process = comm_of(self.p, pid);
+        let x = Finding::unsettled((kind, pid, process, target), what, (time, better, kept));
+        self.out.push(Finding { claims, ..x });
     }
 
     /// The data rows of `pid` on `t` in one direction, as claims.
