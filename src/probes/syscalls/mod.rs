@@ -281,6 +281,31 @@ impl Syscalls {
     pub fn new(opts: Options) -> Self {
         Syscalls { opts }
     }
+
+    /// The cases as rows: each with its params (the components of `path`, the file's,
+    /// where it names one), or unsupported here with the reason.
+    fn plan(&self, io: u64, path: &[u8]) -> Plan<Params, Case> {
+        let mut plan = Plan::new(Unit::NsPerOp);
+        let pinning = crate::sys::affinity::pinning();
+        for &case in &self.opts.cases {
+            let params = Params {
+                io_size: io,
+                file_size: io,
+                vector_state: None,
+                path_components: case.path_components(path),
+            };
+            if case == Case::NullVectorDirty && !vector::can_set() {
+                let why = "no AVX here: there is no upper vector state to leave dirty";
+                plan.unsupported(case.name().to_string(), params, why.into());
+            } else if let (Case::SwitchRoundTrip, Err(e)) = (case, &pinning) {
+                let why = format!("its two processes must share one CPU, and threads cannot be pinned here ({e})");
+                plan.unsupported(case.name().to_string(), params, why);
+            } else {
+                plan.ready(case.name().to_string(), params, case);
+            }
+        }
+        plan
+    }
 }
 
 struct CaseRun<'a> {
@@ -519,25 +544,7 @@ impl Probe for Syscalls {
         let cpath = calls::c_path(&path)?;
         let dir = calls::open_dir(&calls::c_path(path.parent().unwrap_or(&path))?)?;
         let file_name = calls::c_path(path.file_name().map_or(path.as_ref(), std::path::Path::new))?;
-        let mut plan = Plan::new(Unit::NsPerOp);
-        let pinning = crate::sys::affinity::pinning();
-        for &case in &self.opts.cases {
-            let params = Params {
-                io_size: io as u64,
-                file_size: io as u64,
-                vector_state: None,
-                path_components: case.path_components(cpath.as_bytes()),
-            };
-            if case == Case::NullVectorDirty && !vector::can_set() {
-                let why = "no AVX here: there is no upper vector state to leave dirty";
-                plan.unsupported(case.name().to_string(), params, why.into());
-            } else if let (Case::SwitchRoundTrip, Err(e)) = (case, &pinning) {
-                let why = format!("its two processes must share one CPU, and threads cannot be pinned here ({e})");
-                plan.unsupported(case.name().to_string(), params, why);
-            } else {
-                plan.ready(case.name().to_string(), params, case);
-            }
-        }
+        let plan = self.plan(io as u64, cpath.as_bytes());
         let name = Kind.name();
         let mut out = ctx.run_plan_each(name, plan, |_, params, case| {
             let map = match case {

@@ -557,6 +557,8 @@ impl Finder<'_> {
 }
 
 #[cfg(test)]
+mod path_tests;
+#[cfg(test)]
 mod switch_tests;
 #[cfg(test)]
 mod sync_tests;
