@@ -218,12 +218,13 @@ impl Figures {
         }
         let same = Placement::Same;
         let one = Curve(pipe::curve(r, method, same, None));
-        if placement != same && !one.0.is_empty() {
-            let switches = Curve(pipe::switch_curve(r, method, same, None));
-            let large = pipe::largest_capacity(r, method, same)
-                .map(|cap| (cap, Curve(pipe::curve(r, method, same, Some(cap)))));
-            self.pipe_one_cpu = Some((one, switches, large));
+        if placement == same || one.is_empty() {
+            return;
         }
+        let switches = Curve(pipe::switch_curve(r, method, same, None));
+        let large = pipe::largest_capacity(r, method, same)
+            .map(|cap| (cap, Curve(pipe::curve(r, method, same, Some(cap)))));
+        self.pipe_one_cpu = Some((one, switches, large));
     }
 
     /// These figures for a program whose processes all ran on one CPU: pipes priced on

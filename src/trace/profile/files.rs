@@ -33,14 +33,13 @@ impl Profile {
             ok,
             ..
         } = c;
-        let path_arg = a[sys.path_arg().unwrap_or(1)];
-        let components = self
-            .mem
-            .string(path_arg)
-            .map(|p| path_components(p.as_bytes()));
+        // The path as the program spelt it, read once: its components, and where
+        // /proc has no link (eBPF, or the open failed) its name.
+        let spelled = self.mem.string(a[sys.path_arg().unwrap_or(1)]);
+        let components = spelled.as_deref().map(|p| path_components(p.as_bytes()));
         if ok {
             let fd = ret as i32;
-            let Some(name_now) = self.opened(pid, sys, a, fd) else {
+            let Some(name_now) = self.opened(pid, (sys, a, spelled), fd) else {
                 return;
             };
             let t = self.target(&name_now);
@@ -53,7 +52,7 @@ impl Profile {
             s.calls += 1;
             s.looked_up(components);
         } else {
-            let path = self.mem.string(path_arg).unwrap_or_else(|| "?".into());
+            let path = spelled.unwrap_or_else(|| "?".into());
             let t = self.target(&path);
             let s = self.op(pid, t, name);
             s.calls += 1;
@@ -66,11 +65,11 @@ impl Profile {
     /// read a little later, when the descriptor may be closed or reused: the path the
     /// call named says, made absolute from its directory descriptor or the process's
     /// working directory.
+    /// `spelled`: the path the call named, as read from its memory.
     pub(super) fn opened(
         &mut self,
         pid: i32,
-        sys: Syscall,
-        a: [u64; 6],
+        (sys, a, spelled): (Syscall, [u64; 6], Option<String>),
         fd: i32,
     ) -> Option<String> {
         let link = |fd: String| read_link(format!("/proc/{pid}/{fd}"));
@@ -79,7 +78,7 @@ impl Profile {
         if self.ptrace || matches!(self.mem, Memory::Live(_)) {
             return link(format!("fd/{fd}"));
         }
-        let path = self.mem.string(a[sys.path_arg().unwrap_or(1)])?;
+        let path = spelled?;
         // The name /proc would give: symbolic links resolved, while the file is there.
         let real = |p: std::path::PathBuf| {
             std::fs::canonicalize(&p).map_or_else(|_| normal(&p), |c| c.display().to_string())
