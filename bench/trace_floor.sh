@@ -7,6 +7,8 @@
 # through a BTF-typed tracepoint's pointer for the copy). Medians of ROUNDS runs per level,
 # interleaved. Beside them, ioprobe's own program: `ioprobe trace --tracer ebpf` of
 # the same loop (bench/c/trace_loop.c; 2N minus N calls, so the fixed cost cancels).
+# Level 9 writes the record into its CPU's own ring (an mmapable array that a thread
+# empties) with a ticket from a counter all CPUs share, ioprobe's way since 30 Nov 2026.
 # Levels 6 and 7 time every call (the call's end, the task's context switches), as
 # ioprobe did first for the program's own work between calls; ioprobe times a sample
 # of pairs instead (one call in about 40 and the call after it).
@@ -30,7 +32,7 @@ store="$work/store.db"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now() { date +%s%N; }
 for r in $(seq "$ROUNDS"); do
-    for level in 0 1 2 3 4 5 6 7 8; do
+    for level in 0 1 2 3 4 5 6 7 8 9; do
         "$work/floor" "$level" "$N" > "$work/out"
         read -r _ bare traced < "$work/out"
         echo "$bare" >> "$work/bare"
@@ -62,8 +64,9 @@ prev=$bare
 names=("nothing" "+ traced-tree lookup (hash map)" "+ ring record (80 B)" "+ registers' copy (72 B)"
     "the same, a bitmap looked up inline for the hash" "the same, registers read through the typed pointer"
     "+ the call's end (bpf_ktime_get_ns)" "+ the task's context switches (task pointer, 2 loads)"
-    "level 5 with the record in a per-CPU array slot, no ring")
-for level in 0 1 2 3 4 5 6 7 8; do
+    "level 5 with the record in a per-CPU array slot, no ring"
+    "level 5 with the record in its CPU's own ring, a shared ticket (ioprobe since 30 Nov 2026)")
+for level in 0 1 2 3 4 5 6 7 8 9; do
     t=$(median < "$work/l$level")
     awk -v n="${names[$level]}" -v t="$t" -v b="$bare" -v p="$prev" \
         'BEGIN { printf "| %s | %.1f | %+.1f | %+.1f |\n", n, t, t - b, t - p }'

@@ -7,6 +7,7 @@ mod copy;
 mod cp;
 mod cp_gnu;
 mod decided;
+mod ebpf;
 mod examples;
 mod filesystems;
 mod fuzz_regressions;

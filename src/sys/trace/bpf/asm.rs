@@ -34,6 +34,7 @@ pub(super) const JSGT: u8 = 0x60;
 pub(super) const JLE: u8 = 0xb0;
 
 pub(super) const ADD: u8 = 0x00;
+pub(super) const SUB: u8 = 0x10;
 pub(super) const OR: u8 = 0x40;
 pub(super) const AND: u8 = 0x50;
 pub(super) const LSH: u8 = 0x60;
@@ -52,12 +53,13 @@ pub(super) const UNDER_CGROUP: i32 = 37;
 pub(super) const READ_USER: i32 = 112;
 pub(super) const READ_KERNEL: i32 = 113;
 pub(super) const READ_USER_STR: i32 = 114;
+pub(super) const CPU: i32 = 8;
+pub(super) const OUTPUT: i32 = 130;
 pub(super) const RESERVE: i32 = 131;
 pub(super) const SUBMIT: i32 = 132;
-/// bpf_ringbuf_submit's flags: wake no reader (calls: ioprobe reads on its own
-/// clock), or wake it now (a new task or program, whose descriptors and working
-/// directory ioprobe looks at while they are still there).
-pub(super) const NO_WAKEUP: i32 = 1;
+/// bpf_ringbuf_submit's and bpf_ringbuf_output's flag waking the reader now (a new
+/// task or program, whose descriptors and working directory ioprobe looks at while
+/// they are still there; a CPU's ring a quarter fuller).
 pub(super) const WAKE_NOW: i32 = 2;
 
 #[derive(Default)]
@@ -96,6 +98,21 @@ impl Asm {
     /// lock *(u64 *)(dst + off) op= src, for op [`OR`], [`AND`] or [`ADD`] (no fetch).
     pub(super) fn atomic(&mut self, op: u8, dst: u8, off: i16, src: u8) {
         self.op(0x03 | 0xc0 | DW, dst, src, off, i32::from(op));
+    }
+    /// src = atomically (fetch and add): *(u64 *)(dst + off), which becomes it plus
+    /// src; fully ordered.
+    pub(super) fn fetch_add(&mut self, dst: u8, off: i16, src: u8) {
+        self.op(0x03 | 0xc0 | DW, dst, src, off, i32::from(ADD) | 0x01);
+    }
+    /// *(u64 *)(dst + off) = src, seen by another CPU after every store before it
+    /// (a release): a plain store where the JIT keeps stores in order (x86-64), an
+    /// exchange (fully ordered; src becomes the old value) elsewhere.
+    pub(super) fn publish(&mut self, dst: u8, off: i16, src: u8) {
+        if cfg!(target_arch = "x86_64") {
+            self.stx(DW, dst, off, src);
+        } else {
+            self.op(0x03 | 0xc0 | DW, dst, src, off, 0xe0 | 0x01);
+        }
     }
     /// dst = *(size *)(src + off)
     pub(super) fn ldx(&mut self, size: u8, dst: u8, src: u8, off: i16) {

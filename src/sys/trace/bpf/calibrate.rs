@@ -7,12 +7,12 @@
 
 use super::super::Calibration as Cost;
 use super::kernel::map_update;
-use super::ring::Ring;
+use super::ring::{CpuRings, Ring, Rings};
 use super::{AT, Loaded, Scope, TRACED};
 use std::io::{self, Seek, SeekFrom};
 
-/// Calls per timed block: about 0.3 ms untraced here, and records (88 bytes each)
-/// well inside the ring.
+/// Calls per timed block: about 0.3 ms untraced here, and records (96 bytes each)
+/// well inside a CPU's ring.
 const BLOCK: u64 = 2_000;
 
 /// About `calls` traced calls (at least 8 blocks), and half as many before and after
@@ -47,7 +47,10 @@ pub fn cost(calls: u64) -> io::Result<Cost> {
     map_update(&maps.live, &word, &(1u64 << (2 * (tid & 31))).to_ne_bytes())?;
     // Read by another thread as a trace's reader does: the ring's lines go to that
     // thread's cache and come back at the next lap, which each call pays for.
-    let drain = Drain(Ring::map(maps.ring, maps.ring_size)?);
+    let drain = Drain(Rings::new(
+        Ring::map(maps.ring, maps.ring_size)?,
+        CpuRings::map(maps.rings, maps.cpus, maps.cpu_ring)?,
+    ));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reader = {
         let stop = stop.clone();
@@ -76,21 +79,21 @@ pub fn cost(calls: u64) -> io::Result<Cost> {
     })
 }
 
-/// The ring, emptied by a thread of its own.
-struct Drain(Ring);
+/// The rings, emptied by a thread of its own.
+struct Drain(Rings);
 
-// SAFETY: the ring's mappings belong to the Drain alone, which its thread owns.
+// SAFETY: the rings' mappings belong to the Drain alone, which its thread owns.
 unsafe impl Send for Drain {}
 
 impl Drain {
     /// Empties the ring every 0.2 ms until `stop`, then once more: the records read,
     /// and the intervals of the timed pairs among them (ns) where no switch came between.
-    fn until(self, stop: &std::sync::atomic::AtomicBool) -> (u64, Vec<f64>) {
+    fn until(mut self, stop: &std::sync::atomic::AtomicBool) -> (u64, Vec<f64>) {
         let (mut records, mut pairs) = (0, Vec::new());
         let mut first: Option<super::super::Timing> = None;
         loop {
             let last = stop.load(std::sync::atomic::Ordering::Relaxed);
-            self.0.drain(|r| {
+            self.0.drain(last, |r| {
                 records += 1;
                 let at = |i: usize| {
                     r.get(i..i + 4)

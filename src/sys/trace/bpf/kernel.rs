@@ -2,6 +2,7 @@
 
 use super::super::ptrace::os;
 use super::asm::Insn;
+use super::{ATTACH_RING, NUMBERS, RING, Scope, TASK_RING, TASKS, live_words};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -177,14 +178,48 @@ pub(super) struct Maps {
     pub(super) wanted: OwnedFd,
     /// One counter: records the ring had no room for, tasks the tree could not hold.
     pub(super) lost: OwnedFd,
+    /// The ring buffer of task records (forks, execs, exits), which wakes ioprobe, and
+    /// of the bells `sys_exit` rings when a quarter of its CPU's ring has filled.
     pub(super) ring: OwnedFd,
+    /// Each CPU's ring of call records: an mmapable array, one element per possible
+    /// CPU ([`CpuRings`](super::ring::CpuRings) lays them out), written by `sys_exit`
+    /// alone on that CPU (a program never runs twice at once on one CPU), so it takes
+    /// no lock.
+    pub(super) rings: OwnedFd,
+    /// One counter, the records' order across CPUs: each record takes the next
+    /// number (an atomic fetch-and-add) and ioprobe reads them in that order.
+    pub(super) ticket: OwnedFd,
+    /// Possible CPUs (elements of `rings`), and each one's ring's data size in bytes
+    /// (a power of two).
+    pub(super) cpus: u32,
+    pub(super) cpu_ring: u32,
     /// Attached to processes: their ids (TGIDs), every task of which is traced.
     pub(super) pids: Option<OwnedFd>,
     /// Attached to a cgroup: a cgroup array holding it at index 0 (its tasks, and
     /// those of the cgroups below it, are traced).
     pub(super) cgroup: Option<OwnedFd>,
-    /// The ring's size in bytes (a power of two).
+    /// The task ring's size in bytes (a power of two).
     pub(super) ring_size: u32,
+}
+
+/// The kernel's possible CPUs (`bpf_get_smp_processor_id` is below their count):
+/// one more than the highest in `/sys/devices/system/cpu/possible` ("0-15", "0,2-3").
+pub(super) fn possible_cpus() -> io::Result<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .map_err(os("reading /sys/devices/system/cpu/possible"))?;
+    cpus_in(&text).ok_or_else(|| {
+        io::Error::other(format!(
+            "/sys/devices/system/cpu/possible reads {:?}, not a CPU list",
+            text.trim()
+        ))
+    })
+}
+
+/// The count of CPUs a CPU list spans (its highest plus one).
+pub(super) fn cpus_in(list: &str) -> Option<u32> {
+    let last = list.trim().rsplit(',').next()?;
+    let high = last.rsplit('-').next()?.parse::<u32>().ok()?;
+    high.checked_add(1).filter(|&n| n <= 1 << 16)
 }
 
 /// Byte offsets of `pid` and `tgid` in the running kernel's `struct task_struct`.
@@ -367,6 +402,62 @@ impl Drop for Btf {
     }
 }
 
+/// A CPU's ring's data size for `scope`, with `cpus` possible CPUs: [`RING`] (or
+/// [`ATTACH_RING`]) up to four CPUs, then four times that over their count (a power of
+/// two), at least 256 KiB, and 64 MiB in all at most (a guest with room for many CPUs
+/// hot-plugged has an element for each), with 64 KiB each at least.
+fn cpu_ring_size(scope: Scope, cpus: u32) -> u32 {
+    let full = match scope {
+        Scope::Command => RING,
+        Scope::Pids(_) | Scope::Cgroup(_) => ATTACH_RING,
+    };
+    let cpus = cpus.max(1);
+    let share = (u64::from(full) * 4 / u64::from(cpus)) as u32;
+    let mut size = (1u32 << (31 - share.max(1).leading_zeros())).clamp(256 << 10, full);
+    while u64::from(size) * u64::from(cpus) > 64 << 20 && size > 64 << 10 {
+        size /= 2;
+    }
+    size
+}
+
+/// The maps the programs share, and the scope's own (the processes or the cgroup
+/// attached to).
+pub(super) fn make_maps(scope: Scope) -> io::Result<Maps> {
+    const HASH: u32 = 1;
+    const ARRAY: u32 = 2;
+    const CGROUP_ARRAY: u32 = 8;
+    const RINGBUF: u32 = 27;
+    // The tree is small and changes at forks and execs only: allocated as it grows.
+    const NO_PREALLOC: u32 = 1;
+    const MMAPABLE: u32 = 1 << 10;
+    let cpus = possible_cpus()?;
+    let cpu_ring = cpu_ring_size(scope, cpus);
+    let mut maps = Maps {
+        tasks: map_create(HASH, 4, 4, TASKS, NO_PREALLOC)?,
+        live: map_create(ARRAY, 4, 8, live_words(), 0)?,
+        wanted: map_create(ARRAY, 4, 4, NUMBERS, 0)?,
+        lost: map_create(ARRAY, 4, 8, 1, 0)?,
+        ring: map_create(RINGBUF, 0, 0, TASK_RING, 0)?,
+        ring_size: TASK_RING,
+        rings: map_create(ARRAY, 4, super::ring::element(cpu_ring), cpus, MMAPABLE)?,
+        ticket: map_create(ARRAY, 4, 8, 1, 0)?,
+        cpus,
+        cpu_ring,
+        pids: None,
+        cgroup: None,
+    };
+    // An attach's processes or cgroup are put in their map when it begins
+    // ([`Loaded::attach`]): until then the programs see nothing.
+    match scope {
+        Scope::Command => {}
+        Scope::Pids(pids) => {
+            maps.pids = Some(map_create(HASH, 4, 4, pids.len().max(1) as u32, 0)?);
+        }
+        Scope::Cgroup(_) => maps.cgroup = Some(map_create(CGROUP_ARRAY, 4, 4, 1, 0)?),
+    }
+    Ok(maps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,5 +477,25 @@ mod tests {
         assert!(task.members.iter().any(|(n, _)| *n == "tgid"));
         let tp = found[1].as_ref().expect("btf_trace_sys_exit");
         assert!(tp.members.is_empty() && tp.id > 0 && tp.id != task.id);
+    }
+
+    #[test]
+    fn each_cpus_ring_is_smaller_where_there_are_many() {
+        let mb = |n: u32| n << 20;
+        assert_eq!(cpu_ring_size(Scope::Command, 2), mb(4));
+        assert_eq!(cpu_ring_size(Scope::Command, 4), mb(4));
+        assert_eq!(cpu_ring_size(Scope::Command, 16), mb(1));
+        assert_eq!(cpu_ring_size(Scope::Command, 64), 256 << 10);
+        assert_eq!(cpu_ring_size(Scope::Command, 1024), 64 << 10);
+        assert_eq!(cpu_ring_size(Scope::Command, 0), mb(4));
+        assert_eq!(cpu_ring_size(Scope::Pids(&[1]), 2), mb(8));
+    }
+
+    #[test]
+    fn possible_cpus_are_counted_from_their_list() {
+        assert_eq!(cpus_in("0-15\n"), Some(16));
+        assert_eq!(cpus_in("0\n"), Some(1));
+        assert_eq!(cpus_in("0,2-3"), Some(4));
+        assert_eq!(cpus_in("junk"), None);
     }
 }

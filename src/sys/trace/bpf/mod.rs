@@ -3,7 +3,7 @@
 //! and loaded with bpf(2) (no compiler, no BPF toolchain), watch it from the kernel:
 //!
 //! - `sys_exit` (typed by BTF, `tp_btf`): for a task of the traced tree and a traced
-//!   call, one record goes to a ring buffer: the call's number and arguments (still in
+//!   call, one record goes to its CPU's own ring: the call's number and arguments (still in
 //!   the saved user registers at exit), its result, and the memory its profile reads
 //!   (its path, iovec array, msghdr or io_uring parameters), copied there and then; a
 //!   sample of pairs of calls (about one in 45 and its task's next call) also carry
@@ -11,20 +11,26 @@
 //!   between calls;
 //! - `sched_process_fork`, `sched_process_exec`, `sched_process_exit`: the traced tree
 //!   is a map in the kernel, so a new task is traced from its first call (the command
-//!   itself from its exec: until then it is ioprobe's child waiting on a pipe).
+//!   itself from its exec: until then it is ioprobe's child waiting on a pipe); their
+//!   records go to a ring buffer, which wakes ioprobe.
 //!
-//! ioprobe reads the ring every few milliseconds, or when a program starts or each
-//! quarter of the ring fills, so the command's calls cost it one bit looked up inline
-//! (the `live` bitmap, whose second bit per task marks a timed pair), its saved registers
-//! read through the tracepoint's typed pointer (no helper call), and a record each. A
-//! record the ring had no room for is counted ([`Ebpf::lost`]) and said, never
+//! Each record takes a ticket from one counter, and ioprobe reads the task ring and
+//! the CPUs' rings as one stream in ticket order (a task moving between CPUs keeps its
+//! calls' order), every few milliseconds, or when a program starts or a quarter of a
+//! CPU's ring fills. The command's calls cost it one bit looked up inline (the `live`
+//! bitmap, whose second bit per task marks a timed pair), its saved registers read
+//! through the tracepoint's typed pointer (no helper call), a ticket, and a record
+//! written without a lock or a helper call (only `sys_exit` writes a CPU's ring, and a
+//! program never runs twice at once on one CPU). A record a ring had no room for is
+//! counted ([`Ebpf::lost`]) and said, never
 //! silently dropped. Needs root (or CAP_BPF with CAP_PERFMON) and BTF
 //! (`/sys/kernel/btf/vmlinux`) for five offsets (`task_struct`'s `pid`, `tgid`,
 //! `nvcsw` and `nivcsw`, `linux_binprm`'s `buf`) and the typed `sys_exit` tracepoint's
 //! id. `calibrate.rs` measures what tracing puts in a timed pair's interval here.
 //!
-//! `asm.rs` is the assembler, `programs.rs` the four programs, `kernel.rs` bpf(2),
-//! the maps and BTF, `ring.rs` the ring buffer read from user space.
+//! `asm.rs` is the assembler, `programs.rs` the four programs, `records.rs` how a
+//! record goes into a ring, `kernel.rs` bpf(2),
+//! the maps and BTF, `ring.rs` the rings read from user space in ticket order.
 
 mod asm;
 mod attach;
@@ -32,6 +38,7 @@ mod calibrate;
 mod kernel;
 mod programs;
 mod reader;
+mod records;
 mod ring;
 
 pub use calibrate::cost;
@@ -43,7 +50,7 @@ use attach::Attached;
 use kernel::*;
 use programs::{exec, exit, fork, sys_exit};
 use reader::Reader;
-use ring::Ring;
+use ring::{CpuRings, Ring, Rings};
 use std::collections::{HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -69,22 +76,26 @@ pub(super) const DATA: i16 = 80;
 pub(super) const DATA_LEN: i32 = 512;
 pub(super) const MSG: i16 = 592;
 pub(super) const BIG: i32 = 648;
-/// The ring buffer's size: 47,600 calls of 88-byte records, 6,400 with a path. The
-/// reader thread empties it every [`READ_EVERY_MS`], and each quarter filled wakes it
-/// at once: at the fastest traced rate measured here (1.5 million calls a second, `dd
-/// bs=512`) a quarter is 8 ms. 2 MiB (until 29 Nov 2026) lost 2,897 of the 19,400 calls
-/// of 30 `dd bs=512` runs of 100 KB (a shell loop, 2.4 MB of records in 100 ms, paths
-/// included) in CI, beside an `ioprobe run` measuring: the reader had no CPU for the
-/// whole burst. 4 MiB holds such a burst whole; `trace -- true` took 23.7 ms against
-/// 23.5 with 2 MiB (30 interleaved runs), where 8 MiB cost a short command 2 ms more
-/// (the kernel allocates, maps and unmaps every page of the ring).
+/// A CPU's ring of call records: 43,600 calls of 96-byte records, 6,300 with a
+/// path. The reader thread empties the rings every [`READ_EVERY_MS`], and each quarter
+/// of a ring filled wakes it at once: at the fastest traced rate measured here (1.5
+/// million calls a second, `dd bs=512`) a quarter is 8 ms. One ring of 2 MiB (until
+/// 29 Nov 2026) lost 2,897 of the 19,400 calls of 30 `dd bs=512` runs of 100 KB (a
+/// shell loop, 2.4 MB of records in 100 ms, paths included) in CI, beside an
+/// `ioprobe run` measuring: the reader had no CPU for the whole burst. 4 MiB holds such
+/// a burst whole, on the one CPU a single-threaded burst runs on. Beyond four CPUs each
+/// CPU's ring is smaller (16 MiB in all up to 64 CPUs), where the reader has CPUs to
+/// run on.
 pub(super) const RING: u32 = 4 << 20;
-/// An attach's ring: 95,000 calls, about 33 ms of two 1-byte `/dev/zero` readers
-/// here. An attach has no short command's start to save, and the running processes
-/// may make calls faster than the profile takes them for a while: the ring holds the
-/// backlog the reader's queue has no room for (2 MiB lost 0.03% of 176 million calls
-/// in 60 s of two such readers).
+/// An attach's rings: 95,000 calls a CPU, about 33 ms of two 1-byte `/dev/zero`
+/// readers here. An attach has no short command's start to save, and the running
+/// processes may make calls faster than the profile takes them for a while: the rings
+/// hold the backlog the reader's queue has no room for (2 MiB lost 0.03% of 176
+/// million calls in 60 s of two such readers).
 pub(super) const ATTACH_RING: u32 = 8 << 20;
+/// The task ring: forks, execs and exits (88 bytes each), and the bells of the CPUs'
+/// rings (16): 2,900 tasks between two reads, each of which wakes the reader.
+pub(super) const TASK_RING: u32 = 256 << 10;
 /// Tasks of the traced tree alive at once, and calls in flight.
 pub(super) const TASKS: u32 = 16384;
 /// Syscall numbers looked up (both architectures number theirs below 512).
@@ -122,10 +133,10 @@ fn wanted_value(p: Pointee) -> u32 {
     1 | (kind << 1) | ((arg as u32) << 4)
 }
 
-/// The command and the programs watching it. A reader thread empties the ring as it
-/// fills, turning records into events at once (and looking at a new program's
-/// descriptors and working directory then, while they are there), so that the ring
-/// never waits on the profile.
+/// The command and the programs watching it. A reader thread empties the rings as
+/// they fill, turning records into events at once (and looking at a new program's
+/// descriptors and working directory then, while they are there), so that the rings
+/// never wait on the profile.
 pub struct Ebpf {
     main: i32,
     ended: Option<Ended>,
@@ -142,7 +153,7 @@ pub struct Ebpf {
     /// The reader's batch being handed out, and those it has sent since.
     batch: std::vec::IntoIter<Event>,
     events: std::sync::mpsc::Receiver<Vec<Event>>,
-    /// An eventfd: written, the reader empties the ring once more and ends.
+    /// An eventfd: written, the reader empties the rings once more and ends.
     stop: std::sync::Arc<OwnedFd>,
     stopping: bool,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -167,45 +178,6 @@ pub enum Scope<'a> {
 pub struct Loaded {
     maps: Maps,
     links: Vec<(OwnedFd, OwnedFd)>,
-}
-
-/// The ring's size for `scope`.
-fn ring_size(scope: Scope) -> u32 {
-    match scope {
-        Scope::Command => RING,
-        Scope::Pids(_) | Scope::Cgroup(_) => ATTACH_RING,
-    }
-}
-
-/// The maps the programs share, and the scope's own (the processes or the cgroup
-/// attached to).
-fn make_maps(scope: Scope) -> io::Result<Maps> {
-    const HASH: u32 = 1;
-    const ARRAY: u32 = 2;
-    const CGROUP_ARRAY: u32 = 8;
-    const RINGBUF: u32 = 27;
-    // The tree is small and changes at forks and execs only: allocated as it grows.
-    const NO_PREALLOC: u32 = 1;
-    let mut maps = Maps {
-        tasks: map_create(HASH, 4, 4, TASKS, NO_PREALLOC)?,
-        live: map_create(ARRAY, 4, 8, live_words(), 0)?,
-        wanted: map_create(ARRAY, 4, 4, NUMBERS, 0)?,
-        lost: map_create(ARRAY, 4, 8, 1, 0)?,
-        ring: map_create(RINGBUF, 0, 0, ring_size(scope), 0)?,
-        ring_size: ring_size(scope),
-        pids: None,
-        cgroup: None,
-    };
-    // An attach's processes or cgroup are put in their map when it begins
-    // ([`Loaded::attach`]): until then the programs see nothing.
-    match scope {
-        Scope::Command => {}
-        Scope::Pids(pids) => {
-            maps.pids = Some(map_create(HASH, 4, 4, pids.len().max(1) as u32, 0)?);
-        }
-        Scope::Cgroup(_) => maps.cgroup = Some(map_create(CGROUP_ARRAY, 4, 4, 1, 0)?),
-    }
-    Ok(maps)
 }
 
 impl Loaded {
@@ -391,9 +363,14 @@ impl Ebpf {
             pids,
             cgroup,
             ring_size,
+            rings,
+            ticket,
+            cpus,
+            cpu_ring,
         } = maps;
         let ring = Ring::map(ring, ring_size)?;
-        let reader = Reader::new(ring);
+        let rings = CpuRings::map(rings, cpus, cpu_ring)?;
+        let reader = Reader::new(Rings::new(ring, rings));
         let (to, events) = std::sync::mpsc::sync_channel(reader::BACKLOG);
         // SAFETY: eventfd has no memory arguments; the descriptor is new and ours.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -420,10 +397,17 @@ impl Ebpf {
             stopping: false,
             reader: Some(reader),
             links,
-            _maps: [Some(tasks), Some(live), Some(wanted), pids, cgroup]
-                .into_iter()
-                .flatten()
-                .collect(),
+            _maps: [
+                Some(tasks),
+                Some(live),
+                Some(wanted),
+                Some(ticket),
+                pids,
+                cgroup,
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
             attached,
         })
     }

@@ -3,6 +3,7 @@
 
 use super::asm::*;
 use super::kernel::{Maps, TaskOffsets};
+use super::records::{cpu_publish, cpu_reserve, take_ticket, ticket_counter};
 use super::*;
 
 /// Where a call's number and six arguments sit in `struct pt_regs` at sys_exit (the
@@ -303,30 +304,14 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.jmpi(JNE, R1, 0, "big");
     for (size, tag) in [(SMALL, "small"), (BIG, "big")] {
         a.label(tag);
-        a.map(R1, maps.ring.as_raw_fd());
-        a.movi(R2, size);
-        a.movi(R3, 0);
-        a.call(RESERVE);
-        a.jmpi(JEQ, R0, 0, "lost");
-        a.mov(R6, R0);
+        cpu_reserve(&mut a, maps, size);
         call_header(&mut a);
         first_of_pair(&mut a, maps, t, tag);
         if size == BIG {
             a.st(W, R6, 12, 0);
             copy_memory(&mut a);
         }
-        // Wake the reader once a quarter of the ring is filled: when the record ends
-        // past a multiple of a quarter of the ring's size in its address (no helper
-        // call asking how full it is).
-        a.mov32(R1, R6);
-        a.alui(ADD, R1, size);
-        a.alui(AND, R1, maps.ring_size as i32 / 4 - 1);
-        a.movi(R2, NO_WAKEUP);
-        a.jmpi(JGT, R1, size - 1, &format!("{tag}_quiet"));
-        a.movi(R2, WAKE_NOW);
-        a.label(&format!("{tag}_quiet"));
-        a.mov(R1, R6);
-        a.call(SUBMIT);
+        cpu_publish(&mut a, maps, size, tag);
         a.ja("out");
     }
     epilogue(&mut a, maps, "out");
@@ -405,10 +390,12 @@ pub(super) fn set_task(a: &mut Asm, maps: &Maps) {
     a.jmpi(JNE, R0, 0, "lost");
 }
 
-/// Reserves a small record into r6 (to `lost` when the ring is full) and writes its
-/// kind and the current task.
+/// Reserves a small record in the task ring into r6 (to `lost` when it is full) and
+/// writes its kind, the current task and its ticket.
 pub(super) fn small_record(a: &mut Asm, maps: &Maps, kind: i32) {
-    // A task record wakes ioprobe: r9 is kept, r6 becomes the record.
+    // A task record wakes ioprobe: r9 is kept, r6 becomes the record, r7 the ticket
+    // counter (found before the record is reserved: a reserved record must be submitted).
+    ticket_counter(a, maps, R7);
     a.map(R1, maps.ring.as_raw_fd());
     a.movi(R2, SMALL);
     a.movi(R3, 0);
@@ -417,6 +404,7 @@ pub(super) fn small_record(a: &mut Asm, maps: &Maps, kind: i32) {
     a.mov(R6, R0);
     a.st(W, R6, 0, kind);
     a.stx(W, R6, 4, R9);
+    take_ticket(a, R7, ring::TASK_TICKET as i16);
 }
 
 /// Submits the record at r6 with the current task's name (16 bytes at 16), waking

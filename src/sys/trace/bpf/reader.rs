@@ -7,7 +7,7 @@
 use super::super::calls::{Pointee, Syscall};
 use super::super::ptrace::{Maker, made, makers};
 use super::super::{Event, Memory, Seen, Timing};
-use super::ring::Ring;
+use super::ring::Rings;
 use super::{
     AT, COMPAT, DATA, KIND_CALL, KIND_EXEC, KIND_EXIT, KIND_TASK, MSG, NUMBERS, READ_EVERY_MS,
     SMALL,
@@ -24,20 +24,24 @@ pub(super) const BACKLOG: usize = 8;
 /// The most events handed over at once.
 const BATCH: usize = 16 << 10;
 
-/// The reader thread's side: the ring and how to decode its records (calls and
-/// descriptor makers indexed by their number).
+/// The reader thread's side: the rings and how to decode their records.
 pub(super) struct Reader {
-    ring: Ring,
+    rings: Rings,
+    decoder: Decoder,
+}
+
+/// Calls and descriptor makers indexed by their number.
+struct Decoder {
     calls: Vec<Option<Syscall>>,
     makers: Vec<Option<Maker>>,
 }
 
-// SAFETY: the ring's mappings belong to the Ring alone, and once the Reader is moved
+// SAFETY: the rings' mappings belong to the Rings alone, and once the Reader is moved
 // to its thread nothing else touches them.
 unsafe impl Send for Reader {}
 
 impl Reader {
-    pub(super) fn new(ring: Ring) -> Reader {
+    pub(super) fn new(rings: Rings) -> Reader {
         let mut calls = vec![None; NUMBERS as usize];
         for (nr, c) in super::super::calls::traced() {
             if let Some(slot) = calls.get_mut(nr as usize) {
@@ -51,16 +55,23 @@ impl Reader {
             }
         }
         Reader {
-            ring,
-            calls,
-            makers: by_nr,
+            rings,
+            decoder: Decoder {
+                calls,
+                makers: by_nr,
+            },
         }
     }
 
     /// Until `stop` is written: waits for a wake-up (the ring's, the command's end,
     /// `stop`) or READ_EVERY_MS, empties the ring and sends its events; once more
     /// after `stop`. The command's end is sent as an empty batch, once.
-    pub(super) fn run(self, to: SyncSender<Vec<Event>>, stop: &OwnedFd, pidfd: Option<OwnedFd>) {
+    pub(super) fn run(
+        mut self,
+        to: SyncSender<Vec<Event>>,
+        stop: &OwnedFd,
+        pidfd: Option<OwnedFd>,
+    ) {
         let fd = |f: Option<&OwnedFd>| libc::pollfd {
             fd: f.map_or(-1, |f| f.as_raw_fd()),
             events: libc::POLLIN,
@@ -69,7 +80,7 @@ impl Reader {
         let mut ended = pidfd.is_none();
         loop {
             let mut p = [
-                fd(Some(&self.ring.fd)),
+                fd(Some(&self.rings.tasks.fd)),
                 fd(Some(stop)),
                 fd(pidfd.as_ref().filter(|_| !ended)),
             ];
@@ -78,15 +89,16 @@ impl Reader {
             let last = p[1].revents & libc::POLLIN != 0;
             let end = !ended && p[2].revents & libc::POLLIN != 0;
             ended |= end;
-            // Handed over BATCH events at a time, the ring freed as it is read: a
+            // Handed over BATCH events at a time, the rings freed as they are read: a
             // full ring waits in the kernel, not in this process.
             let mut batch = Vec::with_capacity(BATCH);
             let mut gone = false;
-            self.ring.drain(|r| {
+            let decoder = &self.decoder;
+            self.rings.drain(last, |r| {
                 if gone {
                     return;
                 }
-                self.decode(r, &mut batch);
+                decoder.decode(r, &mut batch);
                 if batch.len() >= BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     gone = to.send(full).is_err();
@@ -100,7 +112,9 @@ impl Reader {
             }
         }
     }
+}
 
+impl Decoder {
     /// One record as the events it stands for, pushed to `out`.
     fn decode(&self, r: &[u8], out: &mut Vec<Event>) {
         let i32_at = |at: usize| i32::from_ne_bytes(r[at..at + 4].try_into().unwrap_or([0; 4]));
