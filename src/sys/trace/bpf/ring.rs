@@ -190,10 +190,13 @@ impl Drop for CpuRings {
     }
 }
 
-/// How long a missing ticket holds back the records after it: a record being written on
-/// another CPU (microseconds; a guest's CPU the host has stopped, longer). Past it the
-/// records go on, and the missing one comes out of order if it comes.
+/// How long, and for how many reads, a missing ticket holds back the records after it: a
+/// record being written on another CPU (microseconds; a guest's CPU the host has
+/// stopped, longer). Past both the records go on, and the missing one comes out of
+/// order if it comes. (The reads count too: a reader that had no CPU for 20 ms has not
+/// looked again.)
 const GAP_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+const GAP_READS: u32 = 3;
 
 /// The task ring and the CPUs' rings, read as one stream in the order of the records'
 /// tickets.
@@ -202,9 +205,10 @@ pub(super) struct Rings {
     cpus: CpuRings,
     /// Task records read before their turn, by ticket.
     waiting: std::collections::BTreeMap<u64, Vec<u8>>,
-    /// The next ticket, and since when it has been missing while later ones were in.
+    /// The next ticket, and since when (and for how many reads) it has been missing
+    /// while later ones were in.
     next: u64,
-    missing_since: Option<std::time::Instant>,
+    missing: Option<(std::time::Instant, u32)>,
 }
 
 impl Rings {
@@ -214,14 +218,22 @@ impl Rings {
             cpus,
             waiting: Default::default(),
             next: 0,
-            missing_since: None,
+            missing: None,
         }
     }
 
     /// Every record written since the last call, in ticket order, each CPU's ring freed
     /// as it is read. A missing ticket holds back those after it until a later call,
-    /// for [`GAP_WAIT`]; with `last` (no traced task runs) for none.
+    /// for [`GAP_WAIT`] and [`GAP_READS`]; with `last` (no traced task runs) for none.
     pub(super) fn drain(&mut self, last: bool, mut each: impl FnMut(&[u8])) {
+        // The CPUs' heads first, then the task ring: a task record whose ticket comes
+        // before a call record seen is then seen too where both were made on one CPU
+        // (the task program ended before the call's began), so that a reader preempted
+        // between the two reads by the traced program finds no gap it made itself.
+        let c = &self.cpus;
+        let ends: Vec<u64> = (0..c.cpus)
+            .map(|i| c.word(i, HEAD).load(Ordering::Acquire))
+            .collect();
         let waiting = &mut self.waiting;
         self.tasks.drain(|r| {
             // A bell (8 bytes) only woke the reader.
@@ -232,10 +244,6 @@ impl Rings {
                 waiting.insert(t, r.to_vec());
             }
         });
-        let c = &self.cpus;
-        let ends: Vec<u64> = (0..c.cpus)
-            .map(|i| c.word(i, HEAD).load(Ordering::Acquire))
-            .collect();
         let mut at: Vec<u64> = (0..c.cpus)
             .map(|i| c.word(i, TAIL).load(Ordering::Relaxed))
             .collect();
@@ -243,17 +251,21 @@ impl Rings {
         let mut fronts: Vec<Option<u64>> = (0..c.cpus).map(|i| front(i, &at)).collect();
         let mut read = 0u32;
         loop {
-            let skip = last || self.missing_since.is_some_and(|t| t.elapsed() >= GAP_WAIT);
+            let skip = last
+                || self
+                    .missing
+                    .is_some_and(|(t, n)| n >= GAP_READS && t.elapsed() >= GAP_WAIT);
             let task = self.waiting.first_key_value().map(|(&t, _)| t);
             let Some((from, t)) = pick(&fronts, task, self.next, skip) else {
                 let held = fronts.iter().any(Option::is_some) || task.is_some();
-                if held && self.missing_since.is_none() {
-                    self.missing_since = Some(std::time::Instant::now());
+                if held {
+                    let (since, reads) = self.missing.unwrap_or((std::time::Instant::now(), 0));
+                    self.missing = Some((since, reads + 1));
                 }
                 break;
             };
             if t >= self.next {
-                self.missing_since = None;
+                self.missing = None;
                 self.next = t + 1;
             }
             match from {
@@ -339,6 +351,39 @@ mod tests {
         Ring::map(fd, size).unwrap()
     }
 
+    /// Commits a task record (80 bytes, its first byte `tag`) with `ticket` into a
+    /// ring buffer laid out as the kernel's: producer position on the second page, data
+    /// from the third, each record after an 8-byte header.
+    fn commit_task(ring: &Ring, ticket: u64, tag: u8) {
+        let page = ring.page as u64;
+        let prod = u64::from_ne_bytes(read_at(&ring.fd, page, 8).try_into().unwrap());
+        let mut rec = vec![tag; 80];
+        rec[TASK_TICKET..TASK_TICKET + 8].copy_from_slice(&ticket.to_ne_bytes());
+        let at = 2 * page + (prod & (u64::from(ring.size) - 1));
+        rustix::io::pwrite(&ring.fd, &80u64.to_ne_bytes(), at).unwrap();
+        rustix::io::pwrite(&ring.fd, &rec, at + 8).unwrap();
+        rustix::io::pwrite(&ring.fd, &(prod + 88).to_ne_bytes(), page).unwrap();
+    }
+
+    fn read_at(fd: &OwnedFd, at: u64, n: usize) -> Vec<u8> {
+        let mut b = vec![0; n];
+        rustix::io::pread(fd, &mut b, at).unwrap();
+        b
+    }
+
+    #[test]
+    fn task_records_take_their_turn_among_the_calls() {
+        let cpus = fake_rings(2, 4096);
+        write(&cpus, 1, 1, 1, 80);
+        let mut rings = Rings::new(fake_task_ring(4096), cpus);
+        // The fork record (ticket 0) is still being committed on another CPU.
+        assert_eq!(read(&mut rings, false), Vec::<u8>::new());
+        commit_task(&rings.tasks, 0, 100);
+        write(&rings.cpus, 0, 3, 3, 80);
+        commit_task(&rings.tasks, 2, 102);
+        assert_eq!(read(&mut rings, false), [100, 1, 102, 3]);
+    }
+
     /// Writes a record of `len` bytes (its first byte `tag`) with `ticket` at the head of
     /// CPU `cpu`'s ring, and publishes it.
     fn write(r: &CpuRings, cpu: usize, ticket: u64, tag: u8, len: u32) {
@@ -388,11 +433,14 @@ mod tests {
         assert_eq!(read(&mut rings, false), Vec::<u8>::new());
         write(&rings.cpus, 1, 1, 1, 80);
         assert_eq!(read(&mut rings, false), [1, 2]);
-        // Ticket 4 never comes: 5 waits GAP_WAIT, then goes on; 4 later goes at once.
+        // Ticket 4 never comes: 5 waits GAP_WAIT and GAP_READS reads, then goes on; 4
+        // later goes at once.
         write(&rings.cpus, 1, 3, 3, 80);
         write(&rings.cpus, 0, 5, 5, 80);
         assert_eq!(read(&mut rings, false), [3]);
         std::thread::sleep(GAP_WAIT + std::time::Duration::from_millis(5));
+        assert_eq!(read(&mut rings, false), Vec::<u8>::new());
+        assert_eq!(read(&mut rings, false), Vec::<u8>::new());
         assert_eq!(read(&mut rings, false), [5]);
         write(&rings.cpus, 1, 4, 4, 80);
         write(&rings.cpus, 1, 7, 7, 80);
