@@ -135,7 +135,7 @@ pub struct Tracing {
     /// Why `--tracer auto` took ptrace for this command (`pick`: it ran faster so
     /// here, or is being tried), else null.
     pub picked: Option<String>,
-    /// Calls and tasks the eBPF ring buffer or maps had no room for, or preload calls
+    /// Calls and tasks the eBPF rings or maps had no room for, or preload calls
     /// whose task died as it made them (their calls are missing from the counts); 0
     /// under ptrace.
     pub lost: u64,
@@ -166,7 +166,7 @@ impl Tracing {
         match self.path {
             Tracer::Ebpf if self.lost > 0 => {
                 prof.notes.insert(format!(
-                    "the eBPF tracer lost {} records (its ring buffer or task map was full): the counts miss those calls; --tracer ptrace misses none",
+                    "the eBPF tracer lost {} records (its rings or task map were full): the counts miss those calls; --tracer ptrace misses none",
                     self.lost
                 ));
             }

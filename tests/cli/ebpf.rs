@@ -3,7 +3,7 @@
 //! number for two files, has each write counted on the file it went to, in loops with
 //! one to eight such tasks at once.
 
-use crate::trace::{gcc, tracers};
+use crate::trace::{calls_on, gcc, tracers};
 use crate::*;
 
 const MOVERS: &str = r#"#define _GNU_SOURCE
@@ -39,26 +39,9 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// (calls, bytes) of `op` on the target named `name`, summed over processes.
+/// (calls, bytes) of `op` on the target whose name ends in `name`.
 fn on(doc: &Value, name: &str, op: &str) -> (u64, u64) {
-    let targets = doc["targets"].as_array().unwrap();
-    doc["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| {
-            r["op"] == op
-                && r["target"]
-                    .as_u64()
-                    .and_then(|t| targets.get(t as usize))
-                    .is_some_and(|t| t["name"].as_str().is_some_and(|n| n.ends_with(name)))
-        })
-        .fold((0, 0), |(c, b), r| {
-            (
-                c + r["calls"].as_u64().unwrap_or(0),
-                b + r["bytes"].as_u64().unwrap_or(0),
-            )
-        })
+    calls_on(doc, op, |n| n.ends_with(name))
 }
 
 #[test]

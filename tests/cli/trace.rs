@@ -1540,22 +1540,7 @@ int main(int argc, char **argv) {
         // Most calls took the library's way, not a stop.
         let unstopped = doc["work"]["tracer"]["unstopped_calls"].as_u64().unwrap();
         assert!(unstopped >= j * n, "run {run}, j {j}: {unstopped}");
-        let targets = doc["targets"].as_array().unwrap();
-        let on = |name: &str, op: &str| -> u64 {
-            doc["rows"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|r| {
-                    r["op"] == op
-                        && r["target"]
-                            .as_u64()
-                            .and_then(|t| targets.get(t as usize))
-                            .is_some_and(|t| t["name"] == name)
-                })
-                .map(|r| r["calls"].as_u64().unwrap_or(0))
-                .sum()
-        };
+        let on = |name: &str, op: &str| calls_on(&doc, op, |n| n == name).0;
         assert_eq!(on("/dev/zero", "read"), j * n, "run {run}, j {j}");
         assert_eq!(on("/dev/null", "write"), j * n, "run {run}, j {j}");
         assert_eq!(on("/dev/zero", "openat"), j, "run {run}, j {j}");
@@ -1627,6 +1612,26 @@ pub(crate) fn gcc(flags: &[&str], prog: &Path, src: impl AsRef<std::ffi::OsStr>)
         .arg(src.as_ref())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// (calls, bytes) of `op` on the targets whose name `is` takes, summed over processes.
+pub(crate) fn calls_on(doc: &Value, op: &str, is: impl Fn(&str) -> bool) -> (u64, u64) {
+    let targets = doc["targets"].as_array().unwrap();
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["op"] == op
+                && r["target"]
+                    .as_u64()
+                    .and_then(|t| targets.get(t as usize))
+                    .is_some_and(|t| t["name"].as_str().is_some_and(&is))
+        })
+        .fold((0, 0), |(c, b), r| {
+            let n = |k: &str| r[k].as_u64().unwrap_or(0);
+            (c + n("calls"), b + n("bytes"))
+        })
 }
 
 /// Whether this build can run the preload tracer; else says the test is skipped.

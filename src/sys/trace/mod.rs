@@ -9,7 +9,7 @@
 //!   only at the traced calls (the event loop, the child's start, the filter, the
 //!   registers, the signals);
 //! - `bpf/`: hand-assembled BPF programs on the syscall-exit and scheduler tracepoints
-//!   (the assembler, the programs, bpf(2) and its maps, the ring buffer, the tracer);
+//!   (the assembler, the programs, bpf(2) and its maps, the rings, the tracer);
 //! - `preload/`: the LD_PRELOAD library whose wrapped calls go through a gate page the
 //!   filter lets through, recorded in a shared ring (the library, the ring's layout
 //!   both languages take from `layout.rs`, the ELF check); the ptrace tracer runs it

@@ -100,7 +100,7 @@ pub(super) const TASK_RING: u32 = 256 << 10;
 pub(super) const TASKS: u32 = 16384;
 /// Syscall numbers looked up (both architectures number theirs below 512).
 pub(super) const NUMBERS: u32 = 512;
-/// How often the ring is read while the command runs.
+/// How often the rings are read while the command runs.
 pub(super) const READ_EVERY_MS: i32 = 4;
 
 /// The `live` bitmap's words: two bits for every task id below the kernel's
@@ -345,7 +345,7 @@ impl Drop for Gated {
 }
 
 impl Ebpf {
-    /// Starts reading the ring (waking at `pidfd`'s end, the command's) and watching
+    /// Starts reading the rings (waking at `pidfd`'s end, the command's) and watching
     /// `main`'s tree, or (attached) the processes `roots` names.
     fn start(
         maps: Maps,
@@ -424,7 +424,7 @@ impl Ebpf {
         self.ended
     }
 
-    /// Records the ring had no room for and tasks the tree could not hold: their calls
+    /// Records the rings had no room for and tasks the tree could not hold: their calls
     /// are missing from the trace.
     pub fn lost(&self) -> u64 {
         let mut v = [0u8; 8];
@@ -458,7 +458,7 @@ impl Ebpf {
                 self.reap()?;
             }
             if self.ended.is_some() && self.live.is_empty() && !self.stopping {
-                // The last records: the reader empties the ring once more, then ends
+                // The last records: the reader empties the rings once more, then ends
                 // (which ends the channel).
                 self.stop_reader();
                 self.stopping = true;
@@ -535,7 +535,7 @@ impl Ebpf {
 }
 
 impl Ebpf {
-    /// Tells the reader to empty the ring once more and end.
+    /// Tells the reader to empty the rings once more and end.
     fn stop_reader(&self) {
         let one = 1u64.to_ne_bytes();
         // SAFETY: 8 bytes from a local to our eventfd.

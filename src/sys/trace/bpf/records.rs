@@ -19,8 +19,8 @@ const BELL: i16 = -80;
 /// ticket written before it (to `lost` when the ring has no room); the ring and the head
 /// past the record on the stack for [`cpu_publish`]. Only this program writes this
 /// CPU's ring, and never twice at once (the kernel runs a program once at a time on a
-/// CPU), so a record takes no lock: the ring's reservation and commit cost 21–23 ns a
-/// call more here (bench/trace_floor.sh).
+/// CPU), so a record takes no lock: the ring buffer's reservation and commit cost
+/// 20–24 ns a call more here (bench/trace_floor.sh, levels 5 and 9).
 pub(super) fn cpu_reserve(a: &mut Asm, maps: &Maps, size: i32) {
     let slot = size + ring::RECORD_AT;
     a.call(CPU);
