@@ -78,7 +78,8 @@ pub struct Measurement {
     /// waited for a CPU another task held: left out of every figure. Absent where
     /// nothing is left out: a transfer between two processes (each side also waits
     /// while the other runs, and a TCP transfer for the kernel threads that carry it),
-    /// or an OS that does not say.
+    /// a switch's round trip (its partner preempts it on their one CPU), or an OS that
+    /// does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait: Option<f64>,
     pub rusage: Rusage,

@@ -60,6 +60,21 @@ fn syscalls_json_has_every_contract_case() {
         ns("switch_round_trip"),
         ns("pipe_round_trip")
     );
+    // The switch's round trip keeps the time this thread waited, runnable, while its
+    // partner ran on the CPU (the partner's turn is what a switch costs), where the
+    // other cases leave their waits for a CPU out.
+    assert!(
+        row("switch_round_trip").get("cpu_wait").is_none(),
+        "{}",
+        row("switch_round_trip")
+    );
+    if cfg!(target_os = "linux") {
+        assert!(
+            row("pipe_round_trip").get("cpu_wait").is_some(),
+            "{}",
+            row("pipe_round_trip")
+        );
+    }
     assert_empty(dir.path());
 }
 
