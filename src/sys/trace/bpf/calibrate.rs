@@ -45,8 +45,8 @@ pub fn cost(calls: u64) -> io::Result<Cost> {
     // Its live bit: word id / 32, bit 2 × (id % 32).
     let word = (tid as u32 >> 5).to_ne_bytes();
     map_update(&maps.live, &word, &(1u64 << (2 * (tid & 31))).to_ne_bytes())?;
-    // Read by another thread as a trace's reader does: the ring's lines go to that
-    // thread's cache and come back at the next lap, which each call pays for.
+    // Read by another thread as a trace's reader does: the CPU's ring's lines go to
+    // that thread's cache and come back at the next lap, which each call pays for.
     let drain = Drain(Rings::new(
         Ring::map(maps.ring, maps.ring_size)?,
         CpuRings::map(maps.rings, maps.cpus, maps.cpu_ring)?,
@@ -86,7 +86,7 @@ struct Drain(Rings);
 unsafe impl Send for Drain {}
 
 impl Drain {
-    /// Empties the ring every 0.2 ms until `stop`, then once more: the records read,
+    /// Empties the rings every 0.2 ms until `stop`, then once more: the records read,
     /// and the intervals of the timed pairs among them (ns) where no switch came between.
     fn until(mut self, stop: &std::sync::atomic::AtomicBool) -> (u64, Vec<f64>) {
         let (mut records, mut pairs) = (0, Vec::new());

@@ -176,7 +176,7 @@ pub(super) struct Maps {
     pub(super) live: OwnedFd,
     /// Syscall number → [`wanted_value`] (0: not traced).
     pub(super) wanted: OwnedFd,
-    /// One counter: records the ring had no room for, tasks the tree could not hold.
+    /// One counter: records the rings had no room for, tasks the tree could not hold.
     pub(super) lost: OwnedFd,
     /// The ring buffer of task records (forks, execs, exits), which wakes ioprobe, and
     /// of the bells `sys_exit` rings when a quarter of its CPU's ring has filled.
