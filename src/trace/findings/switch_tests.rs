@@ -114,6 +114,25 @@ fn a_process_switches_are_shared_between_its_pipes_by_their_calls() {
 }
 
 #[test]
+fn the_probes_switches_are_taken_at_the_smaller_side() {
+    // cat writes 100 MiB in 128 KiB writes, md5sum reads them in 32 KiB: 3,000 switches
+    // each. The probe's ends switch once per 32 KiB at 32 KiB, once per 64 KiB at 128.
+    let mut p = dd_into_wc(3_000);
+    p.ops
+        .insert((1, 1, Op::named("write")), stats(800, 100 << 20));
+    p.ops
+        .insert((2, 1, Op::named("read")), stats(3_200, 100 << 20));
+    let f = Figures {
+        pipe_switches: Curve(vec![(32 << 10, 1.0 / 32768.0), (128 << 10, 1.0 / 65536.0)]),
+        ..switching()
+    };
+    // 6,000 switches on the pipe (the file's reads are no pipe calls) against the
+    // probe's 3,200 at 32 KiB; at 128 KiB it would have been 1,600.
+    let (extra, _) = pipe_switches(&p, &f, 1).unwrap();
+    assert!((extra - 2_800.0).abs() < 1e-6, "{extra}");
+}
+
+#[test]
 fn fewer_switches_than_the_probes_cost_nothing_more() {
     let p = dd_into_wc(500);
     let (extra, s) = pipe_switches(&p, &switching(), 1).unwrap();
