@@ -7,7 +7,7 @@
 
 use super::super::Calibration as Cost;
 use super::kernel::map_update;
-use super::ring::{CpuRings, Ring, Rings};
+use super::ring::Rings;
 use super::{AT, Loaded, Scope, TRACED};
 use std::io::{self, Seek, SeekFrom};
 
@@ -47,10 +47,7 @@ pub fn cost(calls: u64) -> io::Result<Cost> {
     map_update(&maps.live, &word, &(1u64 << (2 * (tid & 31))).to_ne_bytes())?;
     // Read by another thread as a trace's reader does: the CPU's ring's lines go to
     // that thread's cache and come back at the next lap, which each call pays for.
-    let drain = Drain(Rings::new(
-        Ring::map(maps.ring, maps.ring_size)?,
-        CpuRings::map(maps.rings, maps.cpus, maps.cpu_ring)?,
-    ));
+    let drain = Drain(Rings::map(maps.ring, maps.rings, maps.cpus, maps.cpu_ring)?);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let reader = {
         let stop = stop.clone();

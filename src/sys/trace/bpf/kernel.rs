@@ -198,8 +198,6 @@ pub(super) struct Maps {
     /// Attached to a cgroup: a cgroup array holding it at index 0 (its tasks, and
     /// those of the cgroups below it, are traced).
     pub(super) cgroup: Option<OwnedFd>,
-    /// The task ring's size in bytes (a power of two).
-    pub(super) ring_size: u32,
 }
 
 /// The kernel's possible CPUs (`bpf_get_smp_processor_id` is below their count):
@@ -438,7 +436,6 @@ pub(super) fn make_maps(scope: Scope) -> io::Result<Maps> {
         wanted: map_create(ARRAY, 4, 4, NUMBERS, 0)?,
         lost: map_create(ARRAY, 4, 8, 1, 0)?,
         ring: map_create(RINGBUF, 0, 0, TASK_RING, 0)?,
-        ring_size: TASK_RING,
         rings: map_create(ARRAY, 4, super::ring::element(cpu_ring), cpus, MMAPABLE)?,
         ticket: map_create(ARRAY, 4, 8, 1, 0)?,
         cpus,

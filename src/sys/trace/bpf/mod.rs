@@ -50,7 +50,7 @@ use attach::Attached;
 use kernel::*;
 use programs::{exec, exit, fork, sys_exit};
 use reader::Reader;
-use ring::{CpuRings, Ring, Rings};
+use ring::Rings;
 use std::collections::{HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -362,15 +362,12 @@ impl Ebpf {
             ring,
             pids,
             cgroup,
-            ring_size,
             rings,
             ticket,
             cpus,
             cpu_ring,
         } = maps;
-        let ring = Ring::map(ring, ring_size)?;
-        let rings = CpuRings::map(rings, cpus, cpu_ring)?;
-        let reader = Reader::new(Rings::new(ring, rings));
+        let reader = Reader::new(Rings::map(ring, rings, cpus, cpu_ring)?);
         let (to, events) = std::sync::mpsc::sync_channel(reader::BACKLOG);
         // SAFETY: eventfd has no memory arguments; the descriptor is new and ours.
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };

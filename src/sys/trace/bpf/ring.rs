@@ -212,6 +212,15 @@ pub(super) struct Rings {
 }
 
 impl Rings {
+    /// Maps the task ring (`ring`, [`super::TASK_RING`] bytes) and the CPUs' rings
+    /// (`rings`: `cpus` of `size` bytes).
+    pub(super) fn map(ring: OwnedFd, rings: OwnedFd, cpus: u32, size: u32) -> io::Result<Rings> {
+        Ok(Rings::new(
+            Ring::map(ring, super::TASK_RING)?,
+            CpuRings::map(rings, cpus, size)?,
+        ))
+    }
+
     pub(super) fn new(tasks: Ring, cpus: CpuRings) -> Rings {
         Rings {
             tasks,
