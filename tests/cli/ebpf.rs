@@ -1,9 +1,10 @@
 //! The eBPF tracer's records come from each CPU's own ring and are read in the order
 //! of their tickets: a task moving between CPUs at every call, reusing one descriptor
 //! number for two files, has each write counted on the file it went to, in loops with
-//! one to eight such tasks at once.
+//! one to eight such tasks at once. A timed pair of calls spans the calls that are not
+//! recorded between them.
 
-use crate::trace::{calls_on, gcc, tracers};
+use crate::trace::{calls_on, gcc, trace_via, tracers};
 use crate::*;
 
 const MOVERS: &str = r#"#define _GNU_SOURCE
@@ -105,4 +106,57 @@ fn calls_of_tasks_moving_between_cpus_keep_their_order() {
         assert_eq!(on(&doc, "/a", "openat").0, half, "run {run}, j {j}");
         assert_eq!(on(&doc, "/b", "close").0, half, "run {run}, j {j}");
     }
+}
+
+/// Reads a file 512 bytes at a time, each read after a getpid(2), which ioprobe does
+/// not record (as Python's `logging` calls it before each record's write).
+const GETPID_READS: &str = r#"#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    char buf[512];
+    long sum = 0;
+    ssize_t n = 1;
+    int fd = open("in", O_RDONLY);
+    while (fd >= 0 && n > 0) {
+        sum += syscall(SYS_getpid) > 0;
+        n = read(fd, buf, sizeof buf);
+    }
+    return fd < 0 || n < 0 || sum < 2 || close(fd);
+}
+"#;
+
+/// A call not recorded between two recorded ones leaves their timed pair open: the
+/// reads' own work is measured (before, every pair ended at the getpid, and the
+/// finding said the work between them was not measured).
+#[test]
+fn a_call_not_recorded_leaves_a_timed_pair_open() {
+    if !tracers().contains(&"ebpf") {
+        eprintln!("skipped: needs CAP_BPF");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("getpid.c");
+    std::fs::write(&src, GETPID_READS).unwrap();
+    std::fs::write(d.join("in"), vec![3u8; 4 << 20]).unwrap();
+    let prog = d.join("getpid");
+    if !gcc(&["-O1", "-o"], &prog, &src) {
+        eprintln!("skipped: no gcc");
+        return;
+    }
+    let (doc, code, stderr) = trace_via(d, &[prog.to_str().unwrap()], "ebpf");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        doc["counts"]["getpid"].is_null(),
+        "getpid is recorded now: pick another call"
+    );
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "small_requests")
+        .unwrap_or_else(|| panic!("no small-read finding: {doc}"));
+    assert_eq!(f["own_work"]["method"], "timed", "{f}");
+    assert!(!f["text"].as_str().unwrap().contains("not measured"), "{f}");
 }

@@ -42,7 +42,7 @@ fn trace(dir: &Path, cmd: &[&str]) -> (Value, i32, String) {
 }
 
 /// [`trace`] with `--tracer via`.
-fn trace_via(dir: &Path, cmd: &[&str], via: &str) -> (Value, i32, String) {
+pub(crate) fn trace_via(dir: &Path, cmd: &[&str], via: &str) -> (Value, i32, String) {
     let out = dir.join("trace.json");
     let a = Command::new(BIN)
         .args([

@@ -56,7 +56,8 @@ pub enum Event {
 /// When a timed call ended (CLOCK_MONOTONIC, ns, the low 32 bits: a pair's interval
 /// is far shorter than their 4.3 s) and its task's context switches then (voluntary
 /// and involuntary, the low 30 bits). Calls are timed in pairs, a sample of
-/// them: a first, and its task's very next call (`second`). The time from one to the
+/// them: a first, and its task's next recorded call (`second`; a call not recorded
+/// between them, getpid or futex, is part of the program's work in between). The time from one to the
 /// other holds the program's own work between them and the second call, where the
 /// count did not change (the task neither waited nor was preempted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

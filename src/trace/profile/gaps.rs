@@ -1,5 +1,5 @@
 //! The intervals of a row's timed pairs of calls (eBPF: from one call's end to its
-//! task's very next call's end, where the task was not switched out in between), per
+//! task's next recorded call's end, where the task was not switched out in between), per
 //! (process, target, operation) row: the row's call with the program's own work before
 //! it (an interpreter's loop, libc's wrapper, tar's record handling), and tracing's
 //! part. A histogram of eight buckets per power of two (6–12% wide, interpolated

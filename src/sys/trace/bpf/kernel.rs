@@ -172,7 +172,7 @@ pub(super) struct Maps {
     /// Two bits per task id (word `id / 32`, bits `2 × (id % 32)` and the one above):
     /// the first set while `tasks` holds the task as [`TRACED`], what `sys_exit` looks
     /// at first, inline, in place of a hash lookup (a task id past the words goes to
-    /// `tasks`); the second set by a timed call, whose task's next call is timed too.
+    /// `tasks`); the second set by a timed call, whose task's next recorded call is timed too.
     pub(super) live: OwnedFd,
     /// Syscall number → [`wanted_value`] (0: not traced).
     pub(super) wanted: OwnedFd,

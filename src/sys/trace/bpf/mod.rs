@@ -6,8 +6,8 @@
 //!   call, one record goes to its CPU's own ring: the call's number and arguments (still in
 //!   the saved user registers at exit), its result, and the memory its profile reads
 //!   (its path, iovec array, msghdr or io_uring parameters), copied there and then; a
-//!   sample of pairs of calls (about one in 45 and its task's next call) also carry
-//!   when they ended and the task's context switches, for the program's own work
+//!   sample of pairs of calls (about one in 45 and its task's next recorded call) also
+//!   carry when they ended and the task's context switches, for the program's own work
 //!   between calls;
 //! - `sched_process_fork`, `sched_process_exec`, `sched_process_exit`: the traced tree
 //!   is a map in the kernel, so a new task is traced from its first call (the command

@@ -44,6 +44,10 @@ pub(super) const BIT: i16 = -36;
 /// switches then with the timed-pair flags ([`TIMED`], [`SECOND`]; 0: not timed).
 pub(super) const ENDED: i16 = -48;
 pub(super) const SWITCHES: i16 = -52;
+/// A live task's `live` word and its timed-pair bit (0: no pair open), kept from the
+/// task's lookup until the call is known to be recorded ([`second_of_pair`]).
+const PAIR_WORD: i16 = -88;
+const PAIR_BIT: i16 = -96;
 
 /// Looks the current task up in `tasks`; when it is not there (or, with `traced`,
 /// not there as [`TRACED`]), to `out`. Leaves pid_tgid in r9 and its state in r8.
@@ -269,6 +273,7 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.stx(W, FP, KEY, R0);
     a.st(DW, FP, ENDED, 0);
     a.st(W, FP, SWITCHES, 0);
+    a.st(DW, FP, PAIR_BIT, 0);
     live_word(&mut a, maps, KEY, "look");
     a.ldx(DW, R2, R0, 0);
     a.mov(R3, R2);
@@ -281,7 +286,7 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     tree_lookup(&mut a, maps, true);
     a.ja("timed");
     a.label("live");
-    second_of_pair(&mut a, t);
+    pair_open(&mut a);
     a.label("timed");
     a.ldx(DW, R1, R6, 8);
     a.stx(DW, FP, RET, R1);
@@ -299,6 +304,7 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
     a.jmpi(JEQ, R0, 0, "out");
     a.ldx(W, R8, R0, 0);
     a.jmpi(JEQ, R8, 0, "out");
+    second_of_pair(&mut a, t);
     a.mov(R1, R8);
     a.alui(AND, R1, 0b1110);
     a.jmpi(JNE, R1, 0, "big");
@@ -319,8 +325,8 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
 }
 
 /// Calls timed: one recorded call in about 45 (where its record falls in the first 128
-/// bytes of each 4 KiB of the ring) starts a pair, and its task's next call, whatever
-/// it is, ends it; both carry when they ended (the low 32 bits, ns) and the task's
+/// bytes of each 4 KiB of the ring) starts a pair, and its task's next recorded call,
+/// whatever it is, ends it (a call not recorded leaves the pair open); both carry when they ended (the low 32 bits, ns) and the task's
 /// context switches then.
 /// Timing every call cost 58–76 ns here (`bpf_ktime_get_ns`) and reading the switches
 /// 11–28 more; the pair's interval is the program's own work, the second call and
@@ -345,13 +351,27 @@ fn now_and_switches(a: &mut Asm, t: TaskOffsets) {
     a.ldx(DW, R1, FP, ENDED);
 }
 
-/// A live task (its `live` word at r0, its value in r2, its live bit in r1) whose
-/// previous call started a timed pair: its pair bit cleared, this call's end and
-/// switches on the stack (ENDED, SWITCHES with [`TIMED`] and [`SECOND`]).
-fn second_of_pair(a: &mut Asm, t: TaskOffsets) {
+/// A live task (its `live` word at r0, its value in r2, its live bit in r1): where its
+/// previous recorded call started a timed pair, the word and the pair's bit kept on the
+/// stack (PAIR_WORD, PAIR_BIT) for [`second_of_pair`].
+fn pair_open(a: &mut Asm) {
     a.alui(LSH, R1, 1);
     a.alu(AND, R2, R1);
-    a.jmpi(JEQ, R2, 0, "untimed");
+    a.jmpi(JEQ, R2, 0, "no_pair");
+    a.stx(DW, FP, PAIR_WORD, R0);
+    a.stx(DW, FP, PAIR_BIT, R1);
+    a.label("no_pair");
+}
+
+/// A call to be recorded whose task has a timed pair open ([`pair_open`]) ends it: the
+/// pair's bit cleared, this call's end and switches on the stack (ENDED, SWITCHES with
+/// [`TIMED`] and [`SECOND`]). A call not recorded leaves the pair open: the interval
+/// runs from one recorded call to the next, the calls between (getpid, futex) part of
+/// the program's work between them.
+fn second_of_pair(a: &mut Asm, t: TaskOffsets) {
+    a.ldx(DW, R1, FP, PAIR_BIT);
+    a.jmpi(JEQ, R1, 0, "untimed");
+    a.ldx(DW, R0, FP, PAIR_WORD);
     a.alui(XOR, R1, -1);
     a.atomic(AND, R0, 0, R1);
     now_and_switches(a, t);
