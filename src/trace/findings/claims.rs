@@ -6,7 +6,7 @@
 //! to at most its work.
 
 use super::Finding;
-use super::own::{Budget, Method, of_rows};
+use super::own::{BUFFERED_SHARE, Budget, Loop, Method, of_rows};
 use crate::trace::figures::Figures;
 use crate::trace::price::{pipe_switches, time_here};
 use crate::trace::profile::{Op, Profile};
@@ -87,7 +87,7 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> V
                 Claim::Path(..) | Claim::Switches(_) => None,
             })
             .collect();
-        x.own_work = of_rows(&rows, x.kept, p, f, b.own);
+        x.own_work = of_rows(&rows, (x.kept, loop_of(&x, &rows)), p, f, b.own);
         if let Some(&i) = x.claims.iter().find_map(|c| owner.get(c)) {
             // Another way, priced as a finding would be (its calls capped at what they
             // take here, the program's own work it removes, at most the run's user
@@ -116,6 +116,19 @@ pub fn settle(mut found: Vec<Finding>, p: &Profile, f: &Figures, b: Budget) -> V
     }
     largest_first(&mut kept);
     kept
+}
+
+/// How `x`'s program loop changes when its calls go: a finding of small writes that
+/// claims no reads is of pieces the program makes itself, and a buffer in front of the
+/// same loop is its fix ([`Loop::Buffered`]); a loop over reads, or reads relayed into
+/// writes, runs fewer times with larger calls.
+fn loop_of(x: &Finding, rows: &[(i32, usize, Op)]) -> Loop {
+    let writes = !rows.is_empty() && rows.iter().all(|r| r.2.direction() == Some(false));
+    if x.kind == "small_requests" && writes {
+        Loop::Buffered
+    } else {
+        Loop::Fewer
+    }
 }
 
 /// Each finding's own work added to its time (all of it now, what the change keeps
@@ -225,8 +238,24 @@ fn parts(x: &Finding, s: f64, per: f64) -> String {
                     "as that work is the calls' or not",
                 ),
             };
+            let share = match o.how {
+                Loop::Fewer => String::new(),
+                Loop::Buffered => format!(
+                    " ({:.0}% of the ≈{} between calls: behind a buffer, it still makes each piece)",
+                    BUFFERED_SHARE.1 * 100.0,
+                    secs(o.between_s),
+                ),
+            };
+            let range = match (o.how, o.method) {
+                (Loop::Buffered, Method::Timed) => format!(
+                    "as its gaps between calls vary and {:.0}–{:.0}% of them goes",
+                    BUFFERED_SHARE.0 * 100.0,
+                    BUFFERED_SHARE.2 * 100.0
+                ),
+                _ => range.to_string(),
+            };
             format!(
-                " ({} in system calls, {} of the program's own work per call: ≈{} a call{how}, {} calls fewer; ≈{}–{} {range})",
+                " ({} in system calls, {} of the program's own work per call: ≈{} a call{share}{how}, {} calls fewer; ≈{}–{} {range})",
                 secs((s - o.saving_s) / per),
                 secs(o.saving_s / per),
                 secs(o.per_call_s),
@@ -235,6 +264,14 @@ fn parts(x: &Finding, s: f64, per: f64) -> String {
                 secs(hi / per),
             )
         }
+        // Buffered writes after a long gap: none of it counted, but the range allows
+        // for a long path to each write (`own::per_call`).
+        (Some(o), Some(lo), Some(hi)) if o.how == Loop::Buffered && hi > s => format!(
+            " (in system calls: its ≈{} of work between calls is taken to be the making of each piece, which a buffer keeps; ≈{}–{} if its path to a write is as long as an interpreter's flush)",
+            secs(o.between_s),
+            secs(lo / per),
+            secs(hi / per),
+        ),
         _ if x.kept < 1.0 && x.own_work.is_none() => {
             " (in system calls only: the program's own work between them was not measured)".into()
         }
@@ -276,7 +313,10 @@ mod tests {
                 method: Method::Timed,
                 calls,
                 calls_removed: calls,
+                how: Loop::Fewer,
                 per_call_s: per,
+                between_s: per,
+                call_s: per,
                 saving_s: mid,
                 low_s: mid * (1.0 - from_mid * spread.min(1.0)),
                 // The case that failed: the high end the median itself.

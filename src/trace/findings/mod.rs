@@ -12,7 +12,7 @@ use super::profile::{Kind, Op, OpStats, Profile};
 use crate::sys::trace::calls::{Family, Syscall};
 use crate::units::{format_secs as secs, format_size, thousands};
 pub use claims::{Alternative, Claim, per_second};
-pub use own::{Budget, MIN_TIMED, Own, OwnWork, total as own_work_total};
+pub use own::{Budget, Loop, MIN_TIMED, Own, OwnWork, total as own_work_total};
 use relays::{Relays, relayed_writes};
 use serde::Serialize;
 
@@ -556,6 +556,8 @@ impl Finder<'_> {
     }
 }
 
+#[cfg(test)]
+mod own_tests;
 #[cfg(test)]
 mod path_tests;
 #[cfg(test)]

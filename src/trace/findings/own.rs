@@ -70,20 +70,55 @@ pub struct OwnWork {
     /// The claimed rows' calls now, and how many the change removes.
     pub calls: u64,
     pub calls_removed: u64,
-    /// Own work per call (the claimed rows' median, weighted by their calls).
+    /// How the loop changes with the calls, and so what share of its work goes
+    /// (JSON: `loop`).
+    #[serde(rename = "loop")]
+    pub how: Loop,
+    /// Own work per call that goes with a call (the claimed rows' median, weighted by
+    /// their calls, after [`with_calls`]).
     pub per_call_s: f64,
+    /// The work measured between calls, per call, before [`with_calls`] took its part,
+    /// and the calls' price here, each (s).
+    pub between_s: f64,
+    pub call_s: f64,
     /// What the change saves of it, with its range (the gaps' quartiles).
     pub saving_s: f64,
     pub low_s: f64,
     pub high_s: f64,
 }
 
-/// A row's own work per call (s): the (median, lower quartile, upper quartile) of its
-/// gaps less its call's price and the tracer's cost, floored at zero; where its calls'
-/// sizes vary, less too the work that grows with the bytes (it stays when the calls
-/// go): the gaps' growth per byte beyond the call's own (at most its price per byte),
-/// at the row's typical `size`.
-pub fn per_call(gaps: &Gaps, call_s: f64, tracer_s: f64, size: u64) -> Option<(f64, f64, f64)> {
+/// A row's own work per call that goes with a call (s), with its range: its gaps less
+/// its call's price and the tracer's cost ([`between`]), at the median and over the
+/// quartiles, of which [`with_calls`] and the loop's share ([`Loop`]) let through.
+pub fn per_call(
+    gaps: &Gaps,
+    call_s: f64,
+    tracer_s: f64,
+    size: u64,
+    how: Loop,
+) -> Option<(f64, f64, f64)> {
+    let at = |q| between(gaps, call_s, tracer_s, size, q);
+    let (m, a, b) = (at(0.5)?, at(0.25)?, at(0.75)?);
+    // A gap past one call's cost counts for less (`with_calls`): the range is the
+    // least and the most of the three, each at its end of the share; its top, for
+    // buffered writes, what the longest path to a write measured would leave.
+    let goes = |g| with_calls(g, call_s, how);
+    let most = |g: f64| match how {
+        Loop::Fewer => goes(g),
+        Loop::Buffered => g.min(call_s * how.whole_up_to()),
+    };
+    let (lo, mid, hi) = how.share();
+    Some((
+        goes(m) * mid,
+        goes(m).min(goes(a)).min(goes(b)) * lo,
+        most(m).max(most(a)).max(most(b)) * hi,
+    ))
+}
+
+/// Quantile `q` of a row's work between calls (s), before [`with_calls`] takes the
+/// part that goes with them: the gap less the call's price, the tracer's cost and the
+/// work that grows with the bytes ([`per_call`]); None under [`MIN_TIMED`] pairs.
+pub fn between(gaps: &Gaps, call_s: f64, tracer_s: f64, size: u64, q: f64) -> Option<f64> {
     if gaps.len() < MIN_TIMED {
         return None;
     }
@@ -92,14 +127,45 @@ pub fn per_call(gaps: &Gaps, call_s: f64, tracer_s: f64, size: u64) -> Option<(f
         (b - call).max(0.0) * 1e-9
     });
     let scaled = per_byte * size as f64;
-    let at = |q: f64| {
-        gaps.quantile(q)
-            .map(|ns| with_calls((ns * 1e-9 - call_s - tracer_s - scaled).max(0.0), call_s))
-    };
-    // A gap past one call's cost counts for less (`with_calls`): the range is the
-    // least and the most of the three.
-    let (m, a, b) = (at(0.5)?, at(0.25)?, at(0.75)?);
-    Some((m, m.min(a).min(b), m.max(a).max(b)))
+    Some((gaps.quantile(q)? * 1e-9 - call_s - tracer_s - scaled).max(0.0))
+}
+
+/// How a program's loop changes when a finding's calls go.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Loop {
+    /// Fewer, larger calls: the loop around them runs fewer times (reads, copies,
+    /// relays). JSON: "fewer".
+    Fewer,
+    /// Pieces the program makes one by one and writes at once (a write per line): the
+    /// fix is a buffer in front of the same loop, which still makes each piece and
+    /// hands it over; the call and the path leading to it go. JSON: "buffered".
+    Buffered,
+}
+
+/// Of the work between a buffered write's calls, the share that goes with them:
+/// (low, median, high) over the programs measured (docs/trace.md: the loop, the
+/// formatting and the buffer's own append stay).
+pub const BUFFERED_SHARE: (f64, f64, f64) = (0.6, 0.7, 0.8);
+
+impl Loop {
+    /// Calls' cost up to which a gap counts whole (from twice as much, not at all):
+    /// one call for a loop that runs fewer times; for buffered writes, the longest
+    /// path to a write measured (Python's `print` through two buffered layers: 2.5).
+    fn whole_up_to(self) -> f64 {
+        match self {
+            Loop::Fewer => 1.0,
+            Loop::Buffered => 2.5,
+        }
+    }
+
+    /// The share of what [`with_calls`] lets through that goes: (low, median, high).
+    fn share(self) -> (f64, f64, f64) {
+        match self {
+            Loop::Fewer => (1.0, 1.0, 1.0),
+            Loop::Buffered => BUFFERED_SHARE,
+        }
+    }
 }
 
 /// Of a gap of `gap` seconds between calls that each cost `call_s`, the part that goes
@@ -108,12 +174,16 @@ pub fn per_call(gaps: &Gaps, call_s: f64, tracer_s: f64, size: u64) -> Option<(f
 /// the bytes the calls moved (hashing, compressing), which stays when they are moved in
 /// fewer calls. So up to one call's cost the whole gap goes, from two calls' cost none
 /// of it, and in between a share falling from all to nothing (docs/trace.md, with the
-/// cases it was decided on).
-pub fn with_calls(gap: f64, call_s: f64) -> f64 {
-    if gap <= call_s {
+/// cases it was decided on). For buffered writes, the same from 2.5 and 5 calls' cost
+/// ([`Loop::whole_up_to`]), before their share ([`BUFFERED_SHARE`]): a longer gap is
+/// the making of each piece (a log record's formatting), which hides what its path to
+/// the write took (the range's top allows for that path, [`per_call`]).
+pub fn with_calls(gap: f64, call_s: f64, how: Loop) -> f64 {
+    let whole = call_s * how.whole_up_to();
+    if gap <= whole {
         gap
     } else {
-        (call_s * (2.0 - gap / call_s)).max(0.0)
+        (whole * (2.0 - gap / whole)).max(0.0)
     }
 }
 
@@ -131,6 +201,7 @@ pub fn of_row(
         time / s.calls.max(1) as f64,
         tracer_s,
         s.typical_size().unwrap_or(1),
+        Loop::Fewer,
     )
 }
 
@@ -160,7 +231,7 @@ pub fn total(p: &Profile, f: &Figures, tracer_s: f64) -> f64 {
 /// is not timed enough or not priced, or the change keeps every call.
 pub fn of_rows(
     rows: &[(i32, usize, Op)],
-    kept: f64,
+    (kept, how): (f64, Loop),
     p: &Profile,
     f: &Figures,
     own: Own,
@@ -180,22 +251,32 @@ pub fn of_rows(
         g.3 += s.typical_size().unwrap_or(1) * s.calls;
     }
     let (mut calls, mut mid, mut low, mut high) = (0u64, 0.0, 0.0, 0.0);
+    let (mut measured, mut priced) = (0.0, 0.0);
     for (gaps, n, time, asked) in groups.values() {
         let per = n.max(&1);
         let call = time / *per as f64;
-        let (m, l, h) = match own {
-            Own::Timed { tracer_s } => per_call(gaps, call, tracer_s, asked / per)?,
+        let (m, l, h, w) = match own {
+            Own::Timed { tracer_s } => {
+                let (m, l, h) = per_call(gaps, call, tracer_s, asked / per, how)?;
+                (m, l, h, between(gaps, call, tracer_s, asked / per, 0.5)?)
+            }
             // Its share of the user CPU, but no more than a loop issuing the call would
             // take ([`with_calls`]); from none of it to that.
             Own::Split { per_call_s } => {
-                let v = with_calls(per_call_s, call);
-                (v, 0.0, v)
+                let v = with_calls(per_call_s, call, how);
+                let most = match how {
+                    Loop::Fewer => v,
+                    Loop::Buffered => per_call_s.min(call * how.whole_up_to()),
+                };
+                let (_, mid, hi) = how.share();
+                (v * mid, 0.0, most * hi, per_call_s)
             }
             Own::Unknown => return None,
         };
         let n = *n as f64;
         calls += *per;
         (mid, low, high) = (mid + n * m, low + n * l, high + n * h);
+        (measured, priced) = (measured + n * w, priced + time);
     }
     Some(OwnWork {
         method: match own {
@@ -204,7 +285,10 @@ pub fn of_rows(
         },
         calls,
         calls_removed: (calls as f64 * gone).round() as u64,
+        how,
         per_call_s: mid / calls.max(1) as f64,
+        between_s: measured / calls.max(1) as f64,
+        call_s: priced / calls.max(1) as f64,
         saving_s: mid * gone,
         low_s: low * gone,
         high_s: high * gone,
@@ -345,26 +429,29 @@ mod tests {
     fn a_tight_loop_has_its_gap_less_the_call_and_the_tracer() {
         // 1,000 calls 900 ns apart: 500 ns the call, 200 ns the tracer, 200 ns of loop.
         let g = gaps(std::iter::repeat_n(900, 1000));
-        let (m, l, h) = per_call(&g, 500e-9, 200e-9, 4096).unwrap();
+        let (m, l, h) = per_call(&g, 500e-9, 200e-9, 4096, Loop::Fewer).unwrap();
         assert!((m - 200e-9).abs() < 60e-9, "{m}");
         assert!(l <= m && m <= h && h - l < 100e-9, "{l} {m} {h}");
     }
 
     #[test]
     fn a_gap_longer_than_the_call_is_work_on_the_bytes() {
-        assert_eq!(with_calls(100e-9, 300e-9), 100e-9);
-        assert!((with_calls(450e-9, 300e-9) - 150e-9).abs() < 1e-12);
-        assert_eq!(with_calls(50e-6, 3e-6), 0.0);
+        assert_eq!(with_calls(100e-9, 300e-9, Loop::Fewer), 100e-9);
+        assert!((with_calls(450e-9, 300e-9, Loop::Fewer) - 150e-9).abs() < 1e-12);
+        assert_eq!(with_calls(50e-6, 3e-6, Loop::Fewer), 0.0);
         // md5sum's 32 KiB reads: 50 µs of hashing between 3 µs calls go nowhere.
         let g = gaps(std::iter::repeat_n(53_000, 1000));
-        assert_eq!(per_call(&g, 3e-6, 0.0, 32 << 10).unwrap().0, 0.0);
+        assert_eq!(
+            per_call(&g, 3e-6, 0.0, 32 << 10, Loop::Fewer).unwrap().0,
+            0.0
+        );
     }
 
     #[test]
     fn outliers_move_the_range_not_the_median() {
         // A loop of 2 µs gaps where one call in ten waited 5 ms.
         let g = gaps((0..1000).map(|i| if i % 10 == 0 { 5_000_000 } else { 2_000 }));
-        let (m, l, _) = per_call(&g, 1.6e-6, 0.0, 4096).unwrap();
+        let (m, l, _) = per_call(&g, 1.6e-6, 0.0, 4096, Loop::Fewer).unwrap();
         assert!((m - 0.4e-6).abs() < 0.1e-6, "{m}");
         assert!((l - 0.4e-6).abs() < 0.1e-6, "{l}");
     }
@@ -381,7 +468,7 @@ mod tests {
         }
         let size = 32 * 1024;
         let call = (100.0 + 0.05 * size as f64) * 1e-9;
-        let (m, _, _) = per_call(&g, call, 0.0, size).unwrap();
+        let (m, _, _) = per_call(&g, call, 0.0, size, Loop::Fewer).unwrap();
         // The median gap is about 10 µs, nearly all of it the bytes' work: what goes
         // with the calls is the loop's (within the histogram's 9% buckets of 10 µs).
         assert!(m < 1e-6, "{m}");
@@ -391,10 +478,46 @@ mod tests {
     #[test]
     fn gaps_that_vary_give_a_wide_range_and_few_give_none() {
         let g = gaps((0..1000u64).map(|i| 21_000 + 10 * i));
-        let (m, l, h) = per_call(&g, 20e-6, 0.0, 4096).unwrap();
+        let (m, l, h) = per_call(&g, 20e-6, 0.0, 4096, Loop::Fewer).unwrap();
         assert!(l < 0.8 * m && h > 1.2 * m, "{l} {m} {h}");
-        assert_eq!(per_call(&gaps([1000; 15]), 0.0, 0.0, 1), None);
+        assert_eq!(per_call(&gaps([1000; 15]), 0.0, 0.0, 1, Loop::Fewer), None);
         // A call dearer than its gap (it waited): no negative work.
-        assert_eq!(per_call(&gaps([1000; 20]), 5e-6, 0.0, 1).unwrap().0, 0.0);
+        assert_eq!(
+            per_call(&gaps([1000; 20]), 5e-6, 0.0, 1, Loop::Fewer)
+                .unwrap()
+                .0,
+            0.0
+        );
+    }
+
+    #[test]
+    fn a_buffered_writes_gap_goes_in_part_and_counts_to_longer_paths() {
+        // Python's print with a flush: 1.2 µs of work between 0.5 µs writes. A loop
+        // that runs fewer times would count none of it (past two calls' cost); behind
+        // a buffer the path to the write goes and the piece's making stays.
+        assert_eq!(with_calls(1.2e-6, 0.5e-6, Loop::Fewer), 0.0);
+        assert_eq!(with_calls(1.2e-6, 0.5e-6, Loop::Buffered), 1.2e-6);
+        let half_way = with_calls(1.875e-6, 0.5e-6, Loop::Buffered);
+        assert!((half_way - 0.625e-6).abs() < 1e-12, "{half_way}");
+        // Logging's 20 µs a record is the record's making: none of it, but the range
+        // reaches to the longest path measured (2.5 calls), at 80%.
+        assert_eq!(with_calls(20e-6, 0.5e-6, Loop::Buffered), 0.0);
+        let long = gaps(std::iter::repeat_n(20_700, 1000));
+        let (m, l, h) = per_call(&long, 0.5e-6, 0.2e-6, 40, Loop::Buffered).unwrap();
+        assert_eq!((m, l), (0.0, 0.0));
+        assert!((h - 0.8 * 1.25e-6).abs() < 1e-12, "{h}");
+        assert_eq!(
+            per_call(&long, 0.5e-6, 0.2e-6, 40, Loop::Fewer).unwrap().2,
+            0.0
+        );
+        let g = gaps(std::iter::repeat_n(1_900, 1000));
+        let (m, l, h) = per_call(&g, 0.5e-6, 0.2e-6, 12, Loop::Buffered).unwrap();
+        // 1.2 µs between calls, 70% of it (60–80%), within the histogram's bucket.
+        assert!((m - 0.84e-6).abs() < 0.07e-6, "{m}");
+        // The range: 60% of the least of its quartiles' gaps, 80% of the most.
+        assert!(
+            l <= m * 0.6 / 0.7 + 1e-15 && h >= m * 0.8 / 0.7 - 1e-15,
+            "{l} {m} {h}"
+        );
     }
 }

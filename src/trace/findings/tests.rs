@@ -8,7 +8,7 @@ use crate::trace::figures::{Curve, SocketCurves};
 use crate::trace::price::time_here;
 use std::collections::BTreeMap;
 
-fn file_target() -> Target {
+pub(super) fn file_target() -> Target {
     Target {
         name: "/f".into(),
         kind: Kind::File,
@@ -85,7 +85,7 @@ fn each_call_once(p: &Profile, f: &Figures, found: &[Finding]) {
     );
 }
 
-fn stats(calls: u64, bytes: u64, size: u64) -> OpStats {
+pub(super) fn stats(calls: u64, bytes: u64, size: u64) -> OpStats {
     OpStats {
         calls,
         bytes,
@@ -129,7 +129,7 @@ fn tiny_calls_cost_at_least_a_system_call() {
 }
 
 /// A profile with one process, "app".
-fn app() -> Profile {
+pub(super) fn app() -> Profile {
     let mut p = Profile::default();
     p.processes.insert(1, Process::new(1, "app".into()));
     p
@@ -235,7 +235,7 @@ fn socket_calls_are_priced_with_their_familys_curves() {
 
 /// A profile of `app` relaying `srcs` files into `dsts` outputs in 512 B records:
 /// each source 64 KiB, each output getting every source's bytes.
-fn relaying(srcs: usize, dsts: usize) -> Profile {
+pub(super) fn relaying(srcs: usize, dsts: usize) -> Profile {
     let mut p = app();
     for i in 0..srcs + dsts {
         p.targets.push(Target {
