@@ -18,6 +18,13 @@
  *   mistakes stdio-lines FILE N    200,000 lines of 40 bytes with fprintf into FILE through a
  *                                  stdio buffer of N bytes (setvbuf; N = 0: unbuffered, a
  *                                  write per fprintf; the fix: a larger N)
+ *   mistakes records FILE N        200,000 binary records of 24 bytes into FILE: with N = 0 a
+ *                                  write(2) each, else fwrite through a stdio buffer of N
+ *                                  bytes (the fix)
+ *   mistakes fputc FILE N          1 MiB of text into FILE with fputc, through a stdio buffer
+ *                                  of N bytes (N = 0: unbuffered, a write per character)
+ *   mistakes computed FILE N       50,000 records, each after about 3 us of computing, with
+ *                                  fprintf into FILE through a stdio buffer of N bytes
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +48,38 @@ static unsigned long sum(const unsigned char *b, size_t n) {
     return s;
 }
 
+/* The modes writing through stdio: FILE opened for writing with a buffer of n bytes
+ * (0: unbuffered, a write per call; "records" then calls write(2) itself). */
+static int stdio_out(const char *mode, const char *path, long n) {
+    FILE *f = fopen(path, "w");
+    if (!f) die("fopen");
+    static char vbuf[1 << 20];
+    if (n < 0 || n > (long)sizeof vbuf || setvbuf(f, n ? vbuf : NULL, n ? _IOFBF : _IONBF, n))
+        die("setvbuf");
+    if (!strcmp(mode, "stdio-lines")) {
+        for (long i = 0; i < 200000; i++)
+            if (fprintf(f, "line %08ld of the log, some text here\n", i) < 0) die("fprintf");
+    } else if (!strcmp(mode, "computed")) {
+        unsigned long x = 1;
+        for (long i = 0; i < 50000; i++) {
+            for (int k = 0; k < 3000; k++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+            if (fprintf(f, "record %ld %lu\n", i, x >> 40) < 0) die("fprintf");
+        }
+    } else if (!strcmp(mode, "fputc")) {
+        for (long i = 0; i < (1 << 20); i++)
+            if (fputc(i % 64 == 63 ? '\n' : 'a' + (int)(i % 26), f) == EOF) die("fputc");
+    } else {
+        struct { long id; double v; int k, pad; } r;
+        for (long i = 0; i < 200000; i++) {
+            r.id = i, r.v = i * 0.5, r.k = (int)(i % 7), r.pad = 0;
+            if (n ? fwrite(&r, sizeof r, 1, f) != 1 : write(fileno(f), &r, sizeof r) != (ssize_t)sizeof r)
+                die("write");
+        }
+    }
+    if (fclose(f)) die("fclose");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: mistakes MODE FILE N\n");
@@ -51,17 +90,9 @@ int main(int argc, char **argv) {
     static unsigned char buf[1 << 20];
     unsigned long s = 0;
     struct stat st;
-    if (!strcmp(mode, "stdio-lines")) {
-        FILE *f = fopen(path, "w");
-        if (!f) die("fopen");
-        static char vbuf[1 << 20];
-        if (n > (long)sizeof vbuf || setvbuf(f, n ? vbuf : NULL, n ? _IOFBF : _IONBF, n))
-            die("setvbuf");
-        for (long i = 0; i < 200000; i++)
-            if (fprintf(f, "line %08ld of the log, some text here\n", i) < 0) die("fprintf");
-        if (fclose(f)) die("fclose");
-        return 0;
-    }
+    if (!strcmp(mode, "stdio-lines") || !strcmp(mode, "computed") || !strcmp(mode, "fputc")
+        || !strcmp(mode, "records"))
+        return stdio_out(mode, path, n);
     if (!strcmp(mode, "fsync-each") || !strcmp(mode, "fsync-once")) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd < 0) die("open");
