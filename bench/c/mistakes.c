@@ -72,7 +72,8 @@ static int stdio_out(const char *mode, const char *path, long n) {
         struct { long id; double v; int k, pad; } r;
         for (long i = 0; i < 200000; i++) {
             r.id = i, r.v = i * 0.5, r.k = (int)(i % 7), r.pad = 0;
-            if (n ? fwrite(&r, sizeof r, 1, f) != 1 : write(fileno(f), &r, sizeof r) != (ssize_t)sizeof r)
+            if (n ? fwrite(&r, sizeof r, 1, f) != 1
+                  : write(fileno(f), &r, sizeof r) != (ssize_t)sizeof r)
                 die("write");
         }
     }

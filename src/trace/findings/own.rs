@@ -103,10 +103,7 @@ pub fn per_call(
     // least and the most of the three, each at its end of the share; its top, for
     // buffered writes, what the longest path to a write measured would leave.
     let goes = |g| with_calls(g, call_s, how);
-    let most = |g: f64| match how {
-        Loop::Fewer => goes(g),
-        Loop::Buffered => g.min(call_s * how.whole_up_to()),
-    };
+    let most = |g| how.at_most(g, call_s);
     let (lo, mid, hi) = how.share();
     Some((
         goes(m) * mid,
@@ -156,6 +153,16 @@ impl Loop {
         match self {
             Loop::Fewer => 1.0,
             Loop::Buffered => 2.5,
+        }
+    }
+
+    /// The most of a gap that may go with its call, for a range's top: what
+    /// [`with_calls`] lets through; for buffered writes, a path to the write as long as
+    /// the longest measured, however long the gap.
+    fn at_most(self, gap: f64, call_s: f64) -> f64 {
+        match self {
+            Loop::Fewer => with_calls(gap, call_s, self),
+            Loop::Buffered => gap.min(call_s * self.whole_up_to()),
         }
     }
 
@@ -264,12 +271,8 @@ pub fn of_rows(
             // take ([`with_calls`]); from none of it to that.
             Own::Split { per_call_s } => {
                 let v = with_calls(per_call_s, call, how);
-                let most = match how {
-                    Loop::Fewer => v,
-                    Loop::Buffered => per_call_s.min(call * how.whole_up_to()),
-                };
                 let (_, mid, hi) = how.share();
-                (v * mid, 0.0, most * hi, per_call_s)
+                (v * mid, 0.0, how.at_most(per_call_s, call) * hi, per_call_s)
             }
             Own::Unknown => return None,
         };

@@ -326,8 +326,8 @@ pub(super) fn sys_exit(maps: &Maps, t: TaskOffsets) -> Vec<Insn> {
 
 /// Calls timed: one recorded call in about 45 (where its record falls in the first 128
 /// bytes of each 4 KiB of the ring) starts a pair, and its task's next recorded call,
-/// whatever it is, ends it (a call not recorded leaves the pair open); both carry when they ended (the low 32 bits, ns) and the task's
-/// context switches then.
+/// whatever it is, ends it (a call not recorded leaves the pair open); both carry when
+/// they ended (the low 32 bits, ns) and the task's context switches then.
 /// Timing every call cost 58–76 ns here (`bpf_ktime_get_ns`) and reading the switches
 /// 11–28 more; the pair's interval is the program's own work, the second call and
 /// tracing's part (`calibrate.rs`).
