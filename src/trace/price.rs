@@ -59,9 +59,10 @@ pub(super) fn pipe_relay(
 /// its first and last timed call) are put on its pipes in proportion to its data calls
 /// on each. The probe's are taken at the smaller of the writes' and the reads' typical
 /// sizes: `cat | md5sum` writes 128 KiB and reads 32 KiB, and switched twice as often
-/// as the probe's ends at 128 KiB (which read what they write). `dd bs=1k | wc -l` on one CPU switched 72,000 times for 100 MiB where the
-/// probe's ends switch 6,500 times a GiB: wc woke at every write. None where no
-/// switch was counted or the figures lack the cost.
+/// as the probe's ends at 128 KiB (which read what they write). `dd bs=1k | wc -l` on
+/// one CPU switched 72,000 times for 100 MiB where the probe's ends switch 6,500 times
+/// a GiB: wc woke at every write. None where no switch was counted or the figures lack
+/// the cost.
 pub(super) fn pipe_switches(p: &Profile, f: &Figures, t: usize) -> Option<(f64, f64)> {
     let switch_s = f.switch_s?;
     if p.targets.get(t)?.kind != Kind::Pipe {

@@ -6,6 +6,7 @@
 
 use crate::trace::{calls_on, gcc, trace_via, tracers};
 use crate::*;
+use std::path::PathBuf;
 
 const MOVERS: &str = r#"#define _GNU_SOURCE
 #include <fcntl.h>
@@ -45,52 +46,38 @@ fn on(doc: &Value, name: &str, op: &str) -> (u64, u64) {
     calls_on(doc, op, |n| n.ends_with(name))
 }
 
-#[test]
-fn calls_of_tasks_moving_between_cpus_keep_their_order() {
+/// `source` built as `name` in `d`, where eBPF can trace and gcc is here (else the
+/// test is skipped: None).
+fn built(d: &Path, name: &str, source: &str) -> Option<PathBuf> {
     if !tracers().contains(&"ebpf") {
         eprintln!("skipped: needs CAP_BPF");
-        return;
+        return None;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let src = d.join("movers.c");
-    std::fs::write(&src, MOVERS).unwrap();
-    let prog = d.join("movers");
+    let src = d.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let prog = d.join(name);
     if !gcc(&["-O1", "-o"], &prog, &src) {
         eprintln!("skipped: no gcc");
-        return;
+        return None;
     }
+    Some(prog)
+}
+
+#[test]
+fn calls_of_tasks_moving_between_cpus_keep_their_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Some(prog) = built(d, "movers", MOVERS) else {
+        return;
+    };
     let n: u64 = 400;
     for run in 0..50 {
         let j: u64 = [1, 2, 4, 8][run % 4];
         std::fs::write(d.join("a"), "").unwrap();
         std::fs::write(d.join("b"), "").unwrap();
-        let out = d.join("trace.json");
-        let a = Command::new(BIN)
-            .args([
-                "trace",
-                "--tracer",
-                "ebpf",
-                "--json",
-                "--figures",
-                FIXTURE_A,
-            ])
-            .arg("--store")
-            .arg(d.join("none.db"))
-            .arg("--output")
-            .arg(&out)
-            .arg("--")
-            .args([prog.to_str().unwrap(), &j.to_string(), &n.to_string()])
-            .current_dir(d)
-            .assert();
-        let o = a.get_output();
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "run {run}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let args = [prog.to_str().unwrap(), &j.to_string(), &n.to_string()];
+        let (doc, code, stderr) = trace_via(d, &args, "ebpf");
+        assert_eq!(code, 0, "run {run}: {stderr}");
         assert_eq!(doc["work"]["tracer"]["lost"], 0, "run {run}");
         let half = j * n / 2;
         assert_eq!(
@@ -131,20 +118,12 @@ int main(void) {
 /// finding said the work between them was not measured).
 #[test]
 fn a_call_not_recorded_leaves_a_timed_pair_open() {
-    if !tracers().contains(&"ebpf") {
-        eprintln!("skipped: needs CAP_BPF");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let src = d.join("getpid.c");
-    std::fs::write(&src, GETPID_READS).unwrap();
-    std::fs::write(d.join("in"), vec![3u8; 4 << 20]).unwrap();
-    let prog = d.join("getpid");
-    if !gcc(&["-O1", "-o"], &prog, &src) {
-        eprintln!("skipped: no gcc");
+    let Some(prog) = built(d, "getpid", GETPID_READS) else {
         return;
-    }
+    };
+    std::fs::write(d.join("in"), vec![3u8; 4 << 20]).unwrap();
     let (doc, code, stderr) = trace_via(d, &[prog.to_str().unwrap()], "ebpf");
     assert_eq!(code, 0, "{stderr}");
     assert!(

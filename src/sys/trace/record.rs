@@ -57,9 +57,9 @@ pub enum Event {
 /// is far shorter than their 4.3 s) and its task's context switches then (voluntary
 /// and involuntary, the low 30 bits). Calls are timed in pairs, a sample of
 /// them: a first, and its task's next recorded call (`second`; a call not recorded
-/// between them, getpid or futex, is part of the program's work in between). The time from one to the
-/// other holds the program's own work between them and the second call, where the
-/// count did not change (the task neither waited nor was preempted).
+/// between them, getpid or futex, is part of the program's work in between). The time
+/// from one to the other holds the program's own work between them and the second
+/// call, where the count did not change (the task neither waited nor was preempted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
     pub ended_ns: u32,
